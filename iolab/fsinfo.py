@@ -1,0 +1,89 @@
+"""Which filesystem serves a path, read from /proc/self/mountinfo (no tools, no root)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+MOUNTINFO = "/proc/self/mountinfo"
+
+# what each family of filesystem is, in the course's words
+KINDS = {
+    "ext4": "local disk", "xfs": "local disk", "btrfs": "local disk", "ext3": "local disk",
+    "tmpfs": "memory (tmpfs)", "ramfs": "memory",
+    "overlay": "container overlay",
+    "nfs": "network (NFS)", "nfs4": "network (NFS)",
+    "lustre": "parallel (Lustre)", "beegfs": "parallel (BeeGFS)", "gpfs": "parallel (GPFS)",
+    "ceph": "network (CephFS)", "fuse.ceph-fuse": "network (CephFS, FUSE)",
+    "fuse.s3fs": "object storage (s3fs-fuse)", "fuse.gcsfuse": "object storage (gcsfuse)",
+    "fuse.rclone": "object storage (rclone)", "fuse": "FUSE",
+}
+
+
+@dataclass(frozen=True)
+class Mount:
+    mountpoint: str
+    fstype: str
+    source: str
+    options: str
+
+    @property
+    def kind(self) -> str:
+        if self.fstype in KINDS:
+            return KINDS[self.fstype]
+        if self.fstype.startswith("fuse"):
+            return "FUSE"
+        return "other"
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 3 < len(field) + 0 and field[i + 1:i + 4].isdigit():
+            out.append(chr(int(field[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mounts(text: str | None = None) -> list[Mount]:
+    """All mounts of this process's mount namespace, in mountinfo order."""
+    if text is None:
+        with open(MOUNTINFO) as f:
+            text = f.read()
+    result = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        lf, rf = left.split(), right.split()
+        if len(lf) < 6 or len(rf) < 2:
+            continue
+        result.append(Mount(mountpoint=_unescape(lf[4]), fstype=rf[0], source=_unescape(rf[1]),
+                            options=lf[5] + ("," + rf[2] if len(rf) > 2 else "")))
+    return result
+
+
+def mount_of(path: str | os.PathLike[str], text: str | None = None) -> Mount:
+    """The mount that serves path (the longest mount point that contains it; the last one wins)."""
+    p = Path(path)
+    try:
+        p = p.resolve()
+    except OSError:
+        p = p.absolute()
+    best: Mount | None = None
+    for m in mounts(text):
+        mp = m.mountpoint.rstrip("/") or "/"
+        if str(p) == mp or str(p).startswith(mp.rstrip("/") + "/") or mp == "/":
+            if best is None or len(mp) >= len(best.mountpoint.rstrip("/") or "/"):
+                best = m
+    if best is None:
+        raise FileNotFoundError(f"no mount found for {path}")
+    return best
+
+
+def fstype(path: str | os.PathLike[str]) -> str:
+    return mount_of(path).fstype

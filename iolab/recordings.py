@@ -1,0 +1,207 @@
+"""Real tool outputs recorded earlier, and the switch between running live and replaying them.
+
+A recording is ``data/recorded/<tool>/<name>.<ext>`` (the raw output, untouched) plus
+``<name>.meta.json`` (argv, tool version, host, filesystem, date). ``IOLAB_MODE`` chooses:
+``auto`` (default: live when the tools are here, else replay), ``live``, or ``replay``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import fsinfo
+from .errors import ToolMissing
+from .runner import Run, install_hint, which
+
+MODES = ("auto", "live", "replay")
+
+
+def data_dir() -> Path:
+    """The recordings directory: ``$IOLAB_DATA`` or the ``data/recorded`` of this checkout."""
+    env = os.environ.get("IOLAB_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parent.parent / "data" / "recorded")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    raise FileNotFoundError(
+        "cannot find the recorded outputs (data/recorded). Install iolab from its checkout "
+        "(pip install -e .) or set IOLAB_DATA to the data/recorded directory.")
+
+
+@dataclass(frozen=True)
+class Recording:
+    ref: str
+    path: Path
+    text: str
+    meta: dict[str, Any]
+
+    @property
+    def provenance(self) -> str:
+        m = self.meta
+        host = m.get("host", {})
+        fs = m.get("filesystem", {})
+        bits = [f"recorded {m.get('date', '?')[:10]}", f"on {host.get('description') or host.get('hostname', '?')}"]
+        if fs.get("fstype"):
+            bits.append(f"{fs['fstype']} filesystem")
+        if m.get("tool_version"):
+            bits.append(f"{m.get('tool', '')} {m['tool_version']}".strip())
+        rel = self.path
+        try:
+            rel = self.path.relative_to(data_dir().parent.parent)
+        except ValueError:
+            pass
+        return f"REPLAY of {rel} ({', '.join(bits)})"
+
+
+def _split(ref: str) -> tuple[str, str]:
+    tool, _, name = ref.partition("/")
+    if not tool or not name or "/" in name or ".." in ref:
+        raise ValueError(f"a recording is named 'tool/name', got {ref!r}")
+    return tool, name
+
+
+def _raw_path(tool_dir: Path, name: str) -> Path | None:
+    found = [p for p in tool_dir.glob(f"{name}.*")
+             if p.name != f"{name}.meta.json" and p.name[len(name):].count(".") == 1]
+    return found[0] if len(found) == 1 else None
+
+
+def load(ref: str) -> Recording:
+    """Load a recording by its name, e.g. ``load("strace/count-read-4k")``."""
+    tool, name = _split(ref)
+    tool_dir = data_dir() / tool
+    raw = _raw_path(tool_dir, name)
+    meta_path = tool_dir / f"{name}.meta.json"
+    if raw is None or not meta_path.exists():
+        have = sorted(p.name.split(".")[0] for p in tool_dir.glob("*.meta.json")) if tool_dir.is_dir() else []
+        raise FileNotFoundError(f"no recording {ref!r} in {data_dir()} (with a .meta.json); "
+                                f"{tool} has: {', '.join(have) or 'none'}")
+    return Recording(ref=ref, path=raw, text=raw.read_text(errors="replace"), meta=json.loads(meta_path.read_text()))
+
+
+def available(tool: str | None = None) -> list[str]:
+    """Names of all recordings ("tool/name"), optionally of one tool."""
+    root = data_dir()
+    refs = []
+    for meta in sorted(root.glob(f"{tool or '*'}/*.meta.json")):
+        refs.append(f"{meta.parent.name}/{meta.name[:-len('.meta.json')]}")
+    return refs
+
+
+def host_facts(description: str | None = None) -> dict[str, Any]:
+    os_name = ""
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        mem = None
+    return {"hostname": socket.gethostname(), "kernel": platform.release(), "os": os_name,
+            "cpus": os.cpu_count(), "mem_bytes": mem,
+            "description": description or f"{os.cpu_count()}-core {platform.machine()} host, {os_name}"}
+
+
+def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | None = None,
+         tool_version: str | None = None, stream: str = "stdout", fs_path: str | os.PathLike[str] | None = None,
+         host_description: str | None = None, notes: str = "", root: Path | None = None) -> Path:
+    """Write a recording (raw text + .meta.json). Returns the path of the raw file."""
+    tool, name = _split(ref)
+    d = (root or data_dir()) / tool
+    d.mkdir(parents=True, exist_ok=True)
+    if isinstance(run, Run):
+        text = run.stderr if stream == "stderr" else run.stdout
+        argv = list(argv or run.argv)
+        date = run.started
+        rc: int | None = run.returncode
+        tool_version = tool_version or run.tool_version
+    else:
+        text, date, rc = run, datetime.now(timezone.utc), None
+    fs = {}
+    if fs_path is not None:
+        m = fsinfo.mount_of(fs_path)
+        fs = {"path": str(fs_path), "fstype": m.fstype, "source": m.source}
+    meta = {"argv": list(argv or []), "tool": tool, "tool_version": tool_version, "stream": stream,
+            "returncode": rc, "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "host": host_facts(host_description), "filesystem": fs, "notes": notes}
+    raw = d / f"{name}.{ext}"
+    raw.write_text(text)
+    (d / f"{name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return raw
+
+
+@dataclass
+class Outcome:
+    """The text an experiment produced, and whether it ran here or was replayed."""
+
+    mode: str                      # "live" or "replay"
+    text: str
+    provenance: str
+    run: Run | None = None
+    recording: Recording | None = None
+    data: Any = None
+    reason: str = ""               # why a replay was chosen
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        return self.mode == "live"
+
+    def __str__(self) -> str:
+        return self.provenance
+
+
+def mode() -> str:
+    m = os.environ.get("IOLAB_MODE", "auto").strip().lower() or "auto"
+    if m not in MODES:
+        raise ValueError(f"IOLAB_MODE={m!r}: use one of {', '.join(MODES)}")
+    return m
+
+
+def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires: Sequence[str] = (),
+                     parse: Callable[[str], Any] | None = None, quiet: bool = False) -> Outcome:
+    """Run ``live()`` when its tools are here, else replay ``recording``; parse either the same way."""
+    m = mode()
+    missing = [t for t in requires if which(t) is None]
+    reason = ""
+    if m == "live" and missing:
+        raise ToolMissing(missing[0], install_hint(missing[0]))
+    outcome: Outcome | None = None
+    if m == "replay":
+        reason = "IOLAB_MODE=replay"
+    elif missing:
+        reason = f"{', '.join(missing)} not installed here"
+    else:
+        try:
+            result = live()
+        except ToolMissing as e:
+            if m == "live":
+                raise
+            reason = f"{e.tool} not installed here"
+        else:
+            if isinstance(result, Run):
+                text = result.stdout
+                prov = (f"LIVE run here ({socket.gethostname()}, {result.started:%Y-%m-%d %H:%M} UTC, "
+                        f"{result.seconds:.1f} s): {' '.join(result.argv[:8])}{' ...' if len(result.argv) > 8 else ''}")
+                outcome = Outcome("live", text, prov, run=result)
+            else:
+                outcome = Outcome("live", str(result), f"LIVE run here ({socket.gethostname()})")
+    if outcome is None:
+        rec = load(recording)
+        outcome = Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason)
+    if parse is not None:
+        outcome.data = parse(outcome.text)
+    if not quiet:
+        print(outcome.provenance)
+    return outcome

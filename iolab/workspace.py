@@ -1,0 +1,178 @@
+"""Where experiments may write: a per-user directory with a byte budget, removed when done.
+
+Default location: ``$IOLAB_WORKDIR`` if set, else ``$TMPDIR`` or ``/tmp`` (node-local scratch on
+most clusters), in ``iolab-<user>/``. Default budget 2 GiB, or ``$IOLAB_BUDGET`` (e.g. "512MiB").
+"""
+from __future__ import annotations
+
+import atexit
+import getpass
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+from .errors import BudgetExceeded, OutsideWorkspace
+from .units import MiB, format_size, parse_size
+
+DEFAULT_BUDGET = "2GiB"
+# keep this much free on the filesystem whatever the budget says: it is shared
+FREE_MARGIN = 1024 * MiB
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return str(os.getuid())
+
+
+def base_dir() -> Path:
+    """The per-user directory that holds every workspace of this user."""
+    root = os.environ.get("IOLAB_WORKDIR")
+    if root:
+        base = Path(root).expanduser()
+    else:
+        base = Path(os.environ.get("TMPDIR") or "/tmp") / f"iolab-{_user()}"
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return base
+
+
+def _du(path: Path) -> int:
+    """Bytes allocated under path (sparse files count what they use)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+class Workspace:
+    """A private directory for one session's experiments, with a byte budget.
+
+    Use it as a context manager (removed on exit, on error and on KeyboardInterrupt), or take the
+    kernel's shared one with :func:`session` (removed when the kernel exits).
+    """
+
+    def __init__(self, budget: int | str | None = None, base: str | os.PathLike[str] | None = None,
+                 prefix: str = "ws-"):
+        self.budget = parse_size(budget if budget is not None else os.environ.get("IOLAB_BUDGET", DEFAULT_BUDGET))
+        parent = Path(base) if base is not None else base_dir()
+        parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()
+        self._closed = False
+
+    # -- paths -------------------------------------------------------------------------------
+    def inside(self, path: str | os.PathLike[str]) -> Path:
+        """Resolve path (relative paths are taken inside the workspace) and refuse it if it escapes."""
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        resolved = p.resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise OutsideWorkspace(f"{path} resolves to {resolved}, outside the workspace {self.root}")
+        return resolved
+
+    def path(self, name: str) -> Path:
+        return self.inside(name)
+
+    def mkdir(self, name: str) -> Path:
+        d = self.inside(name)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # -- budget ------------------------------------------------------------------------------
+    @property
+    def used(self) -> int:
+        return _du(self.root)
+
+    def reserve(self, nbytes: int | str) -> int:
+        """Check that nbytes more fit in the budget and on the filesystem; return nbytes."""
+        n = parse_size(nbytes)
+        used = self.used
+        if used + n > self.budget:
+            raise BudgetExceeded(
+                f"writing {format_size(n)} would take the workspace to {format_size(used + n)}, over its "
+                f"budget of {format_size(self.budget)}. Remove files (ws.remove(...)) or raise the budget "
+                f"with IOLAB_BUDGET.")
+        free = shutil.disk_usage(self.root).free
+        if free - n < FREE_MARGIN:
+            raise BudgetExceeded(
+                f"writing {format_size(n)} would leave {format_size(max(free - n, 0))} free on the filesystem "
+                f"of {self.root}; iolab keeps {format_size(FREE_MARGIN)} free for everyone else.")
+        return n
+
+    def make_file(self, name: str, size: int | str, *, chunk: int | str = "4MiB", seed: int = 0,
+                  sync: bool = True) -> Path:
+        """Write a file of random (incompressible) bytes, within the budget. Returns its path."""
+        n = parse_size(size)
+        path = self.inside(name)
+        existing = path.stat().st_blocks * 512 if path.exists() else 0
+        self.reserve(max(n - existing, 0))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        step = parse_size(chunk)
+        block = np.random.default_rng(seed).integers(0, 256, size=min(step, max(n, 1)), dtype=np.uint8).tobytes()
+        with open(path, "wb") as f:
+            left = n
+            while left > 0:
+                k = min(left, len(block))
+                f.write(block[:k])
+                left -= k
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        return path
+
+    def remove(self, name: str | os.PathLike[str]) -> None:
+        p = self.inside(name)
+        if p == self.root:
+            raise OutsideWorkspace("refusing to remove the workspace root; use close()")
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+    # -- life cycle --------------------------------------------------------------------------
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r}, budget={format_size(self.budget)})"
+
+
+_session: Workspace | None = None
+_lock = threading.Lock()
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def session() -> Workspace:
+    """The kernel's workspace: created on first use, removed when the process exits (also on SIGTERM)."""
+    global _session
+    with _lock:
+        if _session is None or _session._closed:
+            _session = Workspace(prefix="session-")
+            atexit.register(_session.close)
+            if threading.current_thread() is threading.main_thread() and \
+                    signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        return _session

@@ -1,0 +1,26 @@
+"""Shared fixtures: skip live tests with a reason when a tool is missing; a private workspace per test."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from iolab import workspace
+
+
+def needs(*tools: str) -> pytest.MarkDecorator:
+    """Skip unless every tool is on PATH, naming the missing ones."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"not installed here: {', '.join(missing)}")
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+@pytest.fixture
+def ws(tmp_path):
+    """A workspace under pytest's tmp dir with a 512 MiB budget, removed after the test."""
+    with workspace.Workspace(budget="512MiB", base=tmp_path) as w:
+        yield w
