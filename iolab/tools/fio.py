@@ -1,0 +1,263 @@
+"""fio: build job files, run them with JSON output, parse ``json`` and ``json+`` into flat records.
+
+One record per job and direction (read, write, trim) that did any I/O::
+
+    {"jobname": "readfiles", "groupid": 0, "error": 0, "direction": "read", "fio_version": "fio-3.33",
+     "io_bytes": 100179968, "bw_bytes": 10403841, "iops": 2540.0, "runtime_ms": 9629,
+     "total_ios": 24458, "lat_mean_ns": 393000.1, "clat_mean_ns": 392000.5,
+     "clat_p50_ns": 2448, "clat_p99_ns": 21632, "clat_p99_9_ns": 1777664, ...}
+
+Percentile keys appear when fio printed percentiles (it does by default for completion latency);
+``json+`` adds histogram bins, which :func:`clat_histogram` returns.
+
+Sizes in a job file: by default (``kb_base=1024``) fio reads ``K``/``M``/``KB``/``MB`` as powers of
+two and, for compatibility with old scripts, ``KiB``/``MiB`` as powers of ten. So the seed's
+``filesize=2MiB`` makes files of 2,000,000 bytes (the recorded run here shows it: 100 files, 200 MB
+of I/O). :func:`size_in_bytes` applies fio's rule; :func:`job` writes integers as plain byte counts
+so that no job built here is ambiguous.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParseError
+from ..runner import Run, run as _run, tool_version
+
+DIRECTIONS = ("read", "write", "trim")
+OUTPUT_FORMATS = ("json", "json+")
+
+
+# --- job files ----------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    """One ``[section]`` of a fio job file: a name and its options, in order."""
+
+    name: str
+    options: dict[str, str | int | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]+", self.name) or self.name == "global":
+            raise ValueError(f"a fio job name is letters, digits and _.+- (and not 'global'): {self.name!r}")
+        for k, v in self.options.items():
+            if not re.fullmatch(r"[a-z0-9_]+", k):
+                raise ValueError(f"not a fio option name: {k!r}")
+            if v is not None and ("\n" in str(v) or "[" in str(v)):
+                raise ValueError(f"option {k}={v!r} would break the job file")
+
+    def text(self) -> str:
+        lines = [f"[{self.name}]"]
+        for k, v in self.options.items():
+            lines.append(k if v is None else f"{k}={v}")
+        return "\n".join(lines) + "\n"
+
+    def with_options(self, **options: str | int | None) -> "Job":
+        """A copy with some options added or replaced (``None`` as a value writes a bare flag)."""
+        merged = dict(self.options)
+        merged.update(options)
+        return Job(self.name, merged)
+
+
+def job(name: str, **options: str | int | os.PathLike[str] | None) -> Job:
+    """A job; integers are byte counts (or plain numbers) and are written as such.
+
+    >>> job("rand", rw="randread", bs=4096, size=64 * 2**20).text()
+    '[rand]\\nrw=randread\\nbs=4096\\nsize=67108864\\n'
+    """
+    opts: dict[str, str | int | None] = {}
+    for k, v in options.items():
+        if isinstance(v, bool):
+            v = int(v)
+        opts[k] = os.fspath(v) if isinstance(v, os.PathLike) else v
+    return Job(name, opts)
+
+
+def jobfile(jobs: Job | Iterable[Job], global_options: Mapping[str, str | int | None] | None = None) -> str:
+    """The text of a job file: an optional ``[global]`` section, then each job."""
+    jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
+    if not jobs:
+        raise ValueError("a job file needs at least one job")
+    parts = []
+    if global_options:
+        g = Job("g", dict(global_options))
+        parts.append(g.text().replace("[g]", "[global]", 1))
+    parts.extend(j.text() for j in jobs)
+    return "\n".join(parts)
+
+
+def seed000_job(directory: str | os.PathLike[str], **overrides: str | int | None) -> Job:
+    """The job of seed 000 (IBM Cloud HPC tutorial, "Performance comparison for block size"), verbatim.
+
+    ``filesize=2MiB`` is kept as the seed wrote it: fio makes 2,000,000-byte files from it.
+    """
+    opts: dict[str, str | int | None] = {"nrfiles": 100, "filesize": "2MiB", "bs": "4k", "rw": "readwrite",
+                                         "directory": os.fspath(directory)}
+    opts.update(overrides)
+    return Job("readfiles", opts)
+
+
+_FIO_SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+
+
+def size_in_bytes(value: str | int, kb_base: int = 1024) -> int:
+    """How fio reads a size option, e.g. ``filesize=2MiB``.
+
+    With the default ``kb_base=1024``: ``4k``, ``4K``, ``4KB`` are 4096 and ``4KiB`` is 4000 (!).
+    With ``kb_base=1000``: ``KiB`` is 1024 and ``KB``/``k`` is 1000.
+
+    >>> size_in_bytes("2MiB"), size_in_bytes("4k"), size_in_bytes("2MiB", kb_base=1000)
+    (2000000, 4096, 2097152)
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _FIO_SIZE.match(str(value))
+    if not m:
+        raise ValueError(f"not a fio size: {value!r}")
+    number, letter, i, b = m.groups()
+    power = " kmgtp".index(letter.lower()) if letter else 0
+    if kb_base == 1024:
+        base = 1000 if i else 1024
+    elif kb_base == 1000:
+        base = 1024 if i else 1000
+    else:
+        raise ValueError("kb_base is 1000 or 1024")
+    return int(number) * base**power
+
+
+# --- running ------------------------------------------------------------------------------------
+
+def argv(jobfile_path: str | os.PathLike[str], *, output_format: str = "json",
+         extra: Sequence[str] = ()) -> list[str]:
+    """``fio --output-format=json JOBFILE`` (``json+`` adds latency histogram bins)."""
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(f"output_format is one of {OUTPUT_FORMATS}: fio's text output changes between "
+                         "versions, iolab parses JSON only")
+    return ["fio", f"--output-format={output_format}", *extra, os.fspath(jobfile_path)]
+
+
+def write_jobfile(jobs: Job | Iterable[Job], path: str | os.PathLike[str],
+                  global_options: Mapping[str, str | int | None] | None = None) -> Path:
+    p = Path(path)
+    p.write_text(jobfile(jobs, global_options))
+    return p
+
+
+def run(jobs: Job | Iterable[Job], *, workdir: str | os.PathLike[str], timeout: float = 120,
+        output_format: str = "json", global_options: Mapping[str, str | int | None] | None = None,
+        name: str = "job", env: Mapping[str, str | None] | None = None) -> Run:
+    """Write the job file into workdir and run fio on it. Returns the Run (JSON on stdout).
+
+    A job without ``directory=`` or ``filename=`` runs in workdir (fio's working directory).
+    """
+    wd = Path(workdir)
+    path = write_jobfile(jobs, wd / f"{name}.fio", global_options)
+    r = _run(argv(path, output_format=output_format), timeout=timeout, cwd=wd, env=env)
+    return Run(argv=r.argv, stdout=r.stdout, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
+               started=r.started, host=r.host, tool_version=tool_version("fio"))
+
+
+# --- parsing ------------------------------------------------------------------------------------
+
+def _document(text: str) -> dict[str, Any]:
+    """The JSON document in fio's stdout (fio may print notes before it)."""
+    lines = text.splitlines(keepends=True)
+    offset = 0
+    for line_no, line in enumerate(lines, 1):
+        if line.startswith("{"):
+            try:
+                doc, _end = json.JSONDecoder().raw_decode(text, offset)
+            except json.JSONDecodeError as e:
+                bad = text.splitlines()[e.lineno - 1] if e.lineno - 1 < len(lines) else None
+                raise ParseError(f"fio's JSON is broken ({e.msg}); was the run cut short?",
+                                 line_no=e.lineno, line=bad) from None
+            if not isinstance(doc, dict) or "jobs" not in doc:
+                raise ParseError("expected fio's JSON output with a 'jobs' list", line_no=line_no, line=line)
+            return doc
+        offset += len(line)
+    first = lines[0] if lines else ""
+    raise ParseError("no JSON object in this fio output (run fio with --output-format=json)",
+                     line_no=1 if lines else None, line=first if lines else None)
+
+
+def _pct_key(prefix: str, pct: str) -> str:
+    # "99.900000" -> "p99_9"; "50.000000" -> "p50"
+    num = f"{float(pct):.6f}".rstrip("0").rstrip(".")
+    return f"{prefix}_p{num.replace('.', '_')}_ns"
+
+
+def _number(d: Mapping[str, Any], key: str, where: str) -> float:
+    v = d.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise ParseError(f"fio JSON: {where} has no number {key!r}")
+    return v
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """One flat record per job and direction with I/O, from fio ``json`` or ``json+`` output."""
+    doc = _document(text)
+    version = doc.get("fio version")
+    jobs = doc["jobs"]
+    if not isinstance(jobs, list) or not jobs:
+        raise ParseError("fio JSON: the 'jobs' list is empty")
+    records: list[dict[str, Any]] = []
+    for j in jobs:
+        name = j.get("jobname")
+        if not isinstance(name, str):
+            raise ParseError("fio JSON: a job has no 'jobname'")
+        did_io = [d for d in DIRECTIONS if isinstance(j.get(d), dict) and
+                  (j[d].get("total_ios", 0) or j[d].get("io_bytes", 0))]
+        for d in did_io or [d for d in ("read", "write") if isinstance(j.get(d), dict)]:
+            s = j[d]
+            where = f"job {name!r} {d}"
+            rec: dict[str, Any] = {
+                "jobname": name, "groupid": j.get("groupid", 0), "error": j.get("error", 0), "direction": d,
+                "fio_version": version,
+                "io_bytes": int(_number(s, "io_bytes", where)),
+                "bw_bytes": int(_number(s, "bw_bytes", where)),
+                "iops": float(_number(s, "iops", where)),
+                "runtime_ms": int(_number(s, "runtime", where)),
+                "total_ios": int(s.get("total_ios", 0)),
+            }
+            for lat in ("lat", "clat", "slat"):
+                block = s.get(f"{lat}_ns")
+                # slat is not measured by synchronous engines: fio then writes N=0 and mean 0
+                if isinstance(block, dict) and "mean" in block and block.get("N", 1):
+                    rec[f"{lat}_mean_ns"] = float(block["mean"])
+                    pct = block.get("percentile")
+                    if isinstance(pct, dict):
+                        for p, v in pct.items():
+                            rec[_pct_key(lat, p)] = int(v)
+            records.append(rec)
+    return records
+
+
+def clat_histogram(text: str) -> list[dict[str, Any]]:
+    """Completion-latency histogram bins of ``json+`` output: jobname, direction, clat_ns, count."""
+    doc = _document(text)
+    rows = []
+    for j in doc["jobs"]:
+        for d in DIRECTIONS:
+            bins = (j.get(d) or {}).get("clat_ns", {}).get("bins")
+            if isinstance(bins, dict):
+                for ns, count in sorted(bins.items(), key=lambda kv: int(kv[0])):
+                    rows.append({"jobname": j["jobname"], "direction": d, "clat_ns": int(ns), "count": int(count)})
+    if not rows and not any("bins" in str(j.get(d, {}).get("clat_ns", {})) for j in doc["jobs"] for d in DIRECTIONS):
+        raise ParseError("no histogram bins: run fio with --output-format=json+")
+    return rows
+
+
+def to_frame(records: Sequence[Mapping[str, Any]]):
+    """A DataFrame with MB/s (10**6, fio's and the seed's unit) and MiB/s columns added."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(records))
+    if not df.empty:
+        df["mb_per_s"] = df["bw_bytes"] / 1e6
+        df["mib_per_s"] = df["bw_bytes"] / 2**20
+    return df
