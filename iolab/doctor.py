@@ -1,0 +1,196 @@
+"""What this machine offers the course: tools, privileges, filesystems, memory.
+
+``iolab doctor`` prints the table; ``iolab.doctor.summary()`` shows it in a notebook.
+Every missing item says what the course does without it.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import resource
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import fsinfo, runner
+from .units import format_size
+
+OK, MISSING, LIMITED = "OK", "MISSING", "LIMITED"
+
+
+@dataclass(frozen=True)
+class Check:
+    group: str
+    name: str
+    status: str
+    detail: str
+    without: str = ""    # what the course does when this is missing or limited
+
+    def line(self) -> str:
+        tag = {OK: "[ OK ]", MISSING: "[MISSING]", LIMITED: "[LIMITED]"}[self.status]
+        text = f"{tag:<10} {self.name:<22} {self.detail}"
+        if self.status != OK and self.without:
+            text += f"\n{'':<33}-> {self.without}"
+        return text
+
+
+PACKAGES = {
+    "numpy": "required", "pandas": "required", "plotly": "required", "ipywidgets": "required",
+    "jupyterlab": "needed to open the lessons (make lab)",
+    "fsspec": "lesson 06 runs its FUSE parts only", "s3fs": "lesson 06 skips fsspec over S3",
+    "gcsfs": "lesson 06 skips fsspec over GCS", "boto3": "lesson 06 cannot create buckets",
+    "moto": "lesson 06 uses SeaweedFS or a recording", "nbval": "make test cannot execute notebooks",
+}
+
+# tool -> (argv that prints its version, what the course does without it)
+TOOLS: dict[str, tuple[list[str], str]] = {
+    "strace": (["strace", "-V"], "lesson 03 replays recorded strace outputs"),
+    "fio": (["fio", "--version"], "lesson 06 replays recorded fio runs"),
+    "dd": (["dd", "--version"], "lessons use Python reads instead of dd"),
+    "vmtouch": (["vmtouch", "-h"], "lessons measure residency with iolab.pagecache (mincore) only"),
+    "fincore": (["fincore", "--version"], "tests cannot cross-check residency against fincore"),
+    "ior": (["ior", "--version"], "lesson 04 replays recorded IOR runs"),
+    "mdtest": (["mdtest", "--version"], "lesson 05 replays recorded mdtest runs"),
+    "mpirun": (["mpirun", "--version"], "IOR/mdtest cannot run with several ranks; lessons replay"),
+    "srun": (["srun", "--version"], "multi-node runs need Slurm: instructors only"),
+    "sbatch": (["sbatch", "--version"], "multi-node runs need Slurm: instructors only"),
+    "s3fs": (["s3fs", "--version"], "lesson 06 uses fsspec instead of the s3fs-fuse mount"),
+    "gcsfuse": (["gcsfuse", "--version"], "lesson 06 skips the gcsfuse part"),
+    "rclone": (["rclone", "version"], "lesson 06 skips the rclone part"),
+    "s3cmd": (["s3cmd", "--version"], "lesson 06 stages with fsspec instead of s3cmd"),
+    "chromium": (["chromium", "--version"], "the browser test of lesson 00 is skipped"),
+}
+
+DIRS = {"/tmp": "/tmp", "$HOME": os.environ.get("HOME"), "/dev/shm": "/dev/shm",
+        "$SCRATCH": os.environ.get("SCRATCH"), "$TMPDIR": os.environ.get("TMPDIR")}
+
+
+def _first_version_line(text: str) -> str:
+    for line in text.splitlines():
+        if re.search(r"\d+\.\d+", line):
+            return line.split(" - ")[0].strip()[:80]
+    return (text.strip().splitlines() or ["unknown version"])[0][:80]
+
+
+def tool_checks() -> list[Check]:
+    out = []
+    for tool, (argv, without) in TOOLS.items():
+        path = shutil.which(tool)
+        if path is None:
+            out.append(Check("tools", tool, MISSING, runner.install_hint(tool).split(":")[0], without))
+            continue
+        try:
+            r = runner.run(argv, timeout=15, check=False)
+        except Exception as e:  # a broken install is still worth reporting
+            out.append(Check("tools", tool, LIMITED, f"found at {path}, but it did not run ({e})", without))
+            continue
+        text = r.stdout + "\n" + r.stderr
+        if r.returncode != 0 and not re.search(r"\d+\.\d+", text):
+            out.append(Check("tools", tool, LIMITED, f"found at {path}, but not usable here: "
+                             f"{text.strip().splitlines()[-1][:70] if text.strip() else r.returncode}", without))
+            continue
+        out.append(Check("tools", tool, OK, _first_version_line(text)))
+    return out
+
+
+def package_checks() -> list[Check]:
+    out = []
+    for pkg, without in PACKAGES.items():
+        try:
+            out.append(Check("python", pkg, OK, importlib.metadata.version(pkg)))
+        except importlib.metadata.PackageNotFoundError:
+            out.append(Check("python", pkg, MISSING, "pip install -e .[lab,objectstore,test]", without))
+    return out
+
+
+def privilege_checks() -> list[Check]:
+    out = []
+    root = os.geteuid() == 0
+    out.append(Check("system", "running as root", OK,
+                     "yes (lessons use root where it helps, and say so)" if root
+                     else "no (the normal case: every lesson works without root)"))
+    dc = "/proc/sys/vm/drop_caches"
+    writable = os.access(dc, os.W_OK)
+    out.append(Check("system", "drop_caches writable", OK if writable else LIMITED,
+                     "yes" if writable else "no (needs root)",
+                     "lessons evict files with posix_fadvise(DONTNEED) and verify with mincore"))
+    fuse = Path("/dev/fuse")
+    fusermount = shutil.which("fusermount3") or shutil.which("fusermount")
+    usable = fuse.exists() and os.access(fuse, os.R_OK | os.W_OK) and fusermount is not None
+    out.append(Check("system", "/dev/fuse usable", OK if usable else MISSING,
+                     f"/dev/fuse {'present' if fuse.exists() else 'absent'}, fusermount "
+                     f"{'found' if fusermount else 'missing'}",
+                     "lesson 06 uses fsspec's caches instead of FUSE mounts"))
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    level = scope.read_text().strip() if scope.exists() else None
+    ok = level in (None, "0", "1")
+    out.append(Check("system", "ptrace (for strace)", OK if ok else LIMITED,
+                     f"Yama ptrace_scope={level}" if level is not None else "no Yama restriction",
+                     "lesson 03 replays recorded traces"))
+    return out
+
+
+def filesystem_checks() -> list[Check]:
+    from .workspace import base_dir
+
+    out = []
+    dirs = dict(DIRS)
+    try:
+        dirs["workspace"] = str(base_dir())
+    except OSError as e:
+        out.append(Check("filesystems", "workspace", MISSING, str(e), "set IOLAB_WORKDIR to a writable dir"))
+    for label, path in dirs.items():
+        if not path or not Path(path).exists():
+            if label == "$SCRATCH":
+                out.append(Check("filesystems", label, LIMITED, "not set on this machine",
+                                 "lessons use the workspace (local scratch) instead"))
+            continue
+        m = fsinfo.mount_of(path)
+        free = shutil.disk_usage(path).free
+        out.append(Check("filesystems", label, OK, f"{m.fstype:<8} {m.kind:<20} {path}  ({format_size(free)} free)"))
+    return out
+
+
+def memory_checks() -> list[Check]:
+    info = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        info[key] = int(rest.split()[0]) * 1024
+    page = resource.getpagesize()
+    out = [Check("memory", "page size", OK, format_size(page)),
+           Check("memory", "memory", OK, f"{format_size(info['MemTotal'])} total, "
+                 f"{format_size(info['MemAvailable'])} available, {format_size(info.get('Cached', 0))} page cache")]
+    try:
+        from .readahead import read_ahead_kb
+        from .workspace import base_dir
+
+        ra = read_ahead_kb(base_dir())
+        value = ra[0] if isinstance(ra, tuple) else ra
+        reason = ra[1] if isinstance(ra, tuple) else ""
+        out.append(Check("memory", "read_ahead_kb", OK if value is not None else LIMITED,
+                         f"{value} KiB (device behind the workspace)" if value is not None else str(reason),
+                         "lesson 02 measures the readahead window with mincore instead"))
+    except Exception as e:  # readahead is optional for the doctor
+        out.append(Check("memory", "read_ahead_kb", LIMITED, f"unknown ({e})", "lesson 02 measures it with mincore"))
+    return out
+
+
+def checks() -> list[Check]:
+    return package_checks() + tool_checks() + privilege_checks() + filesystem_checks() + memory_checks()
+
+
+def table(items: list[Check] | None = None) -> str:
+    items = checks() if items is None else items
+    lines, group = [], None
+    for c in items:
+        if c.group != group:
+            group = c.group
+            lines.append(f"\n{group}")
+        lines.append(c.line())
+    return "\n".join(lines).lstrip("\n")
+
+
+def summary() -> None:
+    """Print the doctor table (in a notebook, a lesson's first cell calls this)."""
+    print(table())

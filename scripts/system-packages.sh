@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install the system tools the lessons use, when running as root on Debian/Ubuntu.
+# Otherwise print what is missing and carry on: every lesson still runs (it replays recordings).
+# Idempotent: asks dpkg first and calls apt only for what is missing.
+set -u
+pkgs=(strace fio vmtouch util-linux coreutils openmpi-bin libopenmpi-dev fuse3 s3fs rclone s3cmd
+      chromium hdparm locales slurm-wlm munge)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing system packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null || true
+  apt-get -f install -y -q >/dev/null 2>&1 || true
+  if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >/tmp/iolab-apt.log 2>&1; then
+    echo "apt-get could not install everything (see /tmp/iolab-apt.log); trying one by one"
+    for p in "${missing[@]}"; do apt-get install -y -q --no-install-recommends "$p" >>/tmp/iolab-apt.log 2>&1 || echo "  not installed: $p"; done
+  fi
+else
+  echo "not root (or no apt): these system packages are missing: ${missing[*]}"
+  echo "the lessons that need them replay recorded outputs; run 'iolab doctor' to see what each one changes"
+fi
+exit 0

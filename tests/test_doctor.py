@@ -1,0 +1,35 @@
+import re
+import shutil
+import subprocess
+import sys
+
+from iolab import doctor
+
+
+def test_table_has_every_section_and_real_versions():
+    items = doctor.checks()
+    text = doctor.table(items)
+    for section in ("python", "tools", "system", "filesystems", "memory"):
+        assert f"\n{section}\n" in f"\n{text}"
+    names = {c.name for c in items}
+    assert {"strace", "fio", "ior", "mdtest", "mpirun", "drop_caches writable", "/dev/fuse usable",
+            "/tmp", "/dev/shm", "page size"} <= names
+    for c in items:
+        assert c.status in (doctor.OK, doctor.MISSING, doctor.LIMITED)
+        if c.status != doctor.OK:
+            assert c.without, f"{c.name} is {c.status} but does not say what the course does without it"
+    if shutil.which("strace"):
+        strace = next(c for c in items if c.name == "strace")
+        assert strace.status == doctor.OK and re.search(r"\d+\.\d+", strace.detail), strace
+
+
+def test_missing_tool_is_reported_with_a_fallback(monkeypatch):
+    monkeypatch.setitem(doctor.TOOLS, "no-such-tool", (["no-such-tool", "--version"], "the lesson replays"))
+    item = next(c for c in doctor.tool_checks() if c.name == "no-such-tool")
+    assert item.status == doctor.MISSING and "replays" in item.line()
+
+
+def test_cli_prints_the_table():
+    r = subprocess.run([sys.executable, "-m", "iolab.cli", "doctor"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "[ OK ]" in r.stdout and "filesystems" in r.stdout

@@ -1,0 +1,71 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from iolab import BudgetExceeded, OutsideWorkspace, workspace
+from iolab.units import MiB
+
+
+def test_make_file_and_budget(ws):
+    p = ws.make_file("data.bin", "8MiB")
+    assert p.stat().st_size == 8 * MiB and p.parent == ws.root
+    assert ws.used >= 8 * MiB
+    with pytest.raises(BudgetExceeded, match="budget"):
+        ws.make_file("huge.bin", "600MiB")
+    assert not (ws.root / "huge.bin").exists()
+    ws.remove("data.bin")
+    assert ws.used == 0
+
+
+def test_data_is_not_compressible_zeros(ws):
+    data = ws.make_file("r.bin", "1MiB").read_bytes()
+    assert data.count(0) < len(data) // 100
+
+
+def test_paths_outside_are_refused_after_resolving_symlinks(ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws.root / "link").symlink_to(outside)
+    with pytest.raises(OutsideWorkspace):
+        ws.inside("link/x")
+    with pytest.raises(OutsideWorkspace):
+        ws.inside("../escape")
+    with pytest.raises(OutsideWorkspace):
+        ws.inside("/etc/passwd")
+    assert ws.inside("sub/file") == ws.root / "sub" / "file"
+
+
+def test_removed_on_exit_and_on_error(tmp_path):
+    with workspace.Workspace(base=tmp_path) as w:
+        root = w.root
+        w.make_file("a", "1MiB")
+    assert not root.exists()
+    with pytest.raises(KeyboardInterrupt):
+        with workspace.Workspace(base=tmp_path) as w:
+            root = w.root
+            w.make_file("a", "1MiB")
+            raise KeyboardInterrupt
+    assert not root.exists()
+
+
+def test_default_location_and_budget_from_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("IOLAB_WORKDIR", str(tmp_path / "wd"))
+    monkeypatch.setenv("IOLAB_BUDGET", "3MiB")
+    with workspace.Workspace() as w:
+        assert w.root.parent == (tmp_path / "wd").resolve()
+        assert w.budget == 3 * MiB
+        assert oct(os.stat(tmp_path / "wd").st_mode & 0o777) == "0o700"
+
+
+@pytest.mark.parametrize("how", ["exit", "sigterm"])
+def test_session_workspace_is_removed_when_the_process_ends(tmp_path, how):
+    code = ("import os, signal, time, sys; from iolab import workspace; ws = workspace.session();"
+            " ws.make_file('x', '1MiB'); print(ws.root, flush=True);"
+            + ("os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)" if how == "sigterm" else ""))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "IOLAB_WORKDIR": str(tmp_path)})
+    root = r.stdout.strip()
+    assert root.startswith(str(tmp_path)), r.stderr
+    assert not os.path.exists(root)
