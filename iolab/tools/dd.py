@@ -1,0 +1,143 @@
+"""dd: argv with direct/dsync flags, and a parser for its summary on stderr, in any locale.
+
+dd (GNU coreutils) prints three lines on stderr; the words and the decimal mark follow the locale::
+
+    8+0 records in                                   8+0 Datensätze ein
+    8+0 records out                                  8+0 Datensätze aus
+    8388608 bytes (8.4 MB, 8.0 MiB) copied,          8388608 Bytes (8,4 MB, 8,0 MiB) kopiert,
+      0.134703 s, 62.3 MB/s                            0,134703 s, 62,3 MB/s
+
+:func:`parse` reads the numbers by position, not by word, so it works for the C and German outputs
+recorded here and for any locale with ``.`` or ``,`` as the decimal mark. :func:`run` runs dd with
+``LC_ALL=C`` unless told otherwise. Returned record::
+
+    {"records_in": 8, "records_in_partial": 0, "records_out": 8, "records_out_partial": 0,
+     "bytes": 8388608, "seconds": 0.134703, "bytes_per_s": 62274285.6,    # bytes / seconds
+     "reported_bytes_per_s": 62300000.0,                                 # dd's rounded figure
+     "error": ""}                                                         # first "dd: ..." line
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import ParseError
+from ..runner import Run, run as _run, tool_version
+from ..units import parse_size
+
+FLAGS = ("direct", "dsync", "sync", "fullblock", "nocache", "noatime", "count_bytes", "skip_bytes")
+
+_RECORDS = re.compile(r"^\s*(\d+)\+(\d+)\s+\S")
+_SUMMARY = re.compile(r"^\s*(\d+)\s+\S")
+_NUM = r"(\d+(?:[.,]\d+)?(?:e[-+]?\d+)?)"
+_SECONDS = re.compile(rf"^{_NUM}\s*s$")
+_RATE = re.compile(rf"^(?:{_NUM}|\S*inf\S*)\s*([kKMGTPEZY]?i?B)/s$", re.IGNORECASE)
+_PREFIX = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def argv(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, bs: int | str, count: int | None = None,
+         iflag: Sequence[str] = (), oflag: Sequence[str] = (), skip: int | None = None, seek: int | None = None,
+         conv: Sequence[str] = ()) -> list[str]:
+    """``dd if=SRC of=DST bs=N [count=] [iflag=direct] [oflag=dsync] ...`` as a list.
+
+    >>> argv("/dev/zero", "f", bs="1MiB", count=8, oflag=["dsync"])
+    ['dd', 'if=/dev/zero', 'of=f', 'bs=1048576', 'count=8', 'oflag=dsync']
+    """
+    for flag in (*iflag, *oflag):
+        if flag not in FLAGS:
+            raise ValueError(f"unknown dd flag {flag!r}; iolab knows {', '.join(FLAGS)}")
+    out = ["dd", f"if={os.fspath(src)}", f"of={os.fspath(dst)}", f"bs={parse_size(bs)}"]
+    if count is not None:
+        out.append(f"count={int(count)}")
+    if skip is not None:
+        out.append(f"skip={int(skip)}")
+    if seek is not None:
+        out.append(f"seek={int(seek)}")
+    if iflag:
+        out.append("iflag=" + ",".join(iflag))
+    if oflag:
+        out.append("oflag=" + ",".join(oflag))
+    if conv:
+        out.append("conv=" + ",".join(conv))
+    return out
+
+
+def run(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, bs: int | str, count: int | None = None,
+        iflag: Sequence[str] = (), oflag: Sequence[str] = (), skip: int | None = None, seek: int | None = None,
+        conv: Sequence[str] = (), timeout: float = 120, locale: str = "C",
+        env: Mapping[str, str | None] | None = None) -> Run:
+    """Run dd with ``LC_ALL=locale`` (C by default); its summary is in ``Run.stderr``."""
+    full_env: dict[str, str | None] = {"LC_ALL": locale, "LANGUAGE": None}
+    full_env.update(env or {})
+    r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
+             timeout=timeout, env=full_env)
+    return Run(argv=r.argv, stdout=r.stdout, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
+               started=r.started, host=r.host, tool_version=tool_version("dd"))
+
+
+def _float(text: str) -> float:
+    return float(text.replace(",", "."))
+
+
+def _split_summary(line: str) -> list[str]:
+    # drop "(8,4 MB, 8,0 MiB)", then split on ", " (a decimal comma is never followed by a space)
+    flat = re.sub(r"\([^)]*\)", "", line.strip())
+    return [p.strip() for p in re.split(r",\s+", flat) if p.strip()]
+
+
+def parse(text: str) -> dict[str, Any]:
+    """The last summary in dd's stderr (progress lines written with ``status=progress`` are skipped)."""
+    lines = text.replace("\r", "\n").splitlines()
+    records: list[tuple[int, int, int]] = []     # (line_no, full, partial)
+    summary: tuple[int, str] | None = None
+    error = ""
+    for no, line in enumerate(lines, 1):
+        if line.startswith("dd: "):
+            error = error or line[4:].strip()
+            continue
+        m = _RECORDS.match(line)
+        if m:
+            records.append((no, int(m.group(1)), int(m.group(2))))
+            continue
+        if _SUMMARY.match(line) and ("/s" in line):
+            summary = (no, line)
+    if len(records) < 2:
+        raise ParseError("expected dd's 'N+M records in' and 'records out' lines (dd writes them on stderr)",
+                         line_no=1 if lines else None, line=lines[0] if lines else None)
+    if summary is None:
+        raise ParseError("expected dd's summary line 'BYTES bytes ... copied, SECONDS s, RATE'",
+                         line_no=records[-1][0], line=lines[records[-1][0] - 1])
+    (_, rin, rin_p), (_, rout, rout_p) = records[-2], records[-1]
+    no, line = summary
+    parts = _split_summary(line)
+    if len(parts) < 3:
+        raise ParseError("dd summary has fewer than three comma-separated parts", line_no=no, line=line)
+    nbytes = int(_SUMMARY.match(parts[0]).group(1))  # type: ignore[union-attr]
+    ms, mr = _SECONDS.match(parts[-2]), _RATE.match(parts[-1])
+    if not ms:
+        raise ParseError("cannot read the seconds in dd's summary", line_no=no, line=line)
+    if not mr:
+        raise ParseError("cannot read the rate in dd's summary", line_no=no, line=line)
+    seconds = _float(ms.group(1))
+    unit = mr.group(2)
+    prefix = unit[:-1]
+    if prefix not in _PREFIX:
+        raise ParseError(f"unknown rate unit {unit}/s in dd's summary", line_no=no, line=line)
+    reported = _float(mr.group(1)) * _PREFIX[prefix] if mr.group(1) else float("inf")
+    return {"records_in": rin, "records_in_partial": rin_p, "records_out": rout, "records_out_partial": rout_p,
+            "bytes": nbytes, "seconds": seconds,
+            "bytes_per_s": nbytes / seconds if seconds > 0 else float("inf"),
+            "reported_bytes_per_s": reported, "error": error}
+
+
+def to_frame(records: Sequence[Mapping[str, Any]]):
+    import pandas as pd
+
+    df = pd.DataFrame(list(records))
+    if not df.empty:
+        df["mb_per_s"] = df["bytes_per_s"] / 1e6
+        df["mib_per_s"] = df["bytes_per_s"] / 2**20
+    return df
