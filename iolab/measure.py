@@ -1,0 +1,352 @@
+"""Timed reads and writes that say which layer served them.
+
+A rate alone proves nothing. Each :class:`Measurement` carries the file's page-cache residency
+before and after, and a :class:`Verdict`:
+
+* ``"served from page cache"`` — the pages were already in memory, or the rate is beyond what the
+  device behind the directory delivers uncached (a seed's 239,576 MiB/s IOR read is one of these);
+* ``"from the device"`` — nothing was cached before the read and the rate is within the device's;
+* ``"unclear"`` — partly cached, or nothing to compare with, or the evidence disagrees.
+
+:func:`device_rate` measures the device's uncached rate once per filesystem per session: it writes
+a fresh file in a private workspace in that directory, evicts it, checks that nothing is resident,
+and reads it.
+"""
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import pagecache, workspace
+from .errors import IolabError
+from .pagecache import Residency
+from .units import MiB, format_rate, format_size, parse_size
+
+CACHE = "served from page cache"
+DEVICE = "from the device"
+UNCLEAR = "unclear"
+LABELS = (CACHE, DEVICE, UNCLEAR)
+
+# a measured rate this many times the device's counts as "beyond the device" (rates are noisy)
+TOLERANCE = 2.0
+# resident fraction at or above which a read is served from memory, at or below which it is not
+MOSTLY = 0.95
+HARDLY = 0.05
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str      # one of LABELS
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.label not in LABELS:
+            raise ValueError(f"verdict label must be one of {LABELS}, got {self.label!r}")
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.reason}"
+
+
+def _positive(name: str, value: Any, *, allow_none: bool = True) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value <= 0 \
+            or math.isinf(value):
+        raise ValueError(f"{name} must be a positive number of bytes per second, got {value!r}")
+    return float(value)
+
+
+def judge(bytes_per_s: float, *, device_bps: float | None, resident_fraction: float | None = None,
+          tolerance: float = TOLERANCE) -> Verdict:
+    """Which layer most plausibly served a read that ran at ``bytes_per_s``?
+
+    ``device_bps``: the uncached rate of the device behind the file (see :func:`device_rate`), or
+    None when unknown. ``resident_fraction``: the part of the file in the page cache *before* the
+    read (0..1), or None when unknown. A rate above ``tolerance`` x the device's cannot come from it.
+    """
+    rate = _positive("bytes_per_s", bytes_per_s, allow_none=False)
+    dev = _positive("device_bps", device_bps)
+    if resident_fraction is not None:
+        if isinstance(resident_fraction, bool) or not isinstance(resident_fraction, (int, float)) \
+                or not 0 <= resident_fraction <= 1:
+            raise ValueError(f"resident_fraction must be between 0 and 1 (or None), got {resident_fraction!r}")
+    if not tolerance >= 1:
+        raise ValueError(f"tolerance must be >= 1, got {tolerance!r}")
+    beyond = dev is not None and rate > dev * tolerance
+    ratio = f"{rate / dev:,.1f}x" if dev else ""
+    if resident_fraction is None:
+        if beyond:
+            return Verdict(CACHE, f"{format_rate(rate)} is {ratio} the device's uncached "
+                                  f"{format_rate(dev)}: no device read can be that fast, so memory served it")
+        if dev is not None:
+            return Verdict(UNCLEAR, f"{format_rate(rate)} is within the device's uncached {format_rate(dev)}, "
+                                    "but without the residency before the read a cache cannot be ruled out")
+        return Verdict(UNCLEAR, "neither the device's uncached rate nor the residency is known: "
+                                "nothing to compare the rate with")
+    pct = f"{resident_fraction:.0%}"
+    if resident_fraction >= MOSTLY:
+        extra = f"; it ran at {ratio} the device's uncached rate" if dev else ""
+        return Verdict(CACHE, f"{pct} of the file was in the page cache before the read{extra}")
+    if resident_fraction <= HARDLY:
+        if beyond:
+            return Verdict(UNCLEAR, f"only {pct} was in this machine's page cache, yet the rate is {ratio} "
+                                    "the device's uncached rate: another cache (the host's, a server's, the "
+                                    "device's) served it, or the device rate is stale")
+        tail = (f" and {format_rate(rate)} is within its uncached {format_rate(dev)}" if dev else "")
+        return Verdict(DEVICE, f"{pct} of the file was in the page cache before the read, so the pages "
+                               f"came from the device{tail}")
+    return Verdict(UNCLEAR, f"{pct} of the file was in the page cache before the read: the rate mixes "
+                            "memory and the device")
+
+
+# --- the device's uncached rate -----------------------------------------------------------------
+
+_device_rates: dict[tuple[int, int], float] = {}
+
+
+def _read_all(fd: int, block: int, *, buf: Any = None) -> tuple[int, int]:
+    """Read fd to EOF with os.readv into one reused buffer; (bytes, calls)."""
+    buf = buf if buf is not None else bytearray(block)
+    view = memoryview(buf)
+    total = calls = 0
+    while True:
+        n = os.readv(fd, [view])
+        calls += 1
+        if n == 0:
+            return total, calls
+        total += n
+
+
+def device_rate(path: str | os.PathLike[str], nbytes: int | str = "64MiB", *, refresh: bool = False,
+                repeat: int = 3) -> float:
+    """Uncached read rate (bytes/s) of the device behind directory ``path``. Memoized per filesystem.
+
+    Writes a fresh ``nbytes`` file in a private workspace inside ``path`` (removed afterwards), evicts
+    it, checks that no page of it is resident, then reads it in 1 MiB calls; ``repeat`` times (evicted
+    before each), keeping the fastest.
+    """
+    d = Path(path)
+    if not d.exists():
+        raise FileNotFoundError(f"no such directory: {d}")
+    if not d.is_dir():
+        raise NotADirectoryError(f"{d} is not a directory: give the directory whose device you want to measure")
+    n = parse_size(nbytes)
+    if n < MiB:
+        raise ValueError(f"nbytes={format_size(n)} is too small to time a device; use at least 1 MiB")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat must be a positive int, got {repeat!r}")
+    key = (os.stat(d).st_dev, n)
+    if not refresh and key in _device_rates:
+        return _device_rates[key]
+    fstype = pagecache._fstype(d)
+    if fstype in pagecache._MEMORY_FS:
+        raise IolabError(f"{d} is on {fstype}: there is no device behind it, only memory, so there is no "
+                         "uncached rate to measure")
+    with workspace.Workspace(budget=n + 16 * MiB, base=d, prefix=".iolab-devrate-") as ws:
+        f = ws.make_file("probe.bin", n, seed=int(time.time_ns() % 2**32))   # fresh bytes every time
+        left = pagecache.evict(f)
+        if not left.reliable or left.resident:
+            raise IolabError(f"cannot measure the device behind {d}: the probe file could not be evicted "
+                             f"({left.note or left})")
+        rates = []
+        for attempt in range(repeat):
+            if attempt:
+                pagecache.evict(f)
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                t0 = time.perf_counter()
+                got, _ = _read_all(fd, MiB)
+                seconds = time.perf_counter() - t0
+            finally:
+                os.close(fd)
+            rates.append(got / seconds)
+    # the fastest uncached read seen: the bound a rate must beat to be "beyond the device"
+    rate = max(rates)
+    _device_rates[key] = rate
+    return rate
+
+
+# --- timed experiments --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Measurement:
+    op: str                         # "read" or "write"
+    path: str
+    nbytes: int
+    seconds: float
+    calls: int
+    block_size: int
+    before: Residency
+    after: Residency
+    verdict: Verdict
+    device_bps: float | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.nbytes / self.seconds if self.seconds > 0 else math.inf
+
+    def __str__(self) -> str:
+        return (f"{self.op} {format_size(self.nbytes)} in {self.seconds:.3f} s = {format_rate(self.bytes_per_s)} "
+                f"({self.calls:,} calls of {format_size(self.block_size)}); resident before "
+                f"{_pct(self.before)}, after {_pct(self.after)} -> {self.verdict}")
+
+    def row(self) -> dict[str, Any]:
+        """A flat dict for a DataFrame row."""
+        return {"op": self.op, "path": self.path, "nbytes": self.nbytes, "seconds": self.seconds,
+                "bytes_per_s": self.bytes_per_s, "mib_per_s": self.bytes_per_s / MiB, "calls": self.calls,
+                "block_size": self.block_size, "resident_before": self.before.fraction,
+                "resident_after": self.after.fraction, "verdict": self.verdict.label,
+                "reason": self.verdict.reason, **self.options}
+
+
+def _pct(r: Residency) -> str:
+    return f"{r.fraction:.0%}" if r.reliable else "unknown"
+
+
+def _regular(path: str | os.PathLike[str]) -> Path:
+    p, st = pagecache._check_path(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{p} is a directory: give a file to read")
+    return p
+
+
+def timed_read(path: str | os.PathLike[str], *, block_size: int | str = "1MiB", cache: str = "as-is",
+               direct: bool = False, device_bps: float | None = None) -> Measurement:
+    """Read the whole file in ``block_size`` calls (no Python buffering) and time it.
+
+    ``cache``: "as-is" (measure whatever state the file is in), "cold" (evict first, and fail if
+    that does not work) or "warm" (read it once first). ``direct=True`` opens with O_DIRECT, which
+    bypasses this machine's page cache but no cache below it (seed 003).
+    """
+    p = _regular(path)
+    bs = parse_size(block_size)
+    if bs <= 0:
+        raise ValueError("block_size must be at least 1 byte")
+    if cache not in ("as-is", "cold", "warm"):
+        raise ValueError(f"cache must be 'as-is', 'cold' or 'warm', got {cache!r}")
+    if direct and bs % pagecache.PAGE_SIZE:
+        raise ValueError(f"O_DIRECT needs a block_size that is a multiple of {pagecache.PAGE_SIZE} bytes, got {bs}")
+    if cache == "cold":
+        left = pagecache.evict(p)
+        if left.reliable and left.resident:
+            raise IolabError(f"cannot make {p} cold: {left.note}")
+    elif cache == "warm":
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            _read_all(fd, max(bs, MiB))
+        finally:
+            os.close(fd)
+    before = pagecache.residency(p, keep_map=False)
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0)
+    try:
+        fd = os.open(p, flags)
+    except PermissionError:
+        raise PermissionError(f"permission denied: cannot open {p} for reading") from None
+    except OSError as e:
+        if direct:
+            raise IolabError(f"this filesystem refuses O_DIRECT for {p} ({e.strerror})") from None
+        raise
+    # O_DIRECT needs an aligned buffer: an anonymous mmap is page-aligned
+    buf = mmap.mmap(-1, bs) if direct else bytearray(bs)
+    try:
+        t0 = time.perf_counter()
+        got, calls = _read_all(fd, bs, buf=buf)
+        seconds = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+        if direct:
+            buf.close()
+    after = pagecache.residency(p, keep_map=False)
+    rate = got / seconds if seconds > 0 else math.inf
+    if got == 0:
+        verdict = Verdict(UNCLEAR, "the file is empty: nothing was read")
+    elif not direct:
+        verdict = judge(rate, device_bps=device_bps,
+                        resident_fraction=before.fraction if before.reliable else None)
+    else:
+        verdict = _judge_direct(rate, device_bps)
+    return Measurement("read", str(p), got, seconds, calls, bs, before, after, verdict, device_bps,
+                       {"cache": cache, "direct": direct})
+
+
+def _judge_direct(rate: float, device_bps: float | None) -> Verdict:
+    """O_DIRECT skips this machine's page cache, so residency says nothing; only the rate is left."""
+    if device_bps is not None and rate > device_bps * TOLERANCE:
+        return Verdict(UNCLEAR, f"O_DIRECT bypassed this machine's page cache, yet {format_rate(rate)} is "
+                                f"{rate / device_bps:,.1f}x the device's uncached rate: a cache below this "
+                                "machine (the host's, a server's, the device's own) served it")
+    return Verdict(DEVICE, "O_DIRECT bypassed this machine's page cache, so the bytes came from below it; "
+                           "a cache below it (the host's, a file server's, the disk's) can still have "
+                           "served them, and O_DIRECT cannot tell")
+
+
+def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: int | str = "1MiB",
+                fsync: bool = False, ws: workspace.Workspace | None = None,
+                device_bps: float | None = None) -> Measurement:
+    """Write ``nbytes`` of random bytes to ``path`` (inside the workspace) in ``block_size`` calls, timed.
+
+    ``fsync=True`` includes an fsync() in the time, so the clock stops only when the device has the
+    data; without it the clock stops when the data is in the page cache (dirty pages).
+    """
+    ws = ws or workspace.session()
+    p = ws.inside(path)
+    n = parse_size(nbytes)
+    bs = parse_size(block_size)
+    if bs <= 0:
+        raise ValueError("block_size must be at least 1 byte")
+    if p.is_dir():
+        raise IsADirectoryError(f"{p} is a directory: give a file name to write")
+    existing = p.stat().st_blocks * 512 if p.exists() else 0
+    ws.reserve(max(n - existing, 0))
+    import numpy as np
+    block = np.random.default_rng(n ^ bs).integers(0, 256, size=min(bs, max(n, 1)), dtype=np.uint8).tobytes()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if p.exists():
+        before = pagecache.residency(p, keep_map=False)
+    else:
+        before = Residency(str(p), 0, 0, 0, fstype=pagecache._fstype(p.parent))
+    dirty0 = pagecache.meminfo()["Dirty"]
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    calls = 0
+    view = memoryview(block)
+    try:
+        t0 = time.perf_counter()
+        left = n
+        while left > 0:
+            left -= os.write(fd, view[:min(left, len(block))])
+            calls += 1
+        if fsync:
+            os.fsync(fd)
+        seconds = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+    dirty1 = pagecache.meminfo()["Dirty"]
+    after = pagecache.residency(p, keep_map=False)
+    rate = n / seconds if seconds > 0 else math.inf
+    verdict = judge_write(rate, fsync=fsync, device_bps=device_bps, dirty_growth=dirty1 - dirty0, nbytes=n)
+    return Measurement("write", str(p), n, seconds, calls, bs, before, after, verdict, device_bps,
+                       {"fsync": fsync, "dirty_growth": dirty1 - dirty0})
+
+
+def judge_write(bytes_per_s: float, *, fsync: bool, device_bps: float | None = None,
+                dirty_growth: int | None = None, nbytes: int | None = None) -> Verdict:
+    """Where did a write land when the clock stopped? The page cache, unless fsync was timed too."""
+    rate = _positive("bytes_per_s", bytes_per_s, allow_none=False)
+    dev = _positive("device_bps", device_bps)
+    if fsync:
+        return Verdict(DEVICE, "the time includes fsync(), which returns only once the device has the data")
+    bits = ["write() returns as soon as the data is copied into the page cache (dirty pages); the device "
+            "gets it later"]
+    if dirty_growth is not None and nbytes:
+        bits.append(f"system-wide Dirty grew by {format_size(max(dirty_growth, 0))} while writing "
+                    f"{format_size(nbytes)}")
+    if dev is not None and rate > dev * TOLERANCE:
+        bits.append(f"{format_rate(rate)} is {rate / dev:,.1f}x the device's uncached read rate")
+    return Verdict(CACHE, "; ".join(bits))
