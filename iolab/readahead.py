@@ -1,0 +1,244 @@
+"""Readahead: why small reads are slow, and how much the kernel reads for you.
+
+* :func:`read_size_sweep` reads a whole file with unbuffered ``read()`` calls of each size, cold or
+  warm, and counts the calls: the cost of a 1-byte read is the system call, not the disk.
+* :func:`window` evicts a file, reads a few bytes with a ``posix_fadvise`` hint and returns what the
+  kernel brought into the page cache: the readahead window.
+* :func:`window_growth` follows the window as sequential reads go on.
+* :func:`read_ahead_kb` tells the readahead setting of the device (or bdi) behind a path.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import fsinfo, pagecache
+from .errors import IolabError
+from .pagecache import PAGE_SIZE, Residency
+from .units import MiB, parse_size
+
+ADVICE = {"normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
+          "random": os.POSIX_FADV_RANDOM}
+
+# a sweep that would make more read() calls than this is refused (about 20 s of Python here)
+MAX_CALLS = 20_000_000
+
+SWEEP_COLUMNS = ["read_size", "file_size", "seconds", "calls", "bytes_per_s", "mib_per_s",
+                 "us_per_call", "cache", "resident_before"]
+
+
+def _file(path: str | os.PathLike[str]) -> Path:
+    p, st = pagecache._check_path(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{p} is a directory: give a file")
+    return p
+
+
+def _advice(advice: str) -> int:
+    if advice not in ADVICE:
+        raise ValueError(f"advice must be one of {', '.join(ADVICE)}, got {advice!r}")
+    return ADVICE[advice]
+
+
+def _make_cold(p: Path) -> Residency:
+    left = pagecache.evict(p)
+    if not left.reliable:
+        raise IolabError(f"cannot verify that {p} is out of the page cache: {left.note}")
+    if left.resident:
+        raise IolabError(f"cannot make {p} cold: {left.note}")
+    return left
+
+
+def _read_whole(p: Path, size: int) -> tuple[float, int, int]:
+    """Read p to EOF with os.read(fd, size): (seconds, calls, bytes)."""
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        calls = total = 0
+        read = os.read
+        t0 = time.perf_counter()
+        while True:
+            chunk = read(fd, size)
+            calls += 1
+            if not chunk:
+                break
+            total += len(chunk)
+        seconds = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+    return seconds, calls, total
+
+
+def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *, cache: str = "cold",
+                    max_calls: int = MAX_CALLS) -> pd.DataFrame:
+    """Read the whole file once per read size with unbuffered ``read()`` calls, and time each pass.
+
+    ``cache="cold"`` evicts the file before each pass (and checks it worked); ``"warm"`` reads it
+    once first, so every pass is served from memory. Columns: read_size, file_size (bytes), seconds,
+    calls (including the last one that returns 0 at end of file), bytes_per_s, mib_per_s,
+    us_per_call, cache, resident_before (fraction).
+    """
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
+    p = _file(path)
+    sizes = [parse_size(s) for s in sizes]
+    if not sizes:
+        raise ValueError("give at least one read size")
+    if any(s <= 0 for s in sizes):
+        raise ValueError("read sizes must be at least 1 byte")
+    file_size = p.stat().st_size
+    if file_size == 0:
+        raise ValueError(f"{p} is empty: there is nothing to read")
+    worst = file_size // min(sizes) + 1
+    if worst > max_calls:
+        raise ValueError(f"reading {file_size:,} bytes {min(sizes)} at a time takes {worst:,} read() calls, "
+                         f"more than max_calls={max_calls:,}: use a smaller file or larger reads")
+    rows = []
+    for size in sizes:
+        if cache == "cold":
+            _make_cold(p)
+        else:
+            _read_whole(p, MiB)
+        before = pagecache.residency(p, keep_map=False)
+        seconds, calls, total = _read_whole(p, size)
+        rows.append({"read_size": size, "file_size": total, "seconds": seconds, "calls": calls,
+                     "bytes_per_s": total / seconds if seconds > 0 else float("inf"),
+                     "mib_per_s": total / seconds / MiB if seconds > 0 else float("inf"),
+                     "us_per_call": seconds / calls * 1e6, "cache": cache,
+                     "resident_before": before.fraction})
+    return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
+
+
+def window(path: str | os.PathLike[str], nbytes: int | str = 1, advice: str = "normal", *,
+           offset: int | str = 0) -> Residency:
+    """Evict ``path``, read ``nbytes`` at ``offset`` with that posix_fadvise advice, and return
+    the residency: the pages the kernel brought in for that one read (its readahead window)."""
+    p = _file(path)
+    n = parse_size(nbytes)
+    off = parse_size(offset)
+    if n <= 0:
+        raise ValueError("nbytes must be at least 1")
+    code = _advice(advice)
+    _make_cold(p)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, code)
+        os.pread(fd, n, off)
+    finally:
+        os.close(fd)
+    return pagecache.residency(p)
+
+
+def window_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", reads: int = 64,
+                  advice: str = "normal") -> pd.DataFrame:
+    """Evict, then make ``reads`` sequential reads of ``read_size``, probing residency after each.
+
+    Columns: read (1..reads), bytes_read, pages_read (pages the program asked for), resident (pages in
+    the cache), ahead (resident - pages_read: what readahead fetched beyond the request).
+    """
+    p = _file(path)
+    rs = parse_size(read_size)
+    if rs <= 0:
+        raise ValueError("read_size must be at least 1 byte")
+    if isinstance(reads, bool) or not isinstance(reads, int) or reads < 1:
+        raise ValueError(f"reads must be a positive int, got {reads!r}")
+    code = _advice(advice)
+    size = p.stat().st_size
+    _make_cold(p)
+    rows = []
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, code)
+        done = 0
+        for i in range(1, reads + 1):
+            got = len(os.read(fd, rs))
+            done += got
+            r = pagecache.residency(p, keep_map=False)
+            asked = -(-done // PAGE_SIZE)
+            rows.append({"read": i, "bytes_read": done, "pages_read": asked, "resident": r.resident,
+                         "ahead": r.resident - asked, "advice": advice})
+            if got == 0 or done >= size:
+                break
+    finally:
+        os.close(fd)
+    return pd.DataFrame(rows, columns=["read", "bytes_read", "pages_read", "resident", "ahead", "advice"])
+
+
+# --- the readahead setting ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReadAhead:
+    """The readahead setting behind a path: ``kb`` (None when there is none) and where it comes from."""
+
+    kb: int | None
+    source: str          # the sysfs file read, or "" when none applies
+    reason: str          # what it means here, or why there is none
+    fstype: str = ""
+
+    def __str__(self) -> str:
+        if self.kb is None:
+            return f"no readahead setting: {self.reason}"
+        return f"read_ahead_kb = {self.kb} ({self.source}){': ' + self.reason if self.reason else ''}"
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_ahead_kb(path: str | os.PathLike[str], *, sysfs: str | os.PathLike[str] = "/sys",
+                  mount: fsinfo.Mount | None = None) -> ReadAhead:
+    """The readahead setting (KiB) of the block device or bdi behind ``path``, with its source.
+
+    tmpfs and overlay have none of their own (``kb=None`` and the reason). For FUSE and network
+    filesystems the kernel's per-mount bdi value is returned, with a note on what else may prefetch.
+    """
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file or directory: {p}") from None
+    sys_root = Path(sysfs)
+    m = mount or fsinfo.mount_of(p)
+    fs = m.fstype
+    if fs in pagecache._MEMORY_FS:
+        return ReadAhead(None, "", f"{fs} keeps files in memory: there is no device to read ahead from", fs)
+    if fs == "overlay":
+        return ReadAhead(None, "", "overlay has no device of its own: reads go to the filesystem under it "
+                                   "(its upperdir/lowerdir), whose device's setting applies", fs)
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    bdi = sys_root / "class" / "bdi" / f"{major}:{minor}" / "read_ahead_kb"
+    kb = _read_int(bdi)
+    if kb is not None:
+        note = ""
+        if fs.startswith("fuse"):
+            note = ("FUSE: the kernel reads ahead up to this much per file, and the FUSE daemon "
+                    "(s3fs, gcsfuse, rclone...) may cache or prefetch on its own")
+        elif fs in ("nfs", "nfs4", "ceph", "lustre", "beegfs", "gpfs", "cifs", "smb3"):
+            note = (f"{fs}: the client reads ahead this much per file over the network; the servers may "
+                    "prefetch too")
+        return ReadAhead(kb, str(bdi), note, fs)
+    # btrfs and a few others use an anonymous st_dev: go through the mount's source device
+    src = m.source
+    if src.startswith("/dev/"):
+        try:
+            rdev = os.stat(src).st_rdev
+        except OSError:
+            rdev = None
+        if rdev:
+            dev = sys_root / "dev" / "block" / f"{os.major(rdev)}:{os.minor(rdev)}"
+            for q in (dev / "queue" / "read_ahead_kb", dev / ".." / "queue" / "read_ahead_kb"):
+                kb = _read_int(q)
+                if kb is not None:
+                    return ReadAhead(kb, str(q), f"from the device {src} of this {fs} mount", fs)
+    if fs.startswith("fuse"):
+        return ReadAhead(None, "", "FUSE mount without a readable bdi: the FUSE daemon decides what to "
+                                   "prefetch", fs)
+    return ReadAhead(None, "", f"no block device or bdi found for {p} ({fs}, device {major}:{minor})", fs)
