@@ -35,9 +35,10 @@ $(STAMP)/gcsfuse: | $(STAMP)/venv
 lab: setup
 	@token=$${JUPYTER_TOKEN:-$$($(BIN)/python -c 'import secrets; print(secrets.token_hex(24))')}; \
 	root=$$( [ "$$(id -u)" = 0 ] && echo --allow-root ); \
-	echo "Open http://127.0.0.1:$(LAB_PORT)/lab?token=$$token"; \
+	echo "Open http://127.0.0.1:$(LAB_PORT)/lab/tree/notebooks/00-start-here.ipynb?token=$$token"; \
 	PATH="$(abspath $(BIN)):$$PATH" exec $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
-	  --ServerApp.root_dir=notebooks --IdentityProvider.token=$$token $$root
+	  --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/00-start-here.ipynb \
+	  --IdentityProvider.token=$$token $$root
 
 test: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 \

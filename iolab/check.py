@@ -48,9 +48,163 @@ def same_items(answer: Iterable[object], expected: Iterable[object], *, what: st
 
 # --- lesson 00 ----------------------------------------------------------------------------------
 
+def check_00_fstype(answer: str, path: str = "/dev/shm") -> bool:
+    """Exercise 00.1: the filesystem type that serves ``path`` on this machine."""
+    from . import fsinfo
+
+    actual = fsinfo.fstype(path)
+    if not isinstance(answer, str) or answer.strip().lower() != actual:
+        fail(f"look up {path} with iolab.fsinfo.mount_of({path!r}) (or in the doctor table): "
+             "the type is the short name, such as ext4, nfs or tmpfs.")
+    return passed(f"{path} is served by {actual}: "
+                  + ("memory. Files there live in the page cache and nowhere else." if actual == "tmpfs"
+                     else "see the kind column of firstlook.this_machine()."))
+
+
+def check_00_speedup(frame, answer: float) -> bool:
+    """Exercise 00.2: how many times faster the warm reads were than the cold one."""
+    from .firstlook import speedup
+
+    if "state" not in getattr(frame, "columns", []) or set(frame["state"]) != {"cold", "warm"}:
+        fail("give the DataFrame that firstlook.repeat_reads returned: it needs cold and warm reads.")
+    cold = frame[frame["state"] == "cold"]
+    if float(cold["cache_before"].iloc[0]) > 0.01:
+        fail("the first read was not cold: the file was still in the page cache before it.")
+    close_to(answer, speedup(frame), rel=0.01, what="the speed-up")
+    return passed(f"the warm reads were {answer:.1f}x faster: they came from the page cache "
+                  "(cache_before = 100 %), the cold one from the layer below it.")
+
+
+def check_00_rate(answer: float) -> bool:
+    """Exercise 00.3: seed 000's 10.2 MB/s (fio's decimal unit) in MiB/s."""
+    from .units import MB, MiB
+
+    close_to(answer, 10.2 * MB / MiB, rel=0.002, what="10.2 MB/s in MiB/s")
+    return passed("10.2 MB/s is 10.2 x 10^6 bytes/s = 9.73 MiB/s: about 5 % apart. "
+                  "Always check which unit a tool prints.")
+
 # --- lesson 01 ----------------------------------------------------------------------------------
 
+def check_01_evicted(path) -> bool:
+    """Exercise 01.1: the file at ``path`` has no page in the page cache now."""
+    from . import pagecache
+
+    r = pagecache.residency(path)
+    if not r.reliable:
+        fail(f"the kernel will not tell you the residency of {path}: {r.note}.")
+    if r.resident:
+        fail(f"{r.resident:,} of {r.pages:,} pages of the file are still resident. Evict it with "
+             "iolab.pagecache.evict(path) (no root needed) and do not read it afterwards.")
+    return passed(f"0 of {r.pages:,} pages resident: the next read of this file has to go to the device.")
+
+
+def check_01_cold_warm(cold, warm, answer: float) -> bool:
+    """Exercise 01.2: a cold and a warm measure.timed_read of the same file, and warm/cold throughput."""
+    from . import measure
+
+    for name, m in (("cold", cold), ("warm", warm)):
+        if not isinstance(m, measure.Measurement) or m.op != "read":
+            fail(f"{name} should be what iolab.measure.timed_read(...) returned, got {type(m).__name__}.")
+    if cold.path != warm.path:
+        fail("measure the same file twice: cold and warm have different paths.")
+    if not cold.before.reliable or cold.before.resident:
+        fail("the cold read was not cold: the file had pages in the page cache before it. "
+             "Use timed_read(path, cache='cold').")
+    if not warm.before.reliable or warm.before.fraction < 0.99:
+        fail("the warm read was not warm: not the whole file was resident before it. Read it right after "
+             "the cold read, or use cache='warm'.")
+    close_to(answer, warm.bytes_per_s / cold.bytes_per_s, rel=0.01, what="warm / cold throughput")
+    return passed(f"the warm read ran {answer:.1f}x faster. Verdicts: cold = {cold.verdict.label!r}, "
+                  f"warm = {warm.verdict.label!r}.")
+
+
+# seed 004 (HTCF storage training, Sept. 2023): `ls -l` totals in KiB and `time cat *` after drop_caches
+SEED_004_CAT = {"local": (1948472, 3.667, 0.352), "beegfs": (1948449, 3.284, 3.160)}
+
+
+def check_01_seed_verdicts(local, beegfs) -> bool:
+    """Exercise 01.3: measure.judge of seed 004's second `cat` against its first, on /tmp and on BeeGFS."""
+    from . import measure
+    from .units import KiB
+
+    for name, v in (("local", local), ("beegfs", beegfs)):
+        if not isinstance(v, measure.Verdict):
+            fail(f"{name} should be the Verdict that iolab.measure.judge(...) returned, got {type(v).__name__}.")
+    kib, cold, warm = SEED_004_CAT["local"]
+    expected = measure.judge(kib * KiB / warm, device_bps=kib * KiB / cold)
+    if local.label != expected.label:
+        fail("local: judge the second cat's rate (bytes / 0.352 s) with device_bps = the first cat's rate "
+             "(bytes / 3.667 s), the read that followed drop_caches.")
+    kib, cold, warm = SEED_004_CAT["beegfs"]
+    expected_b = measure.judge(kib * KiB / warm, device_bps=kib * KiB / cold)
+    if beegfs.label != expected_b.label:
+        fail("beegfs: the same computation with 3.284 s (first cat) and 3.160 s (second cat).")
+    return passed(f"on /tmp the second cat is {local.label!r} ({cold and ''}{expected.reason.split(':')[0]}); "
+                  f"on BeeGFS it is {beegfs.label!r}: 4 % faster proves nothing, and indeed the BeeGFS "
+                  "client did not serve it from this node's page cache.")
+
+
 # --- lesson 02 ----------------------------------------------------------------------------------
+
+def check_02_random_window(path, answer: int) -> bool:
+    """Exercise 02.1: pages resident after reading 1 byte at offset 0 with POSIX_FADV_RANDOM."""
+    from . import readahead
+
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        fail(f"give a number of pages (an int), got {answer!r}: the .resident of what window() returned.")
+    actual = readahead.window(path, 1, "random").resident
+    if answer != actual:
+        fail(f"{answer} is not what the kernel does here: evict, then read 1 byte with advice='random' "
+             "(iolab.readahead.window(path, 1, 'random')), and count the resident pages.")
+    return passed(f"{actual} page: RANDOM advice turns readahead off, so the kernel reads only the page "
+                  "that holds the byte you asked for.")
+
+
+def check_02_calls(frame, answer: int) -> bool:
+    """Exercise 02.2: read() calls to read the sweep's file 1 byte at a time (the EOF call included)."""
+    if "read_size" not in getattr(frame, "columns", []):
+        fail("give the DataFrame that iolab.readahead.read_size_sweep(...) returned.")
+    one = frame[frame["read_size"] == 1]
+    if one.empty:
+        fail("your sweep has no 1-byte pass: include 1 in the sizes.")
+    size = int(one["file_size"].iloc[0])
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        fail(f"give a count (an int), got {answer!r}.")
+    if answer == size:
+        fail("one call per byte, and then one more: the read() that returns 0 bytes is how the program "
+             "learns it reached the end of the file.")
+    if answer != size + 1 or int(one["calls"].iloc[0]) != answer:
+        fail(f"the file has {size:,} bytes and each call returns at most read_size bytes.")
+    return passed(f"{answer:,} system calls for {size:,} bytes: each costs "
+                  f"{float(one['us_per_call'].iloc[0]):.2f} µs here, however fast the storage is.")
+
+
+def check_02_growth(frame, answer: int) -> bool:
+    """Exercise 02.3: pages resident after the last read of a readahead.window_growth run (normal advice)."""
+    need = {"read", "pages_read", "resident", "advice"}
+    if not need <= set(getattr(frame, "columns", [])):
+        fail("give the DataFrame that iolab.readahead.window_growth(...) returned.")
+    if set(frame["advice"]) != {"normal"}:
+        fail("run window_growth with the default advice ('normal') for this one.")
+    last = frame.iloc[-1]
+    if answer != int(last["resident"]):
+        fail("read the resident column of the last row.")
+    if int(last["resident"]) <= int(last["pages_read"]):
+        fail("the cache holds no more than you asked for: was the file evicted and read sequentially?")
+    return passed(f"{answer:,} pages resident after asking for {int(last['pages_read']):,}: readahead "
+                  "read ahead of you, and the window grew as the reads stayed sequential.")
+
+
+def check_02_read_ahead_kb(path, answer) -> bool:
+    """Exercise 02.4: read_ahead_kb of the device behind ``path`` (None when there is none)."""
+    from . import readahead
+
+    actual = readahead.read_ahead_kb(path)
+    if answer != actual.kb:
+        fail(f"ask iolab.readahead.read_ahead_kb({str(path)!r}) and give its .kb (or look in "
+             "/sys/class/bdi/MAJOR:MINOR/read_ahead_kb for the device of the file, see os.stat().st_dev).")
+    return passed(f"{actual}")
+
 
 # --- lesson 03 ----------------------------------------------------------------------------------
 

@@ -62,10 +62,6 @@ TOOLS: dict[str, tuple[list[str], str]] = {
     "chromium": (["chromium", "--version"], "the browser test of lesson 00 is skipped"),
 }
 
-DIRS = {"/tmp": "/tmp", "$HOME": os.environ.get("HOME"), "/dev/shm": "/dev/shm",
-        "$SCRATCH": os.environ.get("SCRATCH"), "$TMPDIR": os.environ.get("TMPDIR")}
-
-
 def _first_version_line(text: str) -> str:
     for line in text.splitlines():
         if re.search(r"\d+\.\d+", line):
@@ -132,23 +128,12 @@ def privilege_checks() -> list[Check]:
 
 
 def filesystem_checks() -> list[Check]:
-    from .workspace import base_dir
-
-    out = []
-    dirs = dict(DIRS)
-    try:
-        dirs["workspace"] = str(base_dir())
-    except OSError as e:
-        out.append(Check("filesystems", "workspace", MISSING, str(e), "set IOLAB_WORKDIR to a writable dir"))
-    for label, path in dirs.items():
-        if not path or not Path(path).exists():
-            if label == "$SCRATCH":
-                out.append(Check("filesystems", label, LIMITED, "not set on this machine",
-                                 "lessons use the workspace (local scratch) instead"))
-            continue
-        m = fsinfo.mount_of(path)
-        free = shutil.disk_usage(path).free
-        out.append(Check("filesystems", label, OK, f"{m.fstype:<8} {m.kind:<20} {path}  ({format_size(free)} free)"))
+    rows = fsinfo.survey()
+    out = [Check("filesystems", r["label"], OK, f"{r['fstype']:<8} {r['kind']:<20} {r['path']}  "
+                 f"({format_size(r['free_bytes'])} free)") for r in rows]
+    if "$SCRATCH" not in {r["label"] for r in rows}:
+        out.append(Check("filesystems", "$SCRATCH", LIMITED, "not set on this machine",
+                         "lessons use the workspace (local scratch) instead"))
     return out
 
 

@@ -6,7 +6,180 @@ import plotly.graph_objects as go
 
 # --- lesson 00 ----------------------------------------------------------------------------------
 
+STATE_COLORS = {"cold": "#1f77b4", "warm": "#ff7f0e"}
+
+
+def repeat_reads(frame: pd.DataFrame, title: str = "The same file, read again and again") -> go.Figure:
+    """Throughput of each read of one file (from firstlook.repeat_reads), cold first then warm."""
+    fig = go.Figure()
+    for state, part in frame.groupby("state", sort=False):
+        fig.add_bar(x=part["read"], y=part["mib_per_s"], name=str(state),
+                    marker_color=STATE_COLORS.get(str(state)),
+                    customdata=part[["seconds", "cache_before", "verdict"]],
+                    hovertemplate="read %{x}: %{y:,.0f} MiB/s in %{customdata[0]:.4f} s<br>"
+                                  "resident before: %{customdata[1]:.0%}<br>%{customdata[2]}<extra></extra>")
+    fig.update_layout(title=title, xaxis_title="read number", yaxis_title="throughput (MiB/s)",
+                      xaxis=dict(dtick=1), legend_title="page cache")
+    return fig
+
 # --- lessons 01-02 ------------------------------------------------------------------------------
+
+RESIDENT_SCALE = [[0.0, "#eef1f5"], [1.0, "#1f4e9c"]]
+
+
+def residency_map(res, title: str | None = None, *, max_cells: int = 16384, columns: int = 128) -> go.Figure:
+    """A file's pages as a grid, dark = in the page cache. Takes a pagecache.Residency (or a bool array).
+
+    Readable for 10 pages or 10^6: up to ``max_cells`` pages are drawn one cell each; beyond that each
+    cell is a bin of consecutive pages coloured by the fraction of them that is resident.
+    """
+    import math
+
+    import numpy as np
+
+    pmap = getattr(res, "map", res)
+    if pmap is None:
+        raise ValueError("this residency has no per-page map (it was taken with keep_map=False, or it "
+                         "is unreliable or a directory): call pagecache.residency(path) on a file")
+    pmap = np.asarray(pmap, dtype=bool)
+    page_size = getattr(res, "page_size", 4096)
+    n = pmap.size
+    per = max(1, math.ceil(n / max_cells))              # pages per cell
+    cells = math.ceil(n / per) if n else 0
+    values = np.full(cells, np.nan)
+    if n:
+        padded = np.zeros(cells * per)
+        padded[:n] = pmap
+        counts = np.minimum(per, n - np.arange(cells) * per)
+        values = padded.reshape(cells, per).sum(axis=1) / counts
+    cols = max(1, min(columns, cells))
+    rows = max(1, math.ceil(cells / cols))
+    grid = np.full(rows * cols, np.nan)
+    grid[:cells] = values
+    grid = grid.reshape(rows, cols)
+    first = (np.arange(rows * cols) * per).reshape(rows, cols)
+    row_mib = [r * cols * per * page_size / 2**20 for r in range(rows)]
+    fig = go.Figure(go.Heatmap(
+        z=grid, x=list(range(cols)), y=row_mib, customdata=first, zmin=0, zmax=1, colorscale=RESIDENT_SCALE,
+        xgap=1 if cols <= 64 else 0, ygap=1 if rows <= 64 else 0,
+        colorbar=dict(title="resident", tickformat=".0%"),
+        hovertemplate=("page %{customdata:,}" + (f" (+{per - 1:,} more)" if per > 1 else "")
+                       + "<br>resident: %{z:.0%}<extra></extra>")))
+    cell = f"{per:,} pages" if per > 1 else "1 page"
+    resident = int(pmap.sum())
+    fig.update_layout(
+        title=title or f"{resident:,} of {n:,} pages resident ({resident / n:.1%})" if n else (title or "empty file"),
+        xaxis_title=f"cell in row (1 cell = {cell} = {_size(per * page_size)})",
+        yaxis_title="file offset of the row (MiB)", yaxis_autorange="reversed",
+        height=min(600, 140 + 18 * rows) if rows > 1 else 220)
+    return fig
+
+
+def _size(nbytes: float) -> str:
+    from .units import format_size
+
+    return format_size(nbytes)
+
+
+SIZE_TICKS = dict(tickvals=[1, 16, 256, 4096, 65536, 2**20, 2**24],
+                  ticktext=["1 B", "16 B", "256 B", "4 KiB", "64 KiB", "1 MiB", "16 MiB"])
+
+
+def read_size_sweep(frame: pd.DataFrame, title: str = "Reading one file with read() calls of each size",
+                    published: pd.DataFrame | None = None) -> go.Figure:
+    """Time per pass and throughput vs read size (both log), one line per cache state.
+
+    ``frame``: readahead.read_size_sweep rows (several may be concatenated). ``published``: optional
+    rows with read_size, seconds and a ``source`` (a seed), drawn dashed on the time panel.
+    """
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("time to read the whole file", "throughput"))
+    for state, part in frame.groupby("cache", sort=False):
+        part = part.sort_values("read_size")
+        color = STATE_COLORS.get(str(state))
+        custom = part[["calls", "us_per_call", "file_size"]]
+        hover = ("read size %{x:,} B<br>%{customdata[0]:,} calls, %{customdata[1]:.2f} µs each<br>"
+                 "file %{customdata[2]:,} B<br>")
+        fig.add_scatter(x=part["read_size"], y=part["seconds"], mode="lines+markers", name=f"{state}",
+                        legendgroup=str(state), line_color=color, customdata=custom,
+                        hovertemplate=hover + "%{y:.4f} s<extra>" + f"{state}</extra>", row=1, col=1)
+        fig.add_scatter(x=part["read_size"], y=part["mib_per_s"], mode="lines+markers", name=f"{state}",
+                        legendgroup=str(state), showlegend=False, line_color=color, customdata=custom,
+                        hovertemplate=hover + "%{y:,.1f} MiB/s<extra>" + f"{state}</extra>", row=1, col=2)
+    if published is not None and len(published):
+        for source, part in published.groupby("source", sort=False):
+            part = part.sort_values("read_size")
+            fig.add_scatter(x=part["read_size"], y=part["seconds"], mode="lines+markers", name=str(source),
+                            line_dash="dash", hovertemplate="%{x:,} B: %{y:.4f} s<extra>" + f"{source}</extra>",
+                            row=1, col=1)
+    for col in (1, 2):
+        fig.update_xaxes(type="log", title_text="read size (bytes per read() call)", row=1, col=col, **SIZE_TICKS)
+    fig.update_yaxes(type="log", title_text="seconds", row=1, col=1)
+    fig.update_yaxes(type="log", title_text="throughput (MiB/s)", row=1, col=2)
+    fig.update_layout(title=title, legend_title="page cache", height=420)
+    return fig
+
+
+def window_growth(frame: pd.DataFrame, title: str = "Pages in the cache after each 4 KiB sequential read") -> go.Figure:
+    """Resident pages vs pages asked for, per advice (readahead.window_growth rows, concatenated)."""
+    fig = go.Figure()
+    for advice, part in frame.groupby("advice", sort=False):
+        fig.add_scatter(x=part["bytes_read"] / 1024, y=part["resident"], mode="lines+markers", name=f"{advice}",
+                        line_shape="hv", customdata=part[["read", "ahead"]],
+                        hovertemplate="after read %{customdata[0]} (%{x:,.0f} KiB asked): %{y:,} pages resident, "
+                                      "%{customdata[1]:,} ahead<extra>" + f"{advice}</extra>")
+    if len(frame):
+        top = frame["bytes_read"].max() / 1024
+        fig.add_scatter(x=[0, top], y=[0, top * 1024 / 4096], mode="lines", name="pages asked for",
+                        line=dict(dash="dot", color="grey"), hoverinfo="skip")
+    fig.update_layout(title=title, xaxis_title="bytes read so far (KiB)", yaxis_title="pages resident (4 KiB each)",
+                      legend_title="posix_fadvise")
+    return fig
+
+
+def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while writing") -> go.Figure:
+    """Dirty and Writeback (MiB) over time, one panel per run (pagecache.MeminfoSampler frames with a
+    ``run`` column, concatenated); labelled events are marked."""
+    from plotly.subplots import make_subplots
+
+    if "run" not in frame.columns:
+        frame = frame.assign(run="write")
+    runs = list(dict.fromkeys(frame["run"]))
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=runs,
+                        vertical_spacing=0.12 if len(runs) > 1 else 0.1)
+    colors = {"Dirty": "#d62728", "Writeback": "#9467bd", "Cached": "#7f7f7f"}
+    for i, run in enumerate(runs, 1):
+        part = frame[frame["run"] == run]
+        for name in ("Dirty", "Writeback"):
+            fig.add_scatter(x=part["t"], y=part[name] / 2**20, mode="lines", name=name, legendgroup=name,
+                            showlegend=i == 1, line_color=colors[name],
+                            hovertemplate="%{x:.2f} s: %{y:,.1f} MiB<extra>" + name + "</extra>", row=i, col=1)
+        ev = part[part["event"].astype(str).str.len() > 0]
+        ev = ev[~ev["event"].isin(["start", "stop"])]
+        fig.add_scatter(x=ev["t"], y=ev["Dirty"] / 2**20, mode="markers+text", text=ev["event"],
+                        textposition="top right", marker=dict(size=9, color="black", symbol="diamond"),
+                        name="event", showlegend=i == 1, legendgroup="event",
+                        hovertemplate="%{text} at %{x:.2f} s<extra></extra>", row=i, col=1)
+        fig.update_yaxes(title_text="MiB", row=i, col=1)
+    fig.update_xaxes(title_text="time since the start (s)", row=len(runs), col=1)
+    fig.update_layout(title=title, height=260 * len(runs) + 80)
+    return fig
+
+
+def verdicts(frame: pd.DataFrame, title: str = "Timed reads, and which layer served them") -> go.Figure:
+    """Bars of MiB/s per measurement (measure.Measurement.row() dicts), coloured by verdict, log y."""
+    colors = {"served from page cache": "#ff7f0e", "from the device": "#1f77b4", "unclear": "#7f7f7f"}
+    label = frame["label"] if "label" in frame.columns else frame.index.astype(str)
+    fig = go.Figure()
+    for verdict, part in frame.assign(label=label).groupby("verdict", sort=False):
+        fig.add_bar(x=part["label"], y=part["mib_per_s"], name=str(verdict), marker_color=colors.get(str(verdict)),
+                    customdata=part[["reason"]],
+                    hovertemplate="%{x}: %{y:,.0f} MiB/s<br>%{customdata[0]}<extra></extra>")
+    fig.update_layout(title=title, yaxis_type="log", yaxis_title="throughput (MiB/s)", xaxis_title="measurement",
+                      legend_title="verdict")
+    return fig
+
 
 # --- lesson 03 ----------------------------------------------------------------------------------
 

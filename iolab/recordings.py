@@ -14,11 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import fsinfo
 from .errors import ToolMissing
 from .runner import Run, install_hint, which
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MODES = ("auto", "live", "replay")
 
@@ -34,6 +37,23 @@ def data_dir() -> Path:
     raise FileNotFoundError(
         "cannot find the recorded outputs (data/recorded). Install iolab from its checkout "
         "(pip install -e .) or set IOLAB_DATA to the data/recorded directory.")
+
+
+def published(name: str) -> "pd.DataFrame":
+    """A table of figures published in the course's source material: ``data/published/<name>.csv``.
+
+    Each such CSV has a ``source`` column naming the document the figures come from.
+    """
+    import pandas as pd
+
+    path = data_dir().parent / "published" / f"{name}.csv"
+    if not path.exists():
+        have = sorted(p.stem for p in path.parent.glob("*.csv"))
+        raise FileNotFoundError(f"no published table {name!r}; there are: {', '.join(have) or 'none'}")
+    frame = pd.read_csv(path)
+    if "source" not in frame.columns:
+        raise ValueError(f"{path} has no 'source' column: published figures must name where they come from")
+    return frame
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,116 @@
+"""A real browser runs lesson 00 in JupyterLab: no cell raises, a plotly chart and a widget render.
+
+JupyterLab is started on loopback with a token, on a copy of the notebooks; Debian's Chromium is
+driven headless by Playwright (no browser download). The screenshot stays in the test's tmp dir.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    nbdir = tmp_path / "notebooks"
+    shutil.copytree(ROOT / "notebooks", nbdir)
+    port, token = _free_port(), secrets.token_hex(16)
+    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--ServerApp.root_dir={nbdir}", f"--IdentityProvider.token={token}",
+            "--LabApp.expose_app_in_browser=True", "--ServerApp.disable_check_xsrf=False"]
+    if os.geteuid() == 0:
+        argv.append("--allow-root")
+    log = open(tmp_path / "jupyter.log", "w")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg")})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not start:\n" + (tmp_path / "jupyter.log").read_text()[-2000:])
+        # a request without the token is refused
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"{base}/api/contents", timeout=5)
+        yield playwright, base, token, nbdir
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+        log.close()
+
+
+def test_lesson_00_runs_in_a_real_browser(lab, tmp_path):
+    playwright, base, token, nbdir = lab
+    args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{base}/lab/tree/00-start-here.ipynb?token={token}&reset")
+            page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=90_000)
+            page.wait_for_function(
+                "document.querySelector('.jp-Notebook') && "
+                "[...document.querySelectorAll('.jp-Toolbar-kernelStatus, .jp-Notebook-ExecutionIndicator')]"
+                ".length > 0", timeout=90_000)
+            time.sleep(2)  # let the kernel connect
+            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            # wait until every code cell has run (no '[*]' prompt and none left unexecuted)
+            page.wait_for_function(
+                """() => {
+                    const cells = [...document.querySelectorAll('.jp-CodeCell')];
+                    if (!cells.length) return false;
+                    return cells.every(c => {
+                        const p = c.querySelector('.jp-InputPrompt');
+                        const t = p ? p.textContent : '';
+                        return /\\[\\d+\\]/.test(t);
+                    });
+                }""", timeout=180_000, polling=1000)
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+            page.wait_for_selector(".jupyter-widgets.widget-slider, .widget-slider", timeout=60_000)
+            page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+            time.sleep(2)
+            page.screenshot(path=str(tmp_path / "lesson00.png"), full_page=True)
+            page.locator(".js-plotly-plot").first.screenshot(path=str(tmp_path / "chart.png"))
+            page.locator(".widget-slider").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(tmp_path / "widget.png"))
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            texts = [errors.nth(i).inner_text() for i in range(errors.count())]
+        finally:
+            browser.close()
+    saved = json.loads((nbdir / "00-start-here.ipynb").read_text())
+    raised = [o for c in saved["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert raised == [], f"cells raised: {[(o['ename'], o['evalue']) for o in raised]}"
+    assert not [t for t in texts if "Traceback" in t or "Error" in t], texts
+    assert (tmp_path / "lesson00.png").stat().st_size > 10_000
+    assert (tmp_path / "chart.png").stat().st_size > 5_000
