@@ -1,0 +1,131 @@
+"""The lessons 01-02 sections of iolab.plot, iolab.widgets and iolab.check."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from iolab import check, measure, pagecache, plot, readahead
+from iolab.units import KiB
+
+
+@pytest.fixture
+def f(ws):
+    if pagecache._fstype(ws.root) in pagecache._MEMORY_FS:
+        pytest.skip("workspace on tmpfs")
+    return ws.make_file("f.bin", "1MiB")
+
+
+# --- plot ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n, cells", [(10, 10), (4096, 4096), (10**6, 16384)])
+def test_residency_map_scales(n, cells):
+    m = np.zeros(n, dtype=bool)
+    m[: n // 2] = True
+    fig = plot.residency_map(m)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert np.count_nonzero(~np.isnan(z)) <= cells
+    assert np.nanmax(z) == 1.0 and np.nanmin(z) == 0.0
+    assert f"{n // 2:,} of {n:,} pages" in fig.layout.title.text
+    assert "page" in fig.layout.xaxis.title.text and "MiB" in fig.layout.yaxis.title.text
+
+
+def test_residency_map_binned_fraction_is_exact():
+    m = np.zeros(40000, dtype=bool)
+    m[::4] = True                         # a quarter of every bin
+    z = np.asarray(plot.residency_map(m, max_cells=1000).data[0].z, dtype=float)
+    vals = z[~np.isnan(z)]
+    assert np.allclose(vals, 0.25)
+
+
+def test_residency_map_needs_a_map():
+    r = pagecache.Residency("x", 10, 1, 0, map=None)
+    with pytest.raises(ValueError, match="keep_map"):
+        plot.residency_map(r)
+
+
+def test_sweep_chart_log_axes_and_units():
+    frame = pd.DataFrame({"read_size": [1, 4096], "file_size": [10, 10], "seconds": [1.0, 0.1],
+                          "calls": [11, 2], "mib_per_s": [1.0, 10.0], "us_per_call": [1.0, 1.0],
+                          "cache": ["cold", "cold"]})
+    pub = pd.DataFrame({"read_size": [1, 4096], "seconds": [4.55, 0.0024], "source": ["seed 004", "seed 004"]})
+    fig = plot.read_size_sweep(frame, published=pub)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
+    assert "MiB/s" in fig.layout.yaxis2.title.text and "bytes" in fig.layout.xaxis.title.text
+    assert any(t.name == "seed 004" for t in fig.data)
+
+
+def test_dirty_writeback_panels():
+    fr = pd.DataFrame({"t": [0, 1, 2], "Dirty": [0, 2**20, 0], "Writeback": [0, 0, 0], "Cached": [0, 0, 0],
+                       "event": ["start", "written", "stop"]})
+    both = pd.concat([fr.assign(run="no fsync"), fr.assign(run="fsync")])
+    fig = plot.dirty_writeback(both)
+    assert [a.text for a in fig.layout.annotations] == ["no fsync", "fsync"]
+    assert "MiB" in fig.layout.yaxis.title.text
+
+
+# --- widgets -------------------------------------------------------------------------------------
+
+@pytest.mark.live
+def test_window_explorer_updates(f):
+    from iolab import widgets
+    box = widgets.window_explorer(f)
+    status = box.children[1]
+    box.children[0].children[1].value = "random"
+    assert "brought in 1 pages" in status.value
+    box.children[0].children[0].value = 16384
+    assert "asked for 16 KiB (4 pages)" in status.value
+
+
+@pytest.mark.live
+def test_read_size_explorer_updates(f):
+    from iolab import widgets
+    box = widgets.read_size_explorer(f, sizes=(1024, 4096))
+    box.children[0].value = 1024
+    assert box.children[1].value.startswith("1,025 calls")
+
+
+# --- check ---------------------------------------------------------------------------------------
+
+@pytest.mark.live
+def test_check_01(f):
+    with pytest.raises(check.CheckFailed, match="still resident"):
+        check.check_01_evicted(f)          # make_file leaves it cached
+    pagecache.evict(f)
+    assert check.check_01_evicted(f)
+    cold = measure.timed_read(f, cache="cold")
+    warm = measure.timed_read(f)
+    assert check.check_01_cold_warm(cold, warm, warm.bytes_per_s / cold.bytes_per_s)
+    with pytest.raises(check.CheckFailed, match="not cold"):
+        check.check_01_cold_warm(warm, warm, 1.0)
+    with pytest.raises(check.CheckFailed):
+        check.check_01_cold_warm(cold, warm, 1e9)
+
+
+def test_check_01_seed_verdicts():
+    loc = measure.judge(1948472 * KiB / 0.352, device_bps=1948472 * KiB / 3.667)
+    bee = measure.judge(1948449 * KiB / 3.160, device_bps=1948449 * KiB / 3.284)
+    assert check.check_01_seed_verdicts(loc, bee)
+    with pytest.raises(check.CheckFailed, match="local"):
+        check.check_01_seed_verdicts(bee, bee)
+    with pytest.raises(check.CheckFailed, match="Verdict"):
+        check.check_01_seed_verdicts("served from page cache", bee)
+
+
+@pytest.mark.live
+def test_check_02(f, ws):
+    assert check.check_02_random_window(f, 1)
+    with pytest.raises(check.CheckFailed):
+        check.check_02_random_window(f, 4)
+    sweep = readahead.read_size_sweep(f, [1, 4096], cache="warm")
+    assert check.check_02_calls(sweep, 2**20 + 1)
+    with pytest.raises(check.CheckFailed, match="one more"):
+        check.check_02_calls(sweep, 2**20)
+    g = readahead.window_growth(f, "4KiB", 16)
+    assert check.check_02_growth(g, int(g["resident"].iloc[-1]))
+    with pytest.raises(check.CheckFailed):
+        check.check_02_growth(g, 16)
+    kb = readahead.read_ahead_kb(ws.root).kb
+    assert check.check_02_read_ahead_kb(ws.root, kb)
+    with pytest.raises(check.CheckFailed):
+        check.check_02_read_ahead_kb(ws.root, -1)
