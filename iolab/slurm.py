@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import mpi as _mpi
 from . import runner
 from .errors import IolabError, ParseError, ToolFailed, ToolTimeout
 
@@ -150,7 +151,10 @@ def _launch(step: Step, launcher: str, mpi: str) -> str:
         return f"step {name} srun {' '.join(opts)} {cmd}"
     redirect = f'> "${OUT_VAR}/{name}.out" 2> "${OUT_VAR}/{name}.err"'
     if launcher == "mpirun":
-        return f"step {name} mpirun -np {n * t} --map-by ppr:{t}:node {cmd} {redirect}"
+        # iolab.mpi's rules (--allow-run-as-root only for root); no --oversubscribe: Slurm gives the slots
+        argv = _mpi.launcher_argv(n * t, launcher="mpirun", cores=n * t)
+        argv += ["-ppn", str(t)] if _mpi.flavour() in ("mpich", "intel") else ["--map-by", f"ppr:{t}:node"]
+        return f"step {name} {shlex.join(argv)} {cmd} {redirect}"
     return f"step {name} {cmd} {redirect}"
 
 
