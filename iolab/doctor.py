@@ -151,11 +151,9 @@ def memory_checks() -> list[Check]:
         from .workspace import base_dir
 
         ra = read_ahead_kb(base_dir())
-        value = ra[0] if isinstance(ra, tuple) else ra
-        reason = ra[1] if isinstance(ra, tuple) else ""
-        out.append(Check("memory", "read_ahead_kb", OK if value is not None else LIMITED,
-                         f"{value} KiB (device behind the workspace)" if value is not None else str(reason),
-                         "lesson 02 measures the readahead window with mincore instead"))
+        out.append(Check("memory", "read_ahead_kb", OK if ra.kb is not None else LIMITED,
+                         f"{ra.kb} KiB for the workspace's device ({ra.source})" if ra.kb is not None
+                         else ra.reason, "lesson 02 measures the readahead window with mincore instead"))
     except Exception as e:  # readahead is optional for the doctor
         out.append(Check("memory", "read_ahead_kb", LIMITED, f"unknown ({e})", "lesson 02 measures it with mincore"))
     return out
