@@ -1,0 +1,781 @@
+"""IOR: build its command line, run it under MPI, parse what it prints (text or JSON), judge the numbers.
+
+One way through: :class:`Options` -> :func:`run` (mpirun/srun, test files in the workspace, JSON
+summary file) -> :func:`parse` (text or JSON, IOR 3.x and 4.x) -> :func:`to_frame` ->
+:func:`add_verdicts` (which layer served each number) -> ``iolab.plot.ior_bandwidth``.
+
+What differs between versions, and is handled here:
+
+* O_DIRECT is ``-B`` up to 3.2 and ``--posix.odirect`` from 3.3 on.
+* Text: ``Max Write:`` / ``Max Read:`` lines are printed by default in 3.x, only with ``-v`` in 4.x;
+  4.x prints the ``remove`` row of the Results table only with ``-v``. Numbers are printed with 6
+  decimals below 1, 2 decimals below 3600 and none from 3600 on (IOR's ``PPDouble``), so a text
+  bandwidth such as ``22070`` is rounded to the MiB/s; the JSON summary keeps 4 decimals.
+* JSON: 3.3 nests ``Results`` as one list per iteration (with a ``remove`` entry that has only
+  ``totalTime``); 4.x gives one flat list with no iteration number and no ``remove``.
+* With ``-O summaryFile=...`` IOR writes everything (text or JSON) to that file and only
+  ``Writing output to ...`` to stdout; errors still go to stdout. A failed run leaves a JSON file
+  that stops after ``"Results": [``.
+* Neither header says whether ``-e`` (fsync) or O_DIRECT was asked for in every version; the
+  command line IOR echoes does, so :func:`parse` reads them from it.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shlex
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import mpi, recordings, runner, units, workspace
+from ..errors import ParseError, ToolFailed
+from ..runner import Run
+
+APIS = ("POSIX", "MPIIO", "HDF5", "NCMPI", "MMAP", "DUMMY")
+
+# the Results table: header token -> key
+_RESULT_COLUMNS = {
+    "access": "access", "bw(MiB/s)": "bw_mib", "IOPS": "iops", "Latency(s)": "latency_s",
+    "block(KiB)": "block_kib", "xfer(KiB)": "xfer_kib", "open(s)": "open_s", "wr/rd(s)": "wrrd_s",
+    "close(s)": "close_s", "total(s)": "total_s", "iter": "iteration",
+}
+RESULT_KEYS = ("test", "iteration", "access", "bw_mib", "iops", "latency_s", "block_kib", "xfer_kib",
+               "open_s", "wrrd_s", "close_s", "total_s")
+FACT_KEYS = ("version", "api", "tasks", "segments", "file_per_process", "reorder_tasks", "fsync", "odirect")
+
+# "Summary of all tests": header token -> key (the two StdDev columns are told apart by position)
+_SUMMARY_COLUMNS = {
+    "Operation": "operation", "Max(MiB)": "max_mib", "Min(MiB)": "min_mib", "Mean(MiB)": "mean_mib",
+    "Max(OPs)": "max_ops", "Min(OPs)": "min_ops", "Mean(OPs)": "mean_ops", "Mean(s)": "mean_s",
+    "Stonewall(s)": "stonewall_s", "Stonewall(MiB)": "stonewall_mib", "Test#": "test", "#Tasks": "tasks",
+    "tPN": "tasks_per_node", "reps": "repetitions", "fPP": "file_per_process", "reord": "reorder_tasks",
+    "reordoff": "task_offset", "reordrand": "reorder_random", "seed": "seed", "segcnt": "segments",
+    "blksiz": "block_size", "xsize": "transfer_size", "aggs(MiB)": "aggregate_mib", "API": "api",
+    "RefNum": "refnum",
+}
+SUMMARY_KEYS = ("operation", "api", "test", "refnum", "tasks", "tasks_per_node", "repetitions", "segments",
+                "block_size", "transfer_size", "file_per_process", "reorder_tasks", "task_offset",
+                "reorder_random", "seed", "max_mib", "min_mib", "mean_mib", "stddev_mib", "max_ops",
+                "min_ops", "mean_ops", "stddev_ops", "mean_s", "stonewall_s", "stonewall_mib", "aggregate_mib")
+_SUMMARY_INTS = {"test", "refnum", "tasks", "tasks_per_node", "repetitions", "segments", "block_size",
+                 "transfer_size", "task_offset", "reorder_random", "seed"}
+_SUMMARY_BOOLS = {"file_per_process", "reorder_tasks"}
+_JSON_SUMMARY = {
+    "operation": "operation", "API": "api", "TestID": "test", "ReferenceNumber": "refnum",
+    "numTasks": "tasks", "tasksPerNode": "tasks_per_node", "repetitions": "repetitions",
+    "segmentCount": "segments", "blockSize": "block_size", "transferSize": "transfer_size",
+    "filePerProc": "file_per_process", "reorderTasks": "reorder_tasks", "taskPerNodeOffset": "task_offset",
+    "reorderTasksRandom": "reorder_random", "reorderTasksRandomSeed": "seed", "bwMaxMIB": "max_mib",
+    "bwMinMIB": "min_mib", "bwMeanMIB": "mean_mib", "bwStdMIB": "stddev_mib", "OPsMax": "max_ops",
+    "OPsMin": "min_ops", "OPsMean": "mean_ops", "OPsSD": "stddev_ops", "MeanTime": "mean_s",
+    "StoneWallTime": "stonewall_s", "StoneWallbwMeanMIB": "stonewall_mib", "xsizeMiB": "aggregate_mib",
+}
+
+# IOR options that take a value (the rest are flags); used to read the echoed command line
+_VALUE_OPTS = set("aAbdDfGijlMNoOQstTX")
+_BANNER = re.compile(r"^IOR-(\S+): MPI Coordinated Test of Parallel I/O")
+_ERROR = re.compile(r"^(?:ior )?ERROR\b|^ERROR:|\bior ERROR\b")
+
+
+# --- versions -----------------------------------------------------------------------------------
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    """ "4.1.0+dev" -> (4, 1, 0); None or garbage -> () (treated as the newest)."""
+    if not version:
+        return ()
+    m = re.match(r"(\d+(?:\.\d+)*)", version)
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+@functools.lru_cache(maxsize=8)
+def _installed_version(exe_path: str) -> str | None:
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} if mpi.is_root() else None
+    # the DUMMY backend does no I/O; IOR prints its banner with the version, then exits
+    r = runner.run([exe_path, "-a", "DUMMY", "-b", "1m", "-t", "1m", "-s", "1", "-w", "-o", "/dev/null"],
+                   timeout=60, env=env, check=False)
+    for line in r.stdout.splitlines():
+        m = _BANNER.match(line.strip())
+        if m:
+            return m.group(1)
+    return None
+
+
+def installed_version(exe: str = "ior") -> str | None:
+    """The version of the IOR on PATH (from its banner), or None when there is none."""
+    path = runner.which(exe)
+    return _installed_version(path) if path else None
+
+
+# --- options -> argv ----------------------------------------------------------------------------
+
+def _ior_size(value: int | str) -> str:
+    """IOR size syntax: 1048576 -> "1m", 4096 -> "4k", 1536 -> "1536"."""
+    n = units.parse_size(value)
+    for suffix, unit in (("g", units.GiB), ("m", units.MiB), ("k", units.KiB)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
+
+
+@dataclass(frozen=True)
+class Options:
+    """One IOR test. Sizes take iolab's syntax ("1MiB", "4k", 1048576); IOR's letters are binary too."""
+
+    api: str = "POSIX"
+    transfer_size: int | str = "1MiB"     # -t
+    block_size: int | str = "16MiB"       # -b, per task and segment
+    segments: int = 1                     # -s
+    file_per_process: bool = False        # -F
+    reorder_tasks: bool = False           # -C: read back what a task on another node wrote
+    task_offset: int | None = None        # -Q: the shift used by -C, in nodes
+    fsync: bool = False                   # -e: fsync() at the end of each write phase (inside the timing)
+    odirect: bool = False                 # --posix.odirect (3.3+) or -B (up to 3.2): bypass the page cache
+    iterations: int = 1                   # -i
+    write: bool = True                    # -w
+    read: bool = True                     # -r
+    keep_file: bool = False               # -k
+    memory_per_node: str | None = None    # -M: hog this much memory per node ("80%", "2g")
+    test_file: str | None = None          # -o; None: a fresh name inside the workspace
+    verbose: int = 0                      # -v, repeated
+    extra: tuple[str, ...] = ()           # anything else, as argv items
+
+    def __post_init__(self) -> None:
+        if self.api not in APIS:
+            raise ValueError(f"api must be one of {', '.join(APIS)}, got {self.api!r}")
+        t, b = units.parse_size(self.transfer_size), units.parse_size(self.block_size)
+        if t <= 0 or b <= 0:
+            raise ValueError("transfer_size and block_size must be positive")
+        if b % t:
+            raise ValueError(f"block_size ({units.format_size(b)}) must be a multiple of transfer_size "
+                             f"({units.format_size(t)}): IOR refuses it otherwise")
+        for name in ("segments", "iterations"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not (self.write or self.read):
+            raise ValueError("an IOR test must write, read, or both")
+        if self.odirect and self.api != "POSIX":
+            raise ValueError("odirect is an option of the POSIX backend (use api='POSIX')")
+        if isinstance(self.extra, str):
+            raise TypeError("extra must be a tuple of argv items, not a string")
+
+    @property
+    def bytes_per_task(self) -> int:
+        return units.parse_size(self.block_size) * self.segments
+
+    def total_bytes(self, tasks: int) -> int:
+        """The data set: block x segments x tasks (what one write phase creates)."""
+        return self.bytes_per_task * tasks
+
+    def flags(self) -> str:
+        """A short label of the options the lesson varies: "shared", "-F -C -e", "-F O_DIRECT"..."""
+        bits = ["-F" if self.file_per_process else "shared"]
+        if self.reorder_tasks:
+            bits.append("-C")
+        if self.fsync:
+            bits.append("-e")
+        if self.odirect:
+            bits.append("O_DIRECT")
+        return " ".join(bits)
+
+    def argv(self, version: str | None = None, exe: str = "ior") -> list[str]:
+        """IOR's argv for the given IOR version (None: the newest syntax)."""
+        argv = [exe, "-a", self.api, "-t", _ior_size(self.transfer_size), "-b", _ior_size(self.block_size),
+                "-s", str(self.segments)]
+        if self.iterations != 1:
+            argv += ["-i", str(self.iterations)]
+        if self.write and not self.read:
+            argv.append("-w")
+        elif self.read and not self.write:
+            argv.append("-r")
+        if self.file_per_process:
+            argv.append("-F")
+        if self.reorder_tasks:
+            argv.append("-C")
+            if self.task_offset is not None:
+                argv += ["-Q", str(self.task_offset)]
+        if self.fsync:
+            argv.append("-e")
+        if self.keep_file:
+            argv.append("-k")
+        if self.memory_per_node:
+            argv += ["-M", str(self.memory_per_node)]
+        argv += ["-v"] * self.verbose
+        if self.odirect:
+            v = version_tuple(version)
+            argv.append("-B" if v and v < (3, 3) else "--posix.odirect")
+        argv += [str(a) for a in self.extra]
+        if self.test_file is not None:
+            argv += ["-o", str(self.test_file)]
+        return argv
+
+
+# --- running ------------------------------------------------------------------------------------
+
+@dataclass
+class IorRun:
+    """A finished IOR run: the launcher's Run, the JSON summary IOR wrote (if asked), what was inspected."""
+
+    run: Run
+    summary_json: str | None
+    options: Options
+    tasks: int
+    version: str | None
+    test_file: str
+    inspected: Any = None
+
+    @property
+    def text(self) -> str:
+        """What to parse: the JSON summary when there is one, else IOR's stdout."""
+        return self.summary_json if self.summary_json is not None else self.run.stdout
+
+    def as_run(self) -> Run:
+        """The Run with stdout replaced by the JSON summary file (what a recording of it stores)."""
+        return replace(self.run, stdout=self.text)
+
+
+def error_line(*texts: str) -> str | None:
+    """IOR's own ERROR line (the first one) in its stdout or stderr, or None."""
+    for text in texts:
+        for line in (text or "").splitlines():
+            if _ERROR.search(line.strip()):
+                return line.strip()
+    return None
+
+
+def _files_of(test_file: Path) -> list[Path]:
+    parent = test_file.parent
+    if not parent.is_dir():
+        return []
+    return sorted(p for p in parent.iterdir() if p.is_file() and p.name.startswith(test_file.name))
+
+
+def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str = "json",
+        ws: workspace.Workspace | None = None, timeout: float = 300, exe: str = "ior",
+        inspect: Callable[[list[Path]], Any] | None = None, launcher_kwargs: dict[str, Any] | None = None) -> IorRun:
+    """Run IOR with ``tasks`` ranks; test files inside the workspace, within its budget, removed after.
+
+    fmt="json" (default) adds ``-O summaryFormat=JSON -O summaryFile=...`` and returns that file's
+    text as ``.summary_json``; fmt="text" leaves IOR's usual text on stdout.
+    ``inspect(files)`` is called with the test files after IOR ends and before they are removed
+    (e.g. to measure their page-cache residency); its result is ``.inspected``. With
+    ``options.keep_file`` and an ``options.test_file`` of yours, the files stay for a later run.
+    Raises ToolMissing, or ToolFailed whose message is IOR's own ERROR line.
+    """
+    if fmt not in ("json", "text"):
+        raise ValueError(f"fmt must be 'json' or 'text', got {fmt!r}")
+    ws = ws or workspace.session()
+    version = installed_version(exe)
+    if version is None and runner.which(exe) is None:
+        from ..errors import ToolMissing
+        raise ToolMissing(exe, runner.install_hint(exe))
+    own_dir = ws.mkdir(f"ior-{uuid.uuid4().hex[:8]}")
+    try:
+        if options.test_file is None:
+            test_file = own_dir / "testfile"
+            options = replace(options, test_file=str(test_file))
+        else:
+            test_file = ws.inside(options.test_file)      # its directory must exist, as for IOR
+            options = replace(options, test_file=str(test_file))
+        if options.write:
+            ws.reserve(options.total_bytes(tasks))
+        argv = options.argv(version, exe=exe)
+        summary_file = own_dir / "summary.json"
+        if fmt == "json":
+            argv += ["-O", "summaryFormat=JSON", "-O", f"summaryFile={summary_file}"]
+        full = mpi.command(argv, tasks, launcher=launcher, **(launcher_kwargs or {}))
+        r = runner.run(full, timeout=timeout, check=False)
+        r = replace(r, tool_version=version)
+        if r.returncode != 0:
+            line = error_line(r.stdout, r.stderr)
+            head = f"IOR failed: {line}" if line else f"IOR exited with status {r.returncode}"
+            raise ToolFailed(full, r.returncode, "\n".join([r.stderr.strip(), r.stdout.strip()[-2000:]]).strip(),
+                             message=head)
+        summary = summary_file.read_text(errors="replace") if fmt == "json" and summary_file.exists() else None
+        if fmt == "json" and not summary:
+            raise ToolFailed(full, r.returncode, r.stderr, message="IOR ended without writing its JSON summary file")
+        inspected = inspect(_files_of(test_file)) if inspect is not None else None
+        return IorRun(r, summary, options, tasks, version, str(test_file), inspected)
+    finally:
+        ws.remove(own_dir)
+        if options.test_file is not None and not options.keep_file:
+            for p in _files_of(Path(options.test_file)):
+                p.unlink(missing_ok=True)
+
+
+# --- parsing ------------------------------------------------------------------------------------
+
+def _number(token: str, line_no: int, line: str) -> float | None:
+    if token in ("-", "NA"):
+        return None
+    try:
+        return float(token)
+    except ValueError:
+        raise ParseError(f"expected a number, got {token!r}", line_no=line_no, line=line) from None
+
+
+def command_flags(command_line: str) -> dict[str, bool]:
+    """What an IOR command line asks for: file_per_process, reorder_tasks, fsync, odirect."""
+    try:
+        tokens = shlex.split(command_line)
+    except ValueError:
+        tokens = command_line.split()
+    letters: set[str] = set()
+    directives: dict[str, str] = {}
+    longs: set[str] = set()
+    i = 1
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
+        if tok.startswith("--"):
+            longs.add(tok[2:].partition("=")[0])
+            continue
+        if not tok.startswith("-") or len(tok) < 2:
+            continue
+        body = tok[1:]
+        if body[0] == "O":                  # -O key=value[,key=value] or -Okey=value
+            value = body[1:].lstrip("=")
+            if not value and i < len(tokens):
+                value, i = tokens[i], i + 1
+            for item in value.split(","):
+                k, _, v = item.partition("=")
+                directives[k.strip()] = v.strip()
+            continue
+        for j, ch in enumerate(body):
+            if ch in _VALUE_OPTS:           # the rest of the token, or the next token, is its value
+                if j == len(body) - 1:
+                    i += 1
+                break
+            letters.add(ch)
+
+    def on(key: str) -> bool:
+        return directives.get(key, "0") not in ("0", "")
+    return {
+        "file_per_process": "F" in letters or on("filePerProc"),
+        "reorder_tasks": "C" in letters or on("reorderTasks"),
+        "fsync": "e" in letters or "fsync" in longs or on("fsync"),
+        "odirect": ("B" in letters or "posix.odirect" in longs or on("useO_DIRECT") or on("posix.odirect")),
+    }
+
+
+def _check_no_error(lines: list[str]) -> None:
+    for no, line in enumerate(lines, 1):
+        if _ERROR.search(line.strip()):
+            raise ParseError("IOR reported an error", line_no=no, line=line)
+
+
+def _parse_json(text: str) -> dict[str, Any]:
+    start = text.find("{")
+    lines = text.splitlines()
+    if start < 0:
+        raise ParseError("no JSON object in this text", line_no=1, line=lines[0] if lines else "")
+    offset_lines = text[:start].count("\n")
+    try:
+        data = json.loads(text[start:])
+    except json.JSONDecodeError as e:
+        no = e.lineno + offset_lines
+        where = lines[no - 1] if 0 < no <= len(lines) else (lines[-1] if lines else "")
+        what = "IOR's JSON summary ends early (a failed or interrupted run)" if e.pos >= len(text[start:].rstrip()) \
+            else f"IOR's JSON summary is malformed ({e.msg})"
+        raise ParseError(what, line_no=min(no, len(lines)), line=where) from None
+    if not isinstance(data, dict) or "tests" not in data:
+        raise ParseError("not an IOR JSON summary: no 'tests'", line_no=1, line=lines[0] if lines else "")
+    return data
+
+
+def _json_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    version = data.get("Version")
+    flags = command_flags(data.get("Command line", ""))
+    rows: list[dict[str, Any]] = []
+    for t in data["tests"]:
+        params, opts = t.get("Parameters", {}), t.get("Options", {})
+        if "Results" not in t:
+            raise ParseError(f"IOR JSON test {t.get('TestID')} has no Results")
+        results = t["Results"]
+        facts = {
+            "version": version, "api": params.get("api", opts.get("api")), "tasks": opts.get("tasks"),
+            "segments": params.get("segmentCount", opts.get("segments")),
+            "file_per_process": bool(params.get("filePerProc", 0)) or flags["file_per_process"],
+            "reorder_tasks": bool(params.get("reorderTasks", 0)) or flags["reorder_tasks"],
+            "fsync": bool(params.get("fsync", 0)) or flags["fsync"], "odirect": flags["odirect"],
+        }
+        if results and all(isinstance(r, list) for r in results):        # 3.3: one list per iteration
+            entries = [(i, r) for i, per_iter in enumerate(results) for r in per_iter]
+        else:                                                          # 4.x: flat, count per access
+            seen: dict[str, int] = {}
+            entries = []
+            for r in results:
+                a = r.get("access")
+                entries.append((seen.get(a, 0), r))
+                seen[a] = seen.get(a, 0) + 1
+        for iteration, r in entries:
+            if r.get("access") not in ("write", "read", "remove"):
+                raise ParseError(f"unexpected access {r.get('access')!r} in IOR JSON Results")
+            rows.append({
+                "test": t.get("TestID"), "iteration": iteration, "access": r["access"],
+                "bw_mib": r.get("bwMiB"), "iops": r.get("iops"), "latency_s": r.get("latency"),
+                "block_kib": r.get("blockKiB"), "xfer_kib": r.get("xferKiB"), "open_s": r.get("openTime"),
+                "wrrd_s": r.get("wrRdTime"), "close_s": r.get("closeTime"), "total_s": r.get("totalTime"),
+                **facts})
+    if not rows:
+        raise ParseError("IOR JSON summary has no results")
+    return rows
+
+
+def _is_json(text: str) -> bool:
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("Writing output to"):
+            continue
+        return s.startswith("{")
+    return False
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """IOR output (text or JSON summary, auto-detected) -> one row per access per iteration per test.
+
+    Row keys: test, iteration, access (write/read/remove), bw_mib, iops, latency_s, block_kib,
+    xfer_kib, open_s, wrrd_s, close_s, total_s (None where IOR prints "-" or has no value), and the
+    run's facts: version, api, tasks, segments, file_per_process, reorder_tasks, fsync, odirect.
+    An IOR ERROR line, a missing Results table or output cut short raise ParseError naming the line.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ParseError("empty IOR output")
+    if _is_json(text):
+        return _json_rows(_parse_json(text))
+    lines = text.splitlines()
+    _check_no_error(lines)
+    version = None
+    for line in lines:
+        m = _BANNER.match(line.strip())
+        if m:
+            version = m.group(1)
+            break
+    if version is None:
+        raise ParseError("not IOR output: no 'IOR-x.y.z: MPI Coordinated Test of Parallel I/O' banner",
+                         line_no=1, line=lines[0])
+    flags = {"file_per_process": False, "reorder_tasks": False, "fsync": False, "odirect": False}
+    rows: list[dict[str, Any]] = []
+    test_id: int | None = None
+    options: dict[str, str] = {}
+    in_options = False
+    header: list[str] | None = None
+    finished = False
+    for no, raw in enumerate(lines, 1):
+        line = raw.strip()
+        key, sep, value = (part.strip() for part in raw.partition(":"))
+        if line.startswith("Command line") and sep:
+            flags = command_flags(value)
+            continue
+        if line.startswith("TestID") and sep:
+            test_id = int(value) if value.isdigit() else test_id
+            header = None
+            continue
+        if line.startswith("Options:"):
+            in_options, options = True, {}
+            continue
+        if in_options:
+            if not line:
+                in_options = False
+            elif sep:
+                options[key] = value
+            continue
+        if line.startswith("access") and "bw(MiB/s)" in line:
+            header = line.split()
+            unknown = [h for h in header if h not in _RESULT_COLUMNS]
+            if unknown:
+                raise ParseError(f"unknown Results column(s) {unknown}", line_no=no, line=raw)
+            continue
+        if line.startswith(("Max Write", "Max Read", "Summary of all tests")):
+            header = None
+            continue
+        if line.startswith("Finished"):
+            finished = True
+            header = None
+            continue
+        if header is None or not line or line.startswith("---"):
+            continue
+        tokens = line.split()
+        if tokens[0] not in ("write", "read", "remove"):
+            continue                      # -v chatter inside the table ("Commencing write ...")
+        if len(tokens) != len(header):
+            raise ParseError(f"a Results row should have {len(header)} columns, this one has {len(tokens)} "
+                             "(output cut short?)", line_no=no, line=raw)
+        row: dict[str, Any] = {"test": test_id}
+        for h, tok in zip(header, tokens):
+            k = _RESULT_COLUMNS[h]
+            if k == "access":
+                row[k] = tok
+            elif k == "iteration":
+                if not tok.isdigit():
+                    raise ParseError(f"expected an iteration number, got {tok!r}", line_no=no, line=raw)
+                row[k] = int(tok)
+            else:
+                row[k] = _number(tok, no, raw)
+        for k in RESULT_KEYS:
+            row.setdefault(k, None)
+        access = options.get("access", "")
+        ordering = options.get("ordering inter file", "")
+        row.update({
+            "version": version, "api": options.get("api"),
+            "tasks": int(options["tasks"]) if options.get("tasks", "").isdigit() else None,
+            "segments": int(options["segments"]) if options.get("segments", "").isdigit() else None,
+            "file_per_process": access == "file-per-process" or flags["file_per_process"],
+            "reorder_tasks": ordering.startswith("constant task offset") or flags["reorder_tasks"],
+            "fsync": flags["fsync"], "odirect": flags["odirect"],
+        })
+        rows.append({k: row[k] for k in RESULT_KEYS + FACT_KEYS})
+    if not rows:
+        last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
+        raise ParseError("IOR output has no Results rows (cut short, or the run failed)",
+                         line_no=last, line=lines[last - 1])
+    if not finished:
+        last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
+        raise ParseError("IOR output ends before its 'Finished' line: cut short", line_no=last, line=lines[last - 1])
+    return rows
+
+
+def summary(text: str) -> list[dict[str, Any]]:
+    """The "Summary of all tests" rows (text) or ``summary[]`` (JSON), with the keys of SUMMARY_KEYS."""
+    if not isinstance(text, str) or not text.strip():
+        raise ParseError("empty IOR output")
+    if _is_json(text):
+        data = _parse_json(text)
+        if "summary" not in data:
+            raise ParseError("IOR JSON has no 'summary' (the run did not finish)")
+        out = []
+        for s in data["summary"]:
+            row: dict[str, Any] = {k: None for k in SUMMARY_KEYS}
+            for jk, k in _JSON_SUMMARY.items():
+                if jk in s:
+                    row[k] = bool(s[jk]) if k in _SUMMARY_BOOLS else s[jk]
+            out.append(row)
+        return out
+    lines = text.splitlines()
+    _check_no_error(lines)
+    out = []
+    header: list[str] | None = None
+    for no, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if line.startswith("Summary of all tests"):
+            header = []
+            continue
+        if header == [] and line.startswith("Operation"):
+            header = line.split()
+            continue
+        if header:
+            if not line or line.startswith("Finished"):
+                header = None
+                continue
+            tokens = line.split()
+            if len(tokens) != len(header):
+                raise ParseError(f"a summary row should have {len(header)} columns, this one has {len(tokens)}",
+                                 line_no=no, line=raw)
+            row = {k: None for k in SUMMARY_KEYS}
+            stddev_seen = 0
+            for h, tok in zip(header, tokens):
+                if h == "StdDev":
+                    k = "stddev_mib" if stddev_seen == 0 else "stddev_ops"
+                    stddev_seen += 1
+                elif h in _SUMMARY_COLUMNS:
+                    k = _SUMMARY_COLUMNS[h]
+                else:
+                    raise ParseError(f"unknown summary column {h!r}", line_no=no, line=raw)
+                if k in ("operation", "api"):
+                    row[k] = tok
+                elif k in _SUMMARY_BOOLS:
+                    row[k] = tok not in ("0", "NA")
+                else:
+                    v = _number(tok, no, raw)
+                    row[k] = int(v) if (v is not None and k in _SUMMARY_INTS) else v
+            out.append(row)
+    if not out:
+        raise ParseError("no 'Summary of all tests' table in this IOR output")
+    return out
+
+
+# --- frames, verdicts ---------------------------------------------------------------------------
+
+def label(row: dict[str, Any] | pd.Series) -> str:
+    """A configuration's short name from a parsed row: "shared", "-F", "-F -C -e O_DIRECT"..."""
+    bits = ["-F" if row["file_per_process"] else "shared"]
+    if row["reorder_tasks"]:
+        bits.append("-C")
+    if row["fsync"]:
+        bits.append("-e")
+    if row["odirect"]:
+        bits.append("O_DIRECT")
+    return " ".join(bits)
+
+
+def to_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:
+    """Parsed rows as a DataFrame, plus ``config`` (see :func:`label`), ``bytes_per_s`` and any
+    constant columns given (e.g. ``run="naive"``)."""
+    df = pd.DataFrame(list(rows), columns=list(RESULT_KEYS + FACT_KEYS))
+    df["config"] = [label(r) for r in df.to_dict("records")] if len(df) else []
+    df["bytes_per_s"] = df["bw_mib"].astype(float) * units.MiB
+    for k, v in columns.items():
+        df[k] = v
+    return df
+
+
+def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
+            resident_fraction: float | None = None) -> Any:
+    """Which layer served one write or read row (an ``iolab.measure.Verdict``); None for remove.
+
+    Reads: ``measure.judge`` with the test files' residency before the read (after an O_DIRECT run,
+    nothing went through the page cache, so it counts as 0). Writes: with O_DIRECT the device took
+    each write; else ``measure.judge_write`` (the page cache, unless -e put fsync inside the timing).
+    """
+    from .. import measure
+
+    bw = row["bw_mib"]
+    if row["access"] == "remove" or bw is None or not bw > 0:
+        return None
+    rate = float(bw) * units.MiB
+    if row["access"] == "write":
+        if row["odirect"]:
+            return measure.Verdict(measure.DEVICE, "O_DIRECT: each write() went past the page cache to the "
+                                                   "device before it returned")
+        return measure.judge_write(rate, fsync=bool(row["fsync"]), device_bps=device_bps)
+    fraction = 0.0 if row["odirect"] else resident_fraction
+    return measure.judge(rate, device_bps=device_bps, resident_fraction=fraction)
+
+
+def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fraction: float | None = None) -> pd.DataFrame:
+    """A copy of ``df`` with ``verdict`` (label) and ``reason`` columns."""
+    out = df.copy()
+    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction) for r in out.to_dict("records")]
+    out["verdict"] = [v.label if v is not None else None for v in vs]
+    out["reason"] = [v.reason if v is not None else None for v in vs]
+    return out
+
+
+# --- experiments: live here, or replayed from a recording ----------------------------------------
+
+@dataclass
+class Experiment:
+    """One IOR configuration measured (or replayed), with what the page cache held and the verdicts."""
+
+    name: str
+    options: Options
+    tasks: int
+    outcome: recordings.Outcome
+    cache: dict[str, Any] = field(default_factory=dict)   # resident_fraction, device_bps, fstype, ...
+
+    @property
+    def mode(self) -> str:
+        return self.outcome.mode
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.outcome.data
+
+    def frame(self) -> pd.DataFrame:
+        df = to_frame(self.rows, run=self.name, mode=self.mode)
+        return add_verdicts(df, device_bps=self.cache.get("device_bps"),
+                            resident_fraction=self.cache.get("resident_fraction"))
+
+    def best(self, access: str) -> float | None:
+        """The highest bandwidth (MiB/s) of an access over the iterations."""
+        vals = [r["bw_mib"] for r in self.rows if r["access"] == access and r["bw_mib"] is not None]
+        return max(vals) if vals else None
+
+
+def _residency_facts(files: Sequence[Path]) -> dict[str, Any]:
+    from .. import pagecache
+
+    pages = resident = size = 0
+    for f in files:
+        r = pagecache.residency(f, keep_map=False)
+        pages, resident, size = pages + r.pages, resident + r.resident, size + r.size
+    return {"files": len(files), "bytes": size, "pages": pages, "resident_pages": resident,
+            "resident_fraction": resident / pages if pages else None}
+
+
+def _device_facts(ws: workspace.Workspace) -> dict[str, Any]:
+    from .. import fsinfo, measure
+
+    m = fsinfo.mount_of(ws.root)
+    facts: dict[str, Any] = {"fstype": m.fstype, "device_bps": None}
+    try:
+        facts["device_bps"] = measure.device_rate(ws.root)
+    except Exception as e:           # tmpfs has no device; a full disk cannot host the probe
+        facts["device_note"] = str(e)
+    return facts
+
+
+def experiment(options: Options, *, tasks: int = 2, recording: str, name: str | None = None,
+               ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
+               quiet: bool = False) -> Experiment:
+    """Run ``options`` live (IOR and mpirun here) or replay ``recording``, and say which.
+
+    Live: measures the device's uncached rate behind the workspace (iolab.measure, once per
+    session), runs IOR with ``-k`` so that the test files' page-cache residency can be read right
+    after the run (iolab.pagecache), then removes them. Replay: ``<recording>-summary`` (IOR's JSON
+    summary) and ``<recording>-cache`` (the residency and device rate measured when it was recorded).
+    """
+    ws = ws or workspace.session()
+    cache: dict[str, Any] = {}
+
+    def live() -> Run:
+        cache.update(_device_facts(ws))
+        opts = options if options.keep_file else replace(options, keep_file=True)
+        r = run(opts, tasks, launcher=launcher, ws=ws, timeout=timeout, inspect=_residency_facts)
+        cache.update(r.inspected or {})
+        return r.as_run()
+
+    out = recordings.live_or_recorded(live, f"{recording}-summary", requires=("ior", launcher),
+                                      parse=parse, quiet=quiet)
+    if out.mode == "replay":
+        try:
+            cache.update(json.loads(recordings.load(f"{recording}-cache").text))
+        except FileNotFoundError:
+            pass
+    return Experiment(name or recording.rpartition("/")[2], options, tasks, out, cache)
+
+
+def split_phases(options: Options, *, tasks: int = 2, recording: str, evict: bool = True,
+                 ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
+                 quiet: bool = False) -> tuple[Experiment, Experiment]:
+    """Write in one IOR run, evict the files from the page cache, read them in a second run.
+
+    Seed 003's way to read honestly: separate the write benchmark from the read benchmark and make
+    sure no page of the data set is cached in between. Replays ``<recording>-write`` and
+    ``<recording>-read`` (each ``-summary`` and ``-cache``) when IOR is not here.
+    """
+    from .. import pagecache
+
+    ws = ws or workspace.session()
+    base = options.test_file or str(ws.mkdir(f"ior-split-{uuid.uuid4().hex[:8]}") / "testfile")
+    wopts = replace(options, write=True, read=False, keep_file=True, test_file=base)
+    ropts = replace(options, write=False, read=True, keep_file=False, test_file=base)
+    try:
+        w = experiment(wopts, tasks=tasks, recording=f"{recording}-write", ws=ws, launcher=launcher,
+                       timeout=timeout, quiet=quiet)
+        before: dict[str, Any] = {}
+        if w.mode == "live":
+            files = _files_of(Path(base))
+            if evict:
+                for f in files:
+                    pagecache.evict(f)
+            before = _residency_facts(files)
+
+        # the read run must see the residency measured between the phases, not after its own run
+        def measured_before(e: Experiment) -> Experiment:
+            if e.mode == "live":
+                e.cache.update({k: v for k, v in before.items()})
+            return e
+        r = measured_before(experiment(ropts, tasks=tasks, recording=f"{recording}-read", ws=ws,
+                                       launcher=launcher, timeout=timeout, quiet=quiet))
+        return w, r
+    finally:
+        for p in _files_of(Path(base)):
+            p.unlink(missing_ok=True)

@@ -1,0 +1,262 @@
+"""mdtest: metadata rates (create, stat, read, remove of many small files and directories) under MPI.
+
+:class:`Options` -> :func:`run` (mpirun/srun, the test tree inside a private workspace on the
+filesystem being measured, removed afterwards) -> :func:`parse` -> :func:`to_frame` ->
+``iolab.plot.mdtest_rates``.
+
+What the versions print (all handled by :func:`parse`):
+
+* 3.x: ``SUMMARY rate: (of N iterations)``; each row name ends with a colon
+  (``File creation        :   99902.595 ...``).
+* 4.0: the same heading, no colon after the row names, a ``Directory rename`` row, and a
+  ``WARNING: Read bytes is 0 ...`` line from every rank, possibly before the header.
+* 4.1 (main): ``SUMMARY rate (in ops/sec): (of N iterations)``.
+* ``-P`` adds a ``SUMMARY time`` table. Its values are the seconds each phase took (mdtest's
+  ``t_end - t_start``) in every version, even where main's heading says ``(in ms/op)``;
+  :func:`parse` reports them with unit "s" and keeps the heading's word in ``unit_printed``.
+* There is no JSON output. Errors are ``ERROR: ...`` lines (4.x) or ``Process N: FAILED in ...``
+  lines (3.x) on stdout.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import fsinfo, mpi, recordings, runner, workspace
+from ..errors import ParseError, ToolFailed, ToolMissing
+from ..runner import Run
+
+_LAUNCHED = re.compile(r"mdtest-(\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)")
+_ITEMS = re.compile(r"^(\d+) tasks?, (\d+) (files/directories|files|directories)\b")
+_SUMMARY = re.compile(r"^SUMMARY (rate|time)(?: \(in ([^)]*)\))?: \(of (\d+) iterations?\)")
+_ERROR = re.compile(r"^ERROR\b|FAILED in |\bmdtest ERROR\b")
+_NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)"
+_ROW = re.compile(rf"^([A-Za-z][A-Za-z ()]*?)\s*:?\s+((?:{_NUMBER}\s+)*{_NUMBER})\s*$")
+
+KEYS = ("operation", "max", "min", "mean", "stddev", "unit", "unit_printed", "iterations", "tasks", "items",
+        "version")
+
+
+@dataclass(frozen=True)
+class Options:
+    """One mdtest run. ``files`` is mdtest's ``-n``: items each rank creates per iteration."""
+
+    files: int = 10                      # -n
+    iterations: int = 1                  # -i
+    sync: bool = False                   # -y: fsync each file after writing it
+    unique_dir: bool = False             # -u: a directory per rank
+    files_only: bool = False             # -F
+    dirs_only: bool = False              # -D
+    items_per_dir: int | None = None     # -I
+    depth: int | None = None             # -z
+    branching: int | None = None         # -b
+    stride: int | None = None            # -N: rank stride between create and stat (defeats a client cache)
+    print_time: bool = False             # -P: the time table too
+    write_bytes: int | None = None       # -w: bytes written into each file
+    read_bytes: int | None = None        # -e: bytes read from each file
+    verbose: int = 0                     # -v, repeated
+    directory: str | None = None         # -d; None: a fresh directory inside the workspace
+    extra: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("files", "iterations"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if self.files_only and self.dirs_only:
+            raise ValueError("files_only (-F) and dirs_only (-D) exclude each other")
+        if isinstance(self.extra, str):
+            raise TypeError("extra must be a tuple of argv items, not a string")
+
+    def argv(self, exe: str = "mdtest") -> list[str]:
+        argv = [exe]
+        if self.directory is not None:
+            argv += ["-d", str(self.directory)]
+        argv += ["-n", str(self.files), "-i", str(self.iterations)]
+        for flag, on in (("-y", self.sync), ("-u", self.unique_dir), ("-F", self.files_only),
+                         ("-D", self.dirs_only), ("-P", self.print_time)):
+            if on:
+                argv.append(flag)
+        for flag, value in (("-I", self.items_per_dir), ("-z", self.depth), ("-b", self.branching),
+                            ("-N", self.stride), ("-w", self.write_bytes), ("-e", self.read_bytes)):
+            if value is not None:
+                argv += [flag, str(value)]
+        argv += ["-v"] * self.verbose
+        return argv + [str(a) for a in self.extra]
+
+
+def error_line(*texts: str) -> str | None:
+    """mdtest's own error line (``ERROR: ...`` or ``Process N: FAILED in ...``), or None."""
+    for text in texts:
+        for line in (text or "").splitlines():
+            if _ERROR.search(line.strip()):
+                return line.strip()
+    return None
+
+
+def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launcher: str = "mpirun",
+        ws: workspace.Workspace | None = None, timeout: float = 300, exe: str = "mdtest",
+        launcher_kwargs: dict[str, Any] | None = None) -> Run:
+    """Run mdtest with ``tasks`` ranks in a fresh directory, removed afterwards.
+
+    on: the directory of the filesystem to measure (e.g. "/dev/shm"); a private workspace is made
+    inside it for the run. None: the session's workspace (``ws``). Raises ToolMissing, or
+    ToolFailed whose message is mdtest's own error line.
+    """
+    if runner.which(exe) is None:
+        raise ToolMissing(exe, runner.install_hint(exe))
+    private = workspace.Workspace(budget="256MiB", base=on, prefix=".iolab-mdtest-") if on is not None else None
+    space = private or ws or workspace.session()
+    target = space.inside(options.directory) if options.directory is not None else space.path("mdtest")
+    try:
+        opts = replace(options, directory=str(target))
+        full = mpi.command(opts.argv(exe), tasks, launcher=launcher, **(launcher_kwargs or {}))
+        r = runner.run(full, timeout=timeout, check=False)
+        version = None
+        m = _LAUNCHED.search(r.stdout)
+        if m:
+            version = m.group(1)
+        r = replace(r, tool_version=version)
+        if r.returncode != 0:
+            line = error_line(r.stdout, r.stderr)
+            head = f"mdtest failed: {line}" if line else f"mdtest exited with status {r.returncode}"
+            raise ToolFailed(full, r.returncode, "\n".join([r.stderr.strip(), r.stdout.strip()[-2000:]]).strip(),
+                             message=head)
+        return r
+    finally:
+        if private is not None:
+            private.close()
+        else:
+            space.remove(target)
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """mdtest output -> one row per operation per summary table.
+
+    Keys: operation (lowercase: "file creation", "directory stat", "tree removal", ...), max, min,
+    mean, stddev, unit ("ops/s" for the rate table, "s" for the -P time table: seconds per phase),
+    unit_printed (what the heading says, or None), iterations, tasks, items (files/directories in
+    all), version. An error line, a missing table or output cut short raise ParseError naming the line.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ParseError("empty mdtest output")
+    lines = text.splitlines()
+    for no, line in enumerate(lines, 1):
+        if _ERROR.search(line.strip()):
+            raise ParseError("mdtest reported an error", line_no=no, line=line)
+    version = tasks = items = None
+    rows: list[dict[str, Any]] = []
+    table: tuple[str, str | None, int] | None = None
+    in_table = 0
+    finished = False
+    for no, raw in enumerate(lines, 1):
+        line = raw.strip()
+        m = _LAUNCHED.search(line)
+        if m:
+            version, tasks = m.group(1), int(m.group(2))
+            continue
+        m = _ITEMS.match(line)
+        if m:
+            tasks, items = int(m.group(1)), int(m.group(2))
+            continue
+        m = _SUMMARY.match(line)
+        if m:
+            table = (m.group(1), m.group(2), int(m.group(3)))
+            in_table = 0
+            continue
+        if line.startswith("-- finished at"):
+            finished = True
+            table = None
+            continue
+        if table is None or line.startswith(("Operation", "---")):
+            continue
+        if not line:
+            if in_table:
+                table = None        # a blank line after its rows ends a table
+            continue
+        if line.startswith("WARNING") or re.match(r"V-\d", line):
+            continue                 # warnings and -v chatter ("V-1: Entering PrintTimestamp...")
+        m = _ROW.match(line)
+        if not m:
+            raise ParseError("expected an mdtest summary row: an operation and its Max Min Mean Std Dev",
+                             line_no=no, line=raw)
+        values = [float(v) for v in m.group(2).split()]
+        if len(values) not in (4, 7):        # 7: with per-rank statistics, the last four are per iteration
+            raise ParseError(f"an mdtest summary row has 4 numbers, this one has {len(values)} (cut short?)",
+                             line_no=no, line=raw)
+        mx, mn, mean, sd = values[-4:]
+        kind, printed, iterations = table
+        rows.append({"operation": m.group(1).strip().lower(), "max": mx, "min": mn, "mean": mean, "stddev": sd,
+                     "unit": "ops/s" if kind == "rate" else "s", "unit_printed": printed,
+                     "iterations": iterations, "tasks": tasks, "items": items, "version": version})
+        in_table += 1
+    if version is None:
+        raise ParseError("not mdtest output: no 'mdtest-x.y.z was launched with N total task(s)' line",
+                         line_no=1, line=lines[0])
+    if not rows:
+        last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
+        raise ParseError("mdtest output has no SUMMARY table (cut short, or the run failed)",
+                         line_no=last, line=lines[last - 1])
+    if not finished:
+        last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
+        raise ParseError("mdtest output ends before its '-- finished at' line: cut short",
+                         line_no=last, line=lines[last - 1])
+    return rows
+
+
+def to_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:
+    """Parsed rows as a DataFrame, plus constant columns (e.g. ``filesystem="tmpfs"``)."""
+    df = pd.DataFrame(list(rows), columns=list(KEYS))
+    for k, v in columns.items():
+        df[k] = v
+    return df
+
+
+@dataclass
+class Measured:
+    """mdtest on one directory, live or replayed."""
+
+    path: str
+    fstype: str
+    outcome: recordings.Outcome
+
+    @property
+    def mode(self) -> str:
+        return self.outcome.mode
+
+    def frame(self) -> pd.DataFrame:
+        return to_frame(self.outcome.data, path=self.path, fstype=self.fstype, mode=self.mode)
+
+
+def measure_on(path: str | Path, options: Options, *, tasks: int = 2, recording: str, launcher: str = "mpirun",
+               timeout: float = 300, quiet: bool = False) -> Measured:
+    """mdtest on the filesystem of ``path`` (live), or the recording made there (replay)."""
+    def live() -> Run:
+        return run(options, tasks, on=path, launcher=launcher, timeout=timeout)
+
+    out = recordings.live_or_recorded(live, recording, requires=("mdtest", launcher), parse=parse, quiet=quiet)
+    if out.mode == "live":
+        fstype = fsinfo.fstype(path)
+        shown = str(path)
+    else:
+        fs = out.recording.meta.get("filesystem", {}) if out.recording else {}
+        fstype = fs.get("fstype", "?")
+        shown = str(path)
+    return Measured(shown, fstype, out)
+
+
+def candidate_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
+    """Writable directories worth comparing here: /tmp, /dev/shm, $HOME, then ``extra`` (a FUSE mount)."""
+    import os
+
+    out: list[Path] = []
+    for d in ["/tmp", "/dev/shm", os.path.expanduser("~"), *extra]:
+        p = Path(d)
+        if p.is_dir() and os.access(p, os.W_OK) and p not in out:
+            out.append(p)
+    return out
