@@ -1,0 +1,954 @@
+"""strace: count and trace the system calls of a command, and parse what strace writes.
+
+Data flows one way, as everywhere in iolab::
+
+    count_argv(...) / trace_argv(...)   build the strace command (argv list, output to a file)
+    run(...)                            run it in the workspace -> Run (stdout = the -o file's text)
+    parse_summary(text)                 the ``-c`` / ``-C`` table -> list of rows (+ .total)
+    parse_calls(lines)                  a ``-f -tt -T -y`` trace -> one dict per completed syscall
+    count(...) / trace(...)             all of the above -> a tidy DataFrame (live or replayed)
+
+The trace always goes to a file (``-o FILE``), never into the traced program's own output.
+
+Layouts handled by :func:`parse_summary` (strace 4.x to 6.x): the classic six columns
+``% time  seconds  usecs/call  calls  errors  syscall``; blank ``errors`` cells (strace prints
+nothing for 0); the blank ``usecs/call`` of the 4.x ``total`` row; ``-w`` (same columns, wall
+time); ``-C`` (the table after the trace); ``-U`` custom columns (``shortest``, ``longest``,
+any order, ``syscall`` first or last) and per-personality tables
+(``System call usage summary for 32 bit mode:``).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParseError, ToolFailed, ToolMissing
+from ..runner import Run, install_hint
+from .. import runner
+
+TOOL = "strace"
+
+# ------------------------------------------------------------------------------------------------
+# version and features
+# ------------------------------------------------------------------------------------------------
+
+_VERSION_RE = re.compile(r"version\s+(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``"strace -- version 6.1"`` -> ``(6, 1)``; also the 4.x/5.x spellings."""
+    m = _VERSION_RE.search(text)
+    if not m:
+        raise ParseError("no version number in strace -V output", line_no=1,
+                         line=text.splitlines()[0] if text else "")
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def version() -> tuple[int, ...] | None:
+    """The installed strace's version, e.g. ``(6, 1)``; None when strace is not installed."""
+    line = runner.tool_version(TOOL)
+    if line is None:
+        return None
+    return parse_version(line)
+
+
+@functools.lru_cache(maxsize=None)
+def _help_text() -> str:
+    if shutil.which(TOOL) is None:
+        return ""
+    r = runner.run([TOOL, "-h"], timeout=10, check=False)
+    return r.stdout + r.stderr
+
+
+def supports(option: str) -> bool:
+    """Whether the installed strace lists ``option`` (e.g. ``"-U"``, ``"--seccomp-bpf"``) in its help.
+
+    Asking the tool is more honest than a table of version numbers: distributions backport.
+    """
+    return re.search(rf"(^|[\s\[,]){re.escape(option)}\b", _help_text()) is not None
+
+
+def require() -> str:
+    """Path of strace, or ToolMissing with how to install it."""
+    path = shutil.which(TOOL)
+    if path is None:
+        raise ToolMissing(TOOL, install_hint(TOOL))
+    return path
+
+
+# ------------------------------------------------------------------------------------------------
+# argv builders
+# ------------------------------------------------------------------------------------------------
+
+SUMMARY_COLUMNS = ("time-percent", "total-time", "min-time", "max-time", "avg-time", "calls", "errors", "name")
+
+
+def _command(cmd: Sequence[str | os.PathLike[str]]) -> list[str]:
+    if isinstance(cmd, (str, bytes)) or not isinstance(cmd, Sequence):
+        raise TypeError(f"the command to trace must be an argv list, not {type(cmd).__name__} {cmd!r}")
+    if not cmd:
+        raise ValueError("the command to trace is empty")
+    return [os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in cmd]
+
+
+def _filters(syscalls: str | Sequence[str] | None, paths: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
+    out: list[str] = []
+    if syscalls:
+        expr = syscalls if isinstance(syscalls, str) else ",".join(syscalls)
+        out += ["-e", f"trace={expr}"]
+    for p in paths:
+        out += ["-P", os.fspath(p)]
+    return out
+
+
+def count_argv(cmd: Sequence[str | os.PathLike[str]], *, output: str | os.PathLike[str],
+               follow: bool = True, wall: bool = False, syscalls: str | Sequence[str] | None = None,
+               paths: Sequence[str | os.PathLike[str]] = (), columns: Sequence[str] | None = None,
+               also_trace: bool = False, sort: str | None = None) -> list[str]:
+    """strace argv that counts the syscalls of ``cmd`` and writes the table to ``output``.
+
+    follow: ``-f`` (children and threads too). wall: ``-w`` (wall time spent in each syscall,
+    not system CPU time). syscalls: ``-e trace=...`` (``"read"``, ``["read", "openat"]``,
+    ``"%file"``). paths: ``-P PATH`` each (only syscalls touching that file, also through an fd).
+    columns: ``-U`` (strace >= 5.x; see :data:`SUMMARY_COLUMNS`). also_trace: ``-C`` (the
+    trace and then the table) instead of ``-c``. sort: ``-S`` (``calls``, ``name``, ...).
+    """
+    argv = [TOOL, "-C" if also_trace else "-c"]
+    if follow:
+        argv.append("-f")
+    if wall:
+        argv.append("-w")
+    if columns:
+        bad = [c for c in columns if c not in SUMMARY_COLUMNS]
+        if bad:
+            raise ValueError(f"unknown summary column(s) {bad}; strace knows {', '.join(SUMMARY_COLUMNS)}")
+        argv += ["-U", ",".join(columns)]
+    if sort:
+        argv += ["-S", sort]
+    argv += _filters(syscalls, paths)
+    argv += ["-o", os.fspath(output), "--", *_command(cmd)]
+    return argv
+
+
+def trace_argv(cmd: Sequence[str | os.PathLike[str]], *, output: str | os.PathLike[str],
+               follow: bool = True, syscalls: str | Sequence[str] | None = None,
+               paths: Sequence[str | os.PathLike[str]] = (), strsize: int = 32,
+               timestamps: bool = True, durations: bool = True, decode_fds: bool = True) -> list[str]:
+    """strace argv for a full trace: ``-f -tt -T -y -s N -o FILE`` (each can be switched off)."""
+    argv = [TOOL]
+    if follow:
+        argv.append("-f")
+    if timestamps:
+        argv.append("-tt")
+    if durations:
+        argv.append("-T")
+    if decode_fds:
+        argv.append("-y")
+    argv += ["-s", str(int(strsize))]
+    argv += _filters(syscalls, paths)
+    argv += ["-o", os.fspath(output), "--", *_command(cmd)]
+    return argv
+
+
+# ------------------------------------------------------------------------------------------------
+# running
+# ------------------------------------------------------------------------------------------------
+
+class PtraceDenied(ToolFailed):
+    """strace ran but the kernel refused to let it trace (ptrace not permitted)."""
+
+
+def _ptrace_scope() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()
+    except OSError:
+        return None
+
+
+def diagnose(stderr: str) -> str | None:
+    """The cause of a ptrace refusal named in plain words, or None when stderr shows none."""
+    low = stderr.lower()
+    if "ptrace" not in low or ("operation not permitted" not in low and "permission denied" not in low):
+        return None
+    scope = _ptrace_scope()
+    bits = ["strace was not allowed to use ptrace(2), so it could not trace the command."]
+    if scope is not None and scope != "0":
+        bits.append(f"Yama ptrace_scope is {scope} here (/proc/sys/kernel/yama/ptrace_scope): "
+                    "1 lets you trace only your own children, 2 only as root (CAP_SYS_PTRACE), 3 nobody; "
+                    "an admin can set it with `sysctl kernel.yama.ptrace_scope=0`.")
+    else:
+        bits.append(f"Yama ptrace_scope is {scope if scope is not None else 'absent'} here, so the likely "
+                    "cause is a container: Docker/Podman's default seccomp profile or a missing "
+                    "CAP_SYS_PTRACE blocks ptrace (run the container with `--cap-add=SYS_PTRACE`, or "
+                    "`--security-opt seccomp=unconfined`), or attaching to a process of another user.")
+    bits.append("The lesson can replay the recorded traces instead: set IOLAB_MODE=replay.")
+    return " ".join(bits)
+
+
+def run(argv: Sequence[str], *, timeout: float = 120, cwd: str | os.PathLike[str] | None = None) -> Run:
+    """Run an argv from :func:`count_argv` / :func:`trace_argv`; return a Run whose ``stdout`` is the
+    text strace wrote to its ``-o`` file (the traced program's own output is in ``stderr``/dropped).
+
+    ``returncode`` is the traced command's exit status (strace passes it on): a failing command is
+    a result, not an exception. Raises ToolMissing (strace, or the traced program, is missing),
+    PtraceDenied (the kernel refused ptrace), ToolFailed (strace itself failed).
+    """
+    argv = list(argv)
+    if argv[0] != TOOL and os.path.basename(argv[0]) != TOOL:
+        raise ValueError(f"not an strace argv: {argv[:3]}")
+    require()
+    try:
+        out_path = Path(argv[argv.index("-o") + 1])
+    except (ValueError, IndexError):
+        raise ValueError("the strace argv must write to a file with -o FILE") from None
+    if cwd is not None and not out_path.is_absolute():
+        out_path = Path(cwd) / out_path
+    target = argv[argv.index("--") + 1] if "--" in argv else None
+    if target is not None and os.sep not in target and shutil.which(target) is None:
+        raise ToolMissing(target, install_hint(target))
+    out_path.unlink(missing_ok=True)
+    r = runner.run(argv, timeout=timeout, cwd=cwd, check=False)
+    text = out_path.read_text(errors="replace") if out_path.exists() else ""
+    strace_lines = [ln for ln in r.stderr.splitlines() if ln.startswith("strace: ")]
+    if r.returncode != 0 and not text.strip():
+        why = diagnose("\n".join(strace_lines) or r.stderr)
+        if why:
+            raise PtraceDenied(argv, r.returncode, r.stderr, why)
+        joined = "\n".join(strace_lines)
+        if target is not None and ("Can't stat" in joined or "exec" in joined.lower()):
+            raise ToolMissing(target, f"strace could not start it: {joined.strip()}")
+        raise ToolFailed(argv, r.returncode, r.stderr)
+    return replace(r, stdout=text, tool_version=runner.tool_version(TOOL))
+
+
+# ------------------------------------------------------------------------------------------------
+# parse_summary: the -c / -C table
+# ------------------------------------------------------------------------------------------------
+
+# header title -> (row key, converter)
+_TITLES: dict[str, tuple[str, Any]] = {
+    "% time": ("percent_time", float),
+    "seconds": ("seconds", float),
+    "usecs/call": ("usecs_per_call", int),
+    "calls": ("calls", int),
+    "errors": ("errors", int),
+    "syscall": ("syscall", str),
+    "shortest": ("min_seconds", float),
+    "longest": ("max_seconds", float),
+    # later strace versions can show wall-clock columns next to the CPU ones
+    "wall-total": ("wall_seconds", float),
+    "wall-avg": ("wall_usecs_per_call", int),
+    "wall-min": ("wall_min_seconds", float),
+    "wall-max": ("wall_max_seconds", float),
+}
+SUMMARY_KEYS = ("syscall", "calls", "errors", "seconds", "usecs_per_call", "percent_time",
+                "min_seconds", "max_seconds")
+_TITLE_RE = re.compile(r"% time|[a-z/-]+")
+_DASHES_RE = re.compile(r"^-+( +-+)*\s*$")
+_PERSONALITY_RE = re.compile(r"^System call usage summary for (.+?) mode:\s*$")
+
+
+class Summary(list):
+    """The rows of a strace summary table (one dict per syscall, in strace's order).
+
+    ``.total``: the ``total`` row, kept apart. ``.columns``: the header titles as printed.
+    ``.personalities``: rows of further tables (e.g. ``{"32 bit": Summary}``) when the traced
+    program ran syscalls of another personality.
+    """
+
+    total: dict[str, Any]
+    columns: list[str]
+    personalities: dict[str, "Summary"]
+
+
+def _header_titles(line: str) -> list[str] | None:
+    titles = _TITLE_RE.findall(line)
+    if "syscall" in titles and all(t in _TITLES for t in titles) and len(titles) >= 2:
+        return titles
+    return None
+
+
+def _spans(dashes: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
+
+
+def _cells(line: str, titles: list[str], spans: list[tuple[int, int]], line_no: int) -> dict[str, str]:
+    tokens = [(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", line)]
+    if len(tokens) == len(titles):
+        return {t: tok[2] for t, tok in zip(titles, tokens)}
+    # Fewer tokens than columns: some cells are blank (errors 0, 4.x total usecs/call).
+    # Place each token in the column its text overlaps most (right-aligned numbers, left name).
+    cells: dict[str, str] = {}
+    for start, end, text in tokens:
+        best, best_overlap = None, 0
+        for i, (s, e) in enumerate(spans):
+            # the last column (the syscall name) is not bounded by its dashes
+            e_eff = max(e, len(line)) if i == len(spans) - 1 and titles[i] == "syscall" else e
+            overlap = min(end, e_eff) - max(start, s)
+            if overlap > best_overlap:
+                best, best_overlap = i, overlap
+        if best is None or titles[best] in cells:
+            raise ParseError("cannot place a value of the strace summary in a column", line_no, line)
+        cells[titles[best]] = text
+    return cells
+
+
+def _row(cells: dict[str, str], line_no: int, line: str) -> dict[str, Any]:
+    row: dict[str, Any] = {k: None for k in SUMMARY_KEYS}
+    extra: dict[str, Any] = {}
+    for title, text in cells.items():
+        key, conv = _TITLES[title]
+        try:
+            value = conv(text)
+        except ValueError:
+            raise ParseError(f"column {title!r} should hold a number, got {text!r}", line_no, line) from None
+        if key in row:
+            row[key] = value
+        else:
+            extra[key] = value
+    # a wall-clock column stands in for the CPU one when only it was printed
+    for wall, cpu in (("wall_seconds", "seconds"), ("wall_usecs_per_call", "usecs_per_call"),
+                      ("wall_min_seconds", "min_seconds"), ("wall_max_seconds", "max_seconds")):
+        if row[cpu] is None and wall in extra:
+            row[cpu] = extra[wall]
+    if "errors" in cells or row["errors"] is None:
+        row["errors"] = row["errors"] or 0
+    if row["syscall"] is None:
+        raise ParseError("a summary row has no syscall name", line_no, line)
+    return row
+
+
+def parse_summary(text: str) -> Summary:
+    """Parse a strace ``-c`` / ``-C`` summary table into one dict per syscall.
+
+    Keys: ``syscall``, ``calls``, ``errors`` (0 when strace left it blank), ``seconds`` (system time,
+    or wall time with ``-w``), ``usecs_per_call``, ``percent_time``, ``min_seconds``,
+    ``max_seconds`` (None unless ``-U`` asked for ``min-time``/``max-time``). Columns left out with
+    ``-U`` are None. The ``total`` row is in ``.total``. Anything before the table (the trace of
+    ``-C``, the program's output) is skipped. Raises ParseError when there is no table or a row
+    does not fit it.
+    """
+    lines = text.splitlines()
+    tables: list[tuple[str, Summary]] = []
+    personality = ""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        pm = _PERSONALITY_RE.match(line)
+        if pm:
+            personality = pm.group(1)
+            i += 1
+            continue
+        titles = _header_titles(line) if "syscall" in line else None
+        if titles is None:
+            i += 1
+            continue
+        if i + 1 >= len(lines) or not _DASHES_RE.match(lines[i + 1]):
+            raise ParseError("a strace summary header must be followed by a line of dashes", i + 2,
+                             lines[i + 1] if i + 1 < len(lines) else "")
+        spans = _spans(lines[i + 1])
+        if len(spans) != len(titles):
+            raise ParseError(f"{len(titles)} column titles but {len(spans)} dash groups", i + 2, lines[i + 1])
+        rows = Summary()
+        rows.columns = titles
+        rows.personalities = {}
+        j = i + 2
+        total = None
+        while j < len(lines):
+            ln = lines[j]
+            if _DASHES_RE.match(ln):
+                if j + 1 >= len(lines):
+                    raise ParseError("the strace summary ends without its total row", j + 1, ln)
+                total = _row(_cells(lines[j + 1], titles, spans, j + 2), j + 2, lines[j + 1])
+                if total["syscall"] != "total":
+                    raise ParseError("expected the total row after the closing dashes", j + 2, lines[j + 1])
+                j += 2
+                break
+            if not ln.strip():
+                raise ParseError("blank line inside the strace summary table", j + 1, ln)
+            rows.append(_row(_cells(ln, titles, spans, j + 1), j + 1, ln))
+            j += 1
+        if total is None:
+            raise ParseError("the strace summary table is cut short (no closing dashes and total row)",
+                             len(lines), lines[-1] if lines else "")
+        rows.total = total
+        tables.append((personality, rows))
+        personality = ""
+        i = j
+    if not tables:
+        raise ParseError("no strace summary table (a '% time ... syscall' header) in this text")
+    main = tables[0][1]
+    for name, rows in tables[1:]:
+        main.personalities[name or f"table {len(main.personalities) + 2}"] = rows
+    return main
+
+
+def summary_total(text: str) -> dict[str, Any]:
+    """The ``total`` row of a strace summary (the same keys as a row, ``syscall == "total"``)."""
+    return parse_summary(text).total
+
+
+# ------------------------------------------------------------------------------------------------
+# parse_calls: the per-call trace (-f -tt -T -y)
+# ------------------------------------------------------------------------------------------------
+
+CALL_KEYS = ("pid", "time", "syscall", "args", "fd", "path", "size", "result", "errno", "duration",
+             "event", "signal")
+
+# position of the byte-count argument of read/write-like calls (0-based)
+_SIZE_ARG = {
+    "read": 2, "write": 2, "pread64": 2, "pwrite64": 2, "recvfrom": 2, "sendto": 2,
+    "sendfile": 3, "sendfile64": 3, "splice": 4, "copy_file_range": 5, "getdents64": 2, "getdents": 2,
+}
+_VECTOR = frozenset({"readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2"})
+# calls whose first argument is a file descriptor even without -y
+_FD_FIRST = frozenset({
+    "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
+    "close", "fstat", "newfstat", "lseek", "_llseek", "fsync", "fdatasync", "ioctl", "fcntl", "getdents",
+    "getdents64", "ftruncate", "fadvise64", "posix_fadvise", "readahead", "sync_file_range", "fallocate",
+    "flock", "fchmod", "fchown", "fstatfs", "sendfile", "sendfile64", "recvfrom", "sendto", "recvmsg",
+    "sendmsg", "dup", "dup2", "dup3",
+})
+# calls whose path is their first string argument
+_PATH_CALLS = frozenset({
+    "open", "openat", "openat2", "creat", "stat", "lstat", "newfstatat", "statx", "fstatat64", "stat64",
+    "lstat64", "access", "faccessat", "faccessat2", "execve", "execveat", "readlink", "readlinkat",
+    "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "chdir", "truncate", "chmod", "fchmodat",
+    "chown", "lchown", "fchownat", "statfs", "getxattr", "lgetxattr", "listxattr", "llistxattr",
+    "utimensat", "mknod", "mknodat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+    "symlinkat", "inotify_add_watch",
+})
+_FD_RE = re.compile(r"(-?\d+)(?:<(.*?)>)?(?:, |$)")
+_STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_IOV_RE = re.compile(r"iov_len=(\d+)")
+_PREFIX_RE = re.compile(r"(?:\[pid +(\d+)\] |(\d+) +)?(?:\[[0-9a-f]{8,16}\] )?(?: *(\d[\d:.]*) )?")
+_EXIT_RE = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (SIG\w+)(?: \(core dumped\))?|(.*?)) \+\+\+$")
+_SIGNAL_RE = re.compile(r"--- (?:(SIG\w+|\d+) (.*?)|stopped by (SIG\w+)) ---$")
+_RESUMED_RE = re.compile(r"<\.\.\. ([\w?]+) resumed> ?(.*)$")
+_UNFINISHED = " <unfinished ...>"
+# read(fd, buf, count) / write(fd, buf, count): the count is the last argument
+_SIZE_LAST = frozenset({"read", "write"})
+_SLOW_FIRST = frozenset({"<", "-", "+", "["})
+
+
+class _Slow(Exception):
+    """This line is not a plain complete call: let the general path read it."""
+_FAST_RE = re.compile(
+    r"(?:(\d+) +)?(?:(\d\d):(\d\d):(\d\d(?:\.\d+)?) )?([a-z_][a-z0-9_]*)\((.*)\) += "
+    r"(-?\d+|0x[0-9a-f]+|\?)(?:<[^ ]*>)?(?: ([A-Z][A-Z0-9_]+) \([^)]*\)| \([^)]*\))?"
+    r"(?: <(\d+\.\d+)>)?\n?$")
+_IGNORABLE = ("strace: ", " > ", " | ", "[ Process PID=", "????")
+
+
+def _time(t: str | None) -> float | None:
+    if t is None:
+        return None
+    if ":" in t:
+        h, m, s = t.split(":")
+        return int(h) * 3600 + int(m) * 60 + float(s)
+    return float(t)
+
+
+def _result(tail: str, line_no: int, line: str) -> tuple[int | None, str | None, float | None]:
+    """`` 4096 <0.000012>`` / ``-1 ENOENT (No such file...) <0.000003>`` -> (result, errno, duration)."""
+    duration = None
+    tail = tail.rstrip()
+    if tail.endswith(">"):
+        lt = tail.rfind(" <")
+        if lt >= 0:
+            inner = tail[lt + 2:-1]
+            if inner == "unavailable":
+                tail = tail[:lt]
+            else:
+                try:
+                    duration = float(inner)
+                    tail = tail[:lt]
+                except ValueError:
+                    pass  # "3</path>" with no -T
+    sp = tail.find(" ")
+    tok, rest = (tail, "") if sp < 0 else (tail[:sp], tail[sp + 1:])
+    lt = tok.find("<")
+    if lt > 0:
+        tok = tok[:lt]
+    errno = None
+    if tok == "?":
+        result = None
+    else:
+        try:
+            result = int(tok, 16) if tok.startswith("0x") else int(tok)
+        except ValueError:
+            raise ParseError(f"cannot read the return value {tok!r}", line_no, line) from None
+    if rest and (result is None or result < 0) and rest[0].isupper():
+        errno = rest.split(" ", 1)[0]
+    return result, errno, duration
+
+
+def _details(name: str, args: str) -> tuple[int | None, str | None, int | None]:
+    fd = path = size = None
+    if args and (args[0].isdigit() or args[0] == "-"):
+        m = _FD_RE.match(args)
+        if m and (m.group(2) is not None or name in _FD_FIRST):
+            fd = int(m.group(1))
+            path = m.group(2)
+    if name in _PATH_CALLS:
+        m = _STR_RE.search(args)
+        if m:
+            path = m.group(1)
+    k = _SIZE_ARG.get(name)
+    if k is not None:
+        parts = args.rsplit(", ", k)  # the byte count and what follows are plain numbers
+        # read(fd, buf, count): count is the last argument; pread64(fd, buf, count, offset): 2nd last
+        n_after = {"pread64": 1, "pwrite64": 1, "recvfrom": 3, "sendto": 3, "splice": 1,
+                   "copy_file_range": 1}.get(name, 0)
+        idx = len(parts) - 1 - n_after
+        if 0 <= idx < len(parts):
+            try:
+                size = int(parts[idx])
+            except ValueError:
+                size = None
+    elif name in _VECTOR:
+        lens = _IOV_RE.findall(args)
+        if lens:
+            size = sum(map(int, lens))
+    return fd, path, size
+
+
+def _call(pid, t, name, args, tail, line_no, line) -> dict[str, Any]:
+    result, errno, duration = _result(tail, line_no, line)
+    fd, path, size = _details(name, args)
+    return {"pid": pid, "time": t, "syscall": name, "args": args, "fd": fd, "path": path, "size": size,
+            "result": result, "errno": errno, "duration": duration, "event": None, "signal": None}
+
+
+def _event(pid, t, event, *, result=None, signal=None, args="") -> dict[str, Any]:
+    return {"pid": pid, "time": t, "syscall": None, "args": args, "fd": None, "path": None, "size": None,
+            "result": result, "errno": None, "duration": None, "event": event, "signal": signal}
+
+
+def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True) -> Iterator[dict[str, Any]]:
+    """Stream a strace trace: one dict per completed syscall (keys :data:`CALL_KEYS`).
+
+    ``pid`` (None for a single-process trace without ``-f``), ``time`` (seconds: since midnight for
+    ``-t``/``-tt``, Unix time for ``-ttt``, relative for ``-r``; None without timestamps),
+    ``syscall``, ``args`` (raw text), ``fd`` and ``path`` (``-y`` shows ``3</path>``; path-taking
+    calls give their path argument), ``size`` (requested bytes of read/write-like calls),
+    ``result`` (int, None for ``?``), ``errno`` (``"ENOENT"``...), ``duration`` (seconds, ``-T``).
+
+    ``<unfinished ...>`` lines are held (per pid) and joined with their ``<... resumed>`` line; the
+    call is yielded when it completes, with the start time. Signals (``--- SIGCHLD ... ---``),
+    exits (``+++ exited with 0 +++``, ``+++ killed by SIGKILL +++``) and calls that never resumed
+    come out as events (``syscall`` None, ``event`` "signal" / "exit" / "killed" / "unfinished")
+    when ``events`` is True, else are skipped. Memory stays flat: only unfinished calls are kept.
+    """
+    pending: dict[Any, tuple[float | None, str, str]] = {}
+    prefix_match = _PREFIX_RE.match
+    size_last = _SIZE_LAST
+    fd_first = _FD_FIRST
+    other_details = _PATH_CALLS | frozenset(_SIZE_ARG) | _VECTOR
+    slow_first = _SLOW_FIRST
+    unfinished = _UNFINISHED
+    pids: dict[str, int] = {}
+    minutes: dict[str, int] = {}
+    fds: dict[str, tuple[int | None, str | None]] = {}
+    in_summary = False
+    for line_no, line in enumerate(lines, 1):
+        # Fast path: a complete call as `strace -f -tt -T -y -o FILE` writes it
+        # ("PID HH:MM:SS.ffffff name(args) = result <secs>"), with str methods only. Anything else
+        # (unfinished/resumed, signals, exits, other layouts, odd values) raises _Slow or
+        # ValueError/IndexError and goes to the general path below, which checks everything.
+        try:
+            if not _fast or in_summary:
+                raise _Slow
+            p, ts, rest = line.split(None, 2)
+            if ts[2] != ":" or ts[5] != ":" or rest[0] in slow_first or (
+                    rest[-1] == ">" and rest.endswith(unfinished)):
+                raise _Slow
+            head, sep, tail = rest.rpartition(" = ")
+            paren = head.index("(")
+            if head[-1] != ")":
+                head = head.rstrip()
+                if head[-1] != ")":
+                    raise _Slow
+            name = head[:paren]
+            args = head[paren + 1:-1]
+            sp = tail.find(" ")
+            errno = dur = None
+            if sp < 0:
+                res = tail.rstrip()
+            else:
+                res = tail[:sp]
+                last = tail[tail.rfind(" ") + 1:].rstrip()
+                if last[0] == "<" and last[1].isdigit() and last[-1] == ">":
+                    dur = float(last[1:-1])
+            c = res[0]
+            if c == "-" or c == "?":
+                result = None if c == "?" else int(res)
+                if sp >= 0 and tail[sp + 1:sp + 2].isupper():
+                    errno = tail[sp + 1:tail.find(" ", sp + 1)]
+            else:
+                lt = res.find("<")
+                if lt > 0:
+                    res = res[:lt]
+                result = int(res, 16) if res[:2] == "0x" else int(res)
+            fd = path = size = None
+            if args and args[0].isdigit():
+                a = args.partition(", ")[0]
+                got = fds.get(a)
+                if got is None:
+                    lt = a.find("<")
+                    if lt > 0 and a[-1] == ">":
+                        got = (int(a[:lt]), a[lt + 1:-1])
+                    else:
+                        got = (None, None)
+                    if len(fds) < 4096:
+                        fds[a] = got
+                fd, path = got
+                if fd is None and name in fd_first and a.isdigit():
+                    fd = int(a)
+            if name in size_last:
+                n = args[args.rfind(", ") + 2:]
+                size = int(n) if n.isdigit() else None
+            elif name in other_details:
+                fd, path, size = _details(name, args)
+            pid = pids.get(p)
+            if pid is None:
+                pid = int(p)
+                if len(pids) < 4096:
+                    pids[p] = pid
+            base = minutes.get(ts[:6])
+            if base is None:
+                base = int(ts[:2]) * 3600 + int(ts[3:5]) * 60
+                minutes[ts[:6]] = base
+            rec = {"pid": pid, "time": base + float(ts[6:]), "syscall": name, "args": args, "fd": fd,
+                   "path": path, "size": size, "result": result, "errno": errno, "duration": dur,
+                   "event": None, "signal": None}
+        except (_Slow, ValueError, IndexError):
+            rec = None
+        if rec is not None:
+            yield rec
+            continue
+        line = line.rstrip("\n")
+        if not line or line.startswith(_IGNORABLE):
+            continue
+        if in_summary:  # the -C table after the trace: skip it, up to its total row
+            tok = line.split()
+            if tok and "total" in (tok[0], tok[-1]):
+                in_summary = False
+            continue
+        if ("syscall" in line and _header_titles(line)) or _PERSONALITY_RE.match(line):
+            in_summary = "syscall" in line
+            continue
+        m = prefix_match(line)
+        p1, p2, ts = m.groups()
+        pid = int(p1 or p2) if (p1 or p2) else None
+        t = _time(ts) if ts else None
+        rest = line[m.end():]
+        c0 = rest[:1]
+        if c0 == "<":
+            rm = _RESUMED_RE.match(rest)
+            if rm is None:
+                raise ParseError("unexpected '<' line in strace trace", line_no, line)
+            name, tail = rm.groups()
+            held = pending.pop(pid, None)
+            if held is not None and held[1] == name:
+                t0, _, head = held
+            else:
+                t0, head = t, ""
+            eq = tail.rfind(" = ")
+            if eq < 0:
+                raise ParseError("a resumed syscall without ' = result'", line_no, line)
+            left = tail[:eq].rstrip()
+            if not left.endswith(")"):
+                raise ParseError("a resumed syscall without its closing parenthesis", line_no, line)
+            head = head.rstrip()
+            args = (head + " " + left[:-1].lstrip()).strip() if head.endswith(",") else head + left[:-1]
+            yield _call(pid, t0, name, args, tail[eq + 3:], line_no, line)
+            continue
+        if c0 == "+":
+            em = _EXIT_RE.match(rest)
+            if em is None:
+                raise ParseError("unexpected '+++' line in strace trace", line_no, line)
+            held = pending.pop(pid, None)
+            if events:
+                if held is not None:
+                    yield _event(pid, held[0], "unfinished", args=held[2])
+                    # keep the name visible in the event
+                if em.group(1) is not None:
+                    yield _event(pid, t, "exit", result=int(em.group(1)))
+                elif em.group(2) is not None:
+                    yield _event(pid, t, "killed", signal=em.group(2))
+                else:
+                    yield _event(pid, t, "other", args=em.group(3))
+            continue
+        if c0 == "-" and rest.startswith("--- "):
+            sm = _SIGNAL_RE.match(rest)
+            if sm is None:
+                raise ParseError("unexpected '---' line in strace trace", line_no, line)
+            if events:
+                if sm.group(3):
+                    yield _event(pid, t, "stopped", signal=sm.group(3))
+                else:
+                    yield _event(pid, t, "signal", signal=sm.group(1), args=sm.group(2))
+            continue
+        paren = rest.find("(")
+        if paren <= 0:
+            raise ParseError("not a strace syscall line", line_no, line)
+        name = rest[:paren]
+        if rest.endswith(_UNFINISHED):
+            if pid in pending and events:
+                old = pending[pid]
+                yield _event(pid, old[0], "unfinished", args=old[2])
+            pending[pid] = (t, name, rest[paren + 1:-len(_UNFINISHED)])
+            continue
+        eq = rest.rfind(" = ")
+        if eq < 0:
+            if rest.endswith(")") or rest.endswith(") ?"):
+                continue  # e.g. a call still running when strace detached
+            raise ParseError("a syscall line without ' = result'", line_no, line)
+        left = rest[:eq].rstrip()
+        if not left.endswith(")"):
+            raise ParseError("a syscall line without its closing parenthesis", line_no, line)
+        yield _call(pid, t, name, left[paren + 1:-1], rest[eq + 3:], line_no, line)
+    if events:
+        for pid, (t0, name, head) in pending.items():
+            yield _event(pid, t0, "unfinished", args=f"{name}({head}")
+
+
+# ------------------------------------------------------------------------------------------------
+# frames: count() and trace()
+# ------------------------------------------------------------------------------------------------
+
+def summary_frame(rows: Summary | list[dict[str, Any]]):
+    """A DataFrame of summary rows (``.total`` goes to ``df.attrs["total"]``)."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows), columns=list(SUMMARY_KEYS))
+    df.attrs["total"] = dict(getattr(rows, "total", {}) or {})
+    return df
+
+
+def calls_frame(calls: Iterable[dict[str, Any]]):
+    """A DataFrame of :func:`parse_calls` records, with ``t`` = seconds since the first record."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(calls), columns=list(CALL_KEYS))
+    if len(df) and df["time"].notna().any():
+        t = df["time"].astype(float)
+        df["t"] = t - t.min()
+    else:
+        df["t"] = float("nan")
+    return df
+
+
+def _workdir(cwd: str | os.PathLike[str] | None) -> Path:
+    if cwd is not None:
+        return Path(cwd)
+    from .. import workspace
+
+    return workspace.session().root
+
+
+def _outcome(make_argv, parse, *, recording: str | None, cwd, timeout: float, quiet: bool, suffix: str):
+    """Run live (or replay ``recording`` when strace is missing / IOLAB_MODE=replay)."""
+    from .. import recordings
+
+    d = _workdir(cwd)
+    out = d / f".strace-{os.getpid()}-{suffix}.txt"
+
+    def live() -> Run:
+        try:
+            return run(make_argv(out), timeout=timeout, cwd=d)
+        finally:
+            out.unlink(missing_ok=True)
+
+    if recording is None:
+        r = live()
+        return r, parse(r.stdout), "live", f"LIVE run here: {' '.join(r.argv[:10])}"
+    o = recordings.live_or_recorded(live, recording, requires=(TOOL,), parse=parse, quiet=quiet)
+    return o.run, o.data, o.mode, o.provenance
+
+
+def _attach(df, r: Run | None, mode: str, provenance: str, argv: list[str]):
+    df.attrs.update({"mode": mode, "provenance": provenance, "argv": argv,
+                     "returncode": r.returncode if r is not None else None,
+                     "seconds": r.seconds if r is not None else None,
+                     "strace_version": r.tool_version if r is not None else None})
+    return df
+
+
+def count(cmd: Sequence[str | os.PathLike[str]], *, follow: bool = True, wall: bool = False,
+          syscalls: str | Sequence[str] | None = None, paths: Sequence[str | os.PathLike[str]] = (),
+          columns: Sequence[str] | None = None, sort: str | None = None,
+          cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
+          recording: str | None = None, quiet: bool = True):
+    """Run ``cmd`` under ``strace -c`` (in the session workspace) and return the table as a DataFrame.
+
+    One row per syscall (:data:`SUMMARY_KEYS`); ``df.attrs``: ``total`` (the total row),
+    ``returncode`` (the command's exit status: a failing command is a result), ``seconds`` (elapsed,
+    strace included), ``mode`` ("live"/"replay"), ``provenance``, ``argv``, ``strace_version``.
+    With ``recording="strace/name"`` the recorded output is replayed through the same parser when
+    strace is missing here or IOLAB_MODE=replay.
+    """
+    cmd = _command(cmd)
+
+    def make(out: Path) -> list[str]:
+        return count_argv(cmd, output=out, follow=follow, wall=wall, syscalls=syscalls, paths=paths,
+                          columns=columns, sort=sort)
+
+    r, rows, mode, prov = _outcome(make, parse_summary, recording=recording, cwd=cwd, timeout=timeout,
+                                   quiet=quiet, suffix="count")
+    return _attach(summary_frame(rows), r, mode, prov, make(Path("FILE")))
+
+
+def trace(cmd: Sequence[str | os.PathLike[str]], *, syscalls: str | Sequence[str] | None = None,
+          follow: bool = True, paths: Sequence[str | os.PathLike[str]] = (), strsize: int = 32,
+          cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
+          recording: str | None = None, quiet: bool = True, events: bool = True):
+    """Run ``cmd`` under ``strace -f -tt -T -y`` and return one row per syscall (:data:`CALL_KEYS` + ``t``).
+
+    ``df.attrs`` as for :func:`count`. Trace a real executable (``sys.executable``), not a
+    ``python3`` found on PATH: that can be a shell shim whose own syscalls strace would record too.
+    """
+    cmd = _command(cmd)
+
+    def make(out: Path) -> list[str]:
+        return trace_argv(cmd, output=out, follow=follow, syscalls=syscalls, paths=paths, strsize=strsize)
+
+    def parse(text: str) -> list[dict[str, Any]]:
+        return list(parse_calls(text.splitlines(), events=events))
+
+    r, calls, mode, prov = _outcome(make, parse, recording=recording, cwd=cwd, timeout=timeout,
+                                    quiet=quiet, suffix="trace")
+    return _attach(calls_frame(calls), r, mode, prov, make(Path("FILE")))
+
+
+# ------------------------------------------------------------------------------------------------
+# the lesson's workload: read one file with a given read size
+# ------------------------------------------------------------------------------------------------
+
+READ_LOOP = (
+    "import sys\n"
+    "path, n, buffered = sys.argv[1], int(sys.argv[2]), sys.argv[3] == 'buffered'\n"
+    "with open(path, 'rb') if buffered else open(path, 'rb', buffering=0) as f:\n"
+    "    while f.read(n):\n"
+    "        pass\n"
+)
+
+
+def read_loop_argv(path: str | os.PathLike[str], read_size: int, *, buffered: bool = False,
+                   python: str | None = None) -> list[str]:
+    """argv of a Python process that reads ``path`` to the end, ``read_size`` bytes per ``f.read``.
+
+    Unbuffered (``open(path, 'rb', buffering=0)``) each ``f.read(n)`` is one read(2); buffered,
+    Python's BufferedReader asks the kernel for a whole buffer at a time. Uses ``sys.executable``.
+    """
+    if int(read_size) < 1:
+        raise ValueError("the read size must be at least 1 byte")
+    return [python or sys.executable, "-c", READ_LOOP, os.fspath(path), str(int(read_size)),
+            "buffered" if buffered else "unbuffered"]
+
+
+def expected_reads(file_size: int, read_size: int) -> int:
+    """read(2) calls to read a file of ``file_size`` bytes ``read_size`` at a time, unbuffered:
+    ``ceil(file_size / read_size)`` calls that return data, plus one that returns 0 (end of file)."""
+    if read_size < 1 or file_size < 0:
+        raise ValueError("need read_size >= 1 and file_size >= 0")
+    return -(-file_size // read_size) + 1
+
+
+def count_reads(path: str | os.PathLike[str], read_size: int, *, buffered: bool = False,
+                recording: str | None = None, timeout: float = 300, quiet: bool = True) -> int:
+    """Exact number of read(2) calls on ``path`` (``strace -c -e trace=read -P path``) when a Python
+    process reads it to the end ``read_size`` bytes at a time. The -P filter leaves out the reads
+    the interpreter makes of its own files while starting up."""
+    p = Path(path).resolve()
+    df = count(read_loop_argv(p, read_size, buffered=buffered), follow=False, syscalls="read",
+               paths=[p], cwd=p.parent, timeout=timeout, recording=recording, quiet=quiet)
+    rows = df[df["syscall"] == "read"]
+    return int(rows["calls"].sum()) if len(rows) else 0
+
+
+# Small programs the lesson traces. Each is `sys.executable -c CODE args...`: a real interpreter,
+# no shell, nothing written outside the paths given.
+
+THREADS_DEMO = (
+    "import os, signal, sys, threading\n"
+    "path = sys.argv[1]\n"
+    "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
+    "fd = os.open(path, os.O_RDONLY)\n"
+    "def reader(n):\n"
+    "    off = 0\n"
+    "    while os.pread(fd, n, off):\n"
+    "        off += n\n"
+    "ts = [threading.Thread(target=reader, args=(n,)) for n in (4096, 8192)]\n"
+    "for t in ts: t.start()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.pread(fd, 65536, 0)\n"
+    "    os._exit(3)\n"
+    "for t in ts: t.join()\n"
+    "os.waitpid(pid, 0)\n"
+    "os.kill(os.getpid(), signal.SIGUSR1)\n"
+)
+
+
+def threads_demo_argv(path: str | os.PathLike[str], python: str | None = None) -> list[str]:
+    """Two threads pread the file (4 KiB and 8 KiB at a time) while a forked child reads 64 KiB and
+    exits with status 3; then the process sends itself SIGUSR1. Traced with ``-f`` it shows
+    ``<unfinished ...>``/``<... resumed>`` pairs, SIGCHLD, SIGUSR1 and exits."""
+    return [python or sys.executable, "-c", THREADS_DEMO, os.fspath(path)]
+
+
+FORKS_DEMO = (
+    "import subprocess, sys\n"
+    "path, sizes, loop = sys.argv[1], sys.argv[2].split(','), sys.argv[3]\n"
+    "procs = [subprocess.Popen([sys.executable, '-c', loop, path, n, 'unbuffered']) for n in sizes]\n"
+    "sys.exit(max(p.wait() for p in procs))\n"
+)
+
+
+def forks_demo_argv(path: str | os.PathLike[str], read_sizes: Sequence[int], python: str | None = None) -> list[str]:
+    """A parent starts one child process per read size; each reads the same file unbuffered."""
+    return [python or sys.executable, "-c", FORKS_DEMO, os.fspath(path), ",".join(str(int(n)) for n in read_sizes),
+            READ_LOOP]
+
+
+WALK_DEMO = (
+    "import os, sys\n"
+    "n = 0\n"
+    "for d, dirs, files in os.walk(sys.argv[1]):\n"
+    "    for f in files:\n"
+    "        os.stat(os.path.join(d, f))\n"
+    "        n += 1\n"
+    "print(n)\n"
+)
+
+
+def walk_argv(root: str | os.PathLike[str], python: str | None = None) -> list[str]:
+    """Walk a directory tree and stat every file (what ``find``/``ls -l``/a Python glob does)."""
+    return [python or sys.executable, "-c", WALK_DEMO, os.fspath(root)]
+
+
+def import_argv(module: str, python: str | None = None) -> list[str]:
+    """Start Python and import ``module``: the search through sys.path is a metadata storm."""
+    if not re.fullmatch(r"[A-Za-z_][\w.]*", module):
+        raise ValueError(f"not a module name: {module!r}")
+    return [python or sys.executable, "-c", f"import {module}"]
+
+
+def make_tree(root: str | os.PathLike[str], dirs: int = 10, files_per_dir: int = 50) -> int:
+    """Create ``dirs`` directories of ``files_per_dir`` empty files under ``root``; returns the file count."""
+    r = Path(root)
+    for i in range(dirs):
+        d = r / f"d{i:03d}"
+        d.mkdir(parents=True, exist_ok=True)
+        for j in range(files_per_dir):
+            (d / f"f{j:04d}.dat").touch()
+    return dirs * files_per_dir
