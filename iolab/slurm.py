@@ -109,14 +109,14 @@ def sweep(argv: Sequence[str], option_sets: Mapping[str, Sequence[str]] | None =
     return steps
 
 
-def fio_step(jobfile: str, *, nodes: int = 1, tasks_per_node: int = 1, name: str = "",
+def fio_step(jobfile: str, *, nodes: int = 1, tasks_per_node: int = 1, name: str = "fio",
              params: Mapping[str, Any] | None = None, fio: str = "fio") -> Step:
     """fio on every task, from the text of a job file (written into ``{out}`` by the script).
 
     fio expands ``${SLURM_PROCID}`` in a job file: use it in ``filename_format`` so that tasks
-    sharing a directory do not share files.
+    sharing a directory do not share files. Give each fio step of one script its own ``name``.
     """
-    fname = f"{name or 'fio'}.fio"
+    fname = f"{name}.fio"
     return Step([fio, "--output-format=json", f"{{out}}/{fname}"], name=name, tool="fio", nodes=nodes,
                 tasks_per_node=tasks_per_node, params=dict(params or {}), files={fname: jobfile}, mpi=False)
 
@@ -556,11 +556,16 @@ def _new_script_path(directory: Path) -> Path:
 
 
 def run(steps: Step | Sequence[Step], *, timeout: float | None = None, directory: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None, one_job_each: bool = False, **script_options: Any):
+        env: Mapping[str, str] | None = None, job_env: Mapping[str, str] | None = None, one_job_each: bool = False,
+        **script_options: Any):
     """Write, submit, wait for and collect a sweep: one job with steps, or one job per step.
 
-    Returns ``(jobs, frame)``. Every job is cancelled if the wait is interrupted.
+    env: variables for the Slurm client commands (as in :func:`submit`); job_env: variables the
+    script exports (``batch_script(env=...)``); other keywords go to :func:`batch_script`.
+    Returns ``(jobs, frame)``. Every job still running is cancelled if the wait fails or is interrupted.
     """
+    if job_env is not None:
+        script_options["env"] = job_env
     import pandas as pd
 
     steps = [steps] if isinstance(steps, Step) else list(steps)
