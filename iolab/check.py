@@ -114,7 +114,7 @@ def check_01_cold_warm(cold, warm, answer: float) -> bool:
         fail("the warm read was not warm: not the whole file was resident before it. Read it right after "
              "the cold read, or use cache='warm'.")
     close_to(answer, warm.bytes_per_s / cold.bytes_per_s, rel=0.01, what="warm / cold throughput")
-    return passed(f"the warm read ran {answer:.1f}x faster. Verdicts: cold = {cold.verdict.label!r}, "
+    return passed(f"The warm read ran {answer:.1f}x faster. Verdicts: cold = {cold.verdict.label!r}, "
                   f"warm = {warm.verdict.label!r}.")
 
 
@@ -141,7 +141,7 @@ def check_01_seed_verdicts(local, beegfs) -> bool:
         fail("beegfs: the same computation with 3.284 s (first cat) and 3.160 s (second cat).")
     ratio = SEED_004_CAT["local"][1] / SEED_004_CAT["local"][2]
     ratio_b = SEED_004_CAT["beegfs"][1] / SEED_004_CAT["beegfs"][2]
-    return passed(f"on /tmp the second cat ran {ratio:.1f}x faster than the first: {local.label!r}. "
+    return passed(f"On /tmp the second cat ran {ratio:.1f}x faster than the first: {local.label!r}. "
                   f"On BeeGFS it ran {ratio_b:.2f}x faster: {beegfs.label!r}. A rate within noise of the "
                   "device's proves nothing by itself; here the BeeGFS data crossed the network both times.")
 
