@@ -535,6 +535,8 @@ def _event(pid, t, event, *, result=None, signal=None, args="") -> dict[str, Any
 def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True) -> Iterator[dict[str, Any]]:
     """Stream a strace trace: one dict per completed syscall (keys :data:`CALL_KEYS`).
 
+    ``lines``: any iterable of lines (an open file streams it), or the whole text as one str.
+
     ``pid`` (None for a single-process trace without ``-f``), ``time`` (seconds: since midnight for
     ``-t``/``-tt``, Unix time for ``-ttt``, relative for ``-r``; None without timestamps),
     ``syscall``, ``args`` (raw text), ``fd`` and ``path`` (``-y`` shows ``3</path>``; path-taking
@@ -547,6 +549,8 @@ def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True
     come out as events (``syscall`` None, ``event`` "signal" / "exit" / "killed" / "unfinished")
     when ``events`` is True, else are skipped. Memory stays flat: only unfinished calls are kept.
     """
+    if isinstance(lines, str):  # a whole trace as one text
+        lines = lines.splitlines()
     pending: dict[Any, tuple[float | None, str, str]] = {}
     prefix_match = _PREFIX_RE.match
     size_last = _SIZE_LAST
