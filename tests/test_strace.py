@@ -1,0 +1,366 @@
+"""iolab.tools.strace: argv builders, the two parsers, the runner's errors, and live exact counts.
+
+Golden tests on the real recordings are in tests/golden/strace (run by test_golden.py). The
+4.x-layout tables below are written from the printf formats of strace 4.x's count.c
+("%6.2f %11.6f %11lu %9u %9.u %s", a total row with an empty usecs/call cell): no strace 4.x or
+5.x could be installed here, so those layouts are tested on constructed text, not recordings.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+
+import pytest
+
+from iolab import ParseError, ToolMissing, recordings
+from iolab.tools import strace as st
+from conftest import needs
+
+# ------------------------------------------------------------------------------------------------
+# version, argv
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, want", [
+    ("strace -- version 6.1", (6, 1)),
+    ("strace -- version 4.26", (4, 26)),
+    ("strace -- version 5.10\nCopyright (c) 1991-2020 The strace developers", (5, 10)),
+    ("strace -- version 4.5.20", (4, 5, 20)),
+])
+def test_parse_version(text, want):
+    assert st.parse_version(text) == want
+
+
+def test_parse_version_rejects_garbage():
+    with pytest.raises(ParseError):
+        st.parse_version("no idea")
+
+
+def test_count_argv_shape(tmp_path):
+    out = tmp_path / "c.txt"
+    argv = st.count_argv(["prog", "a b"], output=out, wall=True, syscalls=["read", "openat"],
+                         paths=[tmp_path / "f"], columns=["name", "calls"])
+    assert argv[:4] == ["strace", "-c", "-f", "-w"]
+    assert argv[argv.index("-U") + 1] == "name,calls"
+    assert argv[argv.index("-e") + 1] == "trace=read,openat"
+    assert argv[argv.index("-P") + 1] == str(tmp_path / "f")
+    assert argv[argv.index("-o") + 1] == str(out)
+    # the command comes last, after "--", untouched (no shell, spaces kept in one argument)
+    assert argv[argv.index("--"):] == ["--", "prog", "a b"]
+    assert st.count_argv(["p"], output=out, follow=False, also_trace=True)[:2] == ["strace", "-C"]
+
+
+def test_trace_argv_shape(tmp_path):
+    argv = st.trace_argv(["p"], output=tmp_path / "t", strsize=8, syscalls="read")
+    assert argv[:6] == ["strace", "-f", "-tt", "-T", "-y", "-s"] and argv[6] == "8"
+    assert "-o" in argv and argv[-2:] == ["--", "p"]
+
+
+@pytest.mark.parametrize("bad", ["python3 -c 1", b"prog", []])
+def test_argv_builders_refuse_shell_strings(bad, tmp_path):
+    with pytest.raises((TypeError, ValueError)):
+        st.count_argv(bad, output=tmp_path / "x")
+
+
+def test_unknown_summary_column(tmp_path):
+    with pytest.raises(ValueError, match="unknown summary column"):
+        st.count_argv(["p"], output=tmp_path / "x", columns=["calls", "bogus"])
+
+
+def test_read_loop_argv_uses_the_real_interpreter(tmp_path):
+    argv = st.read_loop_argv(tmp_path / "f", 4096)
+    assert argv[0] == sys.executable and argv[-2:] == ["4096", "unbuffered"]
+    with pytest.raises(ValueError):
+        st.read_loop_argv(tmp_path / "f", 0)
+
+
+@pytest.mark.parametrize("n_bytes, read_size, want", [
+    (100_000, 4096, 26), (100_000, 1000, 101), (100_000, 1, 100_001), (100_000, 10 * 2**20, 2),
+    (0, 4096, 1), (10 * 2**20, 2048, 5121), (10 * 2**20, 1, 10_485_761),
+])
+def test_expected_reads(n_bytes, read_size, want):
+    assert st.expected_reads(n_bytes, read_size) == want
+
+
+def test_seed_figures_imply_a_10_mib_file_and_159_startup_reads():
+    # seed 004: 5,280 reads at 2 KiB, 161 at 10 MiB, 10,485,920 at 1 byte, all from one script.
+    # The three differ from ceil(N/n)+1 for N = 10 MiB by the same 159: the interpreter's own reads.
+    n = 10 * 2**20
+    offsets = {5_280 - st.expected_reads(n, 2048), 161 - st.expected_reads(n, n),
+               10_485_920 - st.expected_reads(n, 1)}
+    assert offsets == {159}
+
+
+# ------------------------------------------------------------------------------------------------
+# parse_summary
+# ------------------------------------------------------------------------------------------------
+
+STRACE4_TABLE = """\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 90.83    0.019275           3      5280           read
+  2.11    0.000448           1       268        24 stat
+  0.19    0.000041           1        28           brk
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.019764                  5576        24 total
+"""
+
+
+def test_summary_strace4_layout_blank_cells():
+    rows = st.parse_summary(STRACE4_TABLE)
+    assert [r["syscall"] for r in rows] == ["read", "stat", "brk"]
+    assert rows[0] == {"syscall": "read", "calls": 5280, "errors": 0, "seconds": 0.019275, "usecs_per_call": 3,
+                       "percent_time": 90.83, "min_seconds": None, "max_seconds": None}
+    assert rows[1]["errors"] == 24
+    assert rows.total["calls"] == 5576 and rows.total["errors"] == 24
+    assert rows.total["usecs_per_call"] is None          # 4.x leaves it blank
+    assert rows.total["seconds"] == 0.019764
+
+
+def test_summary_skips_what_comes_before_and_reads_personality_tables():
+    text = ("hello from the program\n" + STRACE4_TABLE +
+            "System call usage summary for 32 bit mode:\n" + STRACE4_TABLE.replace("read", "read32"))
+    rows = st.parse_summary(text)
+    assert len(rows) == 3
+    assert list(rows.personalities) == ["32 bit"]
+    assert rows.personalities["32 bit"][0]["syscall"] == "read32"
+
+
+def test_summary_wall_columns_of_later_versions():
+    text = """\
+syscall            calls wall-total    wall-avg
+---------------- ------- ---------- -----------
+read                  10   0.000100          10
+---------------- ------- ---------- -----------
+total                 10   0.000100          10
+"""
+    rows = st.parse_summary(text)
+    assert rows[0]["seconds"] == 0.0001 and rows[0]["usecs_per_call"] == 10 and rows[0]["percent_time"] is None
+
+
+@pytest.mark.parametrize("text, where", [
+    ("nothing here\n", None),
+    (STRACE4_TABLE.rsplit("------", 1)[0], None),                                  # no total row
+    (STRACE4_TABLE.replace("0.000448", "0.0004x8"), 4),                              # not a number
+    (STRACE4_TABLE.replace("------ -----------", "", 1), 2),                          # no dashes
+])
+def test_summary_malformed_raises_parse_error(text, where):
+    with pytest.raises(ParseError) as e:
+        st.parse_summary(text)
+    if where is not None:
+        assert e.value.line_no == where
+
+
+def test_summary_total_golden_matches_recording():
+    rec = recordings.load("strace/count-f-read-2k-of-10mib")
+    rows = st.parse_summary(rec.text)
+    assert sum(r["calls"] for r in rows) == rows.total["calls"]
+    assert sum(r["errors"] for r in rows) == rows.total["errors"]
+
+
+def test_summary_frame_keeps_total_apart():
+    df = st.summary_frame(st.parse_summary(STRACE4_TABLE))
+    assert list(df["syscall"]) == ["read", "stat", "brk"]
+    assert df.attrs["total"]["calls"] == 5576
+
+
+# ------------------------------------------------------------------------------------------------
+# parse_calls
+# ------------------------------------------------------------------------------------------------
+
+def _one(line: str, **kw):
+    got = list(st.parse_calls([line], **kw))
+    assert len(got) == 1, got
+    return got[0]
+
+
+def test_calls_fast_and_general_paths_agree_on_every_recorded_trace():
+    for ref in recordings.available("strace"):
+        if ref.startswith("strace/trace-") or ref.startswith("strace/summary-C"):
+            text = recordings.load(ref).text
+            assert list(st.parse_calls(text)) == list(st.parse_calls(text, _fast=False)), ref
+
+
+def test_calls_read_with_fd_path_size_duration():
+    r = _one('1234  10:00:01.500000 read(3</tmp/a b.bin>, "\\0\\1"..., 4096) = 4096 <0.000012>')
+    assert (r["pid"], r["syscall"], r["fd"], r["path"], r["size"], r["result"], r["duration"]) == \
+        (1234, "read", 3, "/tmp/a b.bin", 4096, 4096, 0.000012)
+    assert r["time"] == 36001.5 and r["errno"] is None and r["event"] is None
+
+
+def test_calls_errno_padding_hex_and_unknown_results():
+    r = _one('openat(AT_FDCWD, "/nope", O_RDONLY) = -1 ENOENT (No such file or directory)')
+    assert (r["pid"], r["time"], r["result"], r["errno"], r["path"], r["duration"]) == \
+        (None, None, -1, "ENOENT", "/nope", None)
+    r = _one("close(3)                                = 0")
+    assert r["fd"] == 3 and r["result"] == 0
+    r = _one("7 12:00:00.000001 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 3, 0) = 0x7f00aa000000 <0.000004>")
+    assert r["result"] == 0x7F00AA000000 and r["fd"] is None
+    r = _one("7 12:00:00.000001 exit_group(0) = ?")
+    assert r["result"] is None and r["fd"] is None
+    r = _one("7 12:00:00.000001 read(0</dev/pts/0>, 0x7ffd, 1024) = ? ERESTARTSYS "
+             "(To be restarted if SA_RESTART is set) <0.5>")
+    assert r["result"] is None and r["errno"] == "ERESTARTSYS" and r["duration"] == 0.5
+
+
+def test_calls_string_argument_that_looks_like_a_result():
+    r = _one('9 00:00:00.1 write(1</dev/null>, "x) = 5\\n", 7) = 7 <0.000002>')
+    assert r["args"] == '1</dev/null>, "x) = 5\\n", 7' and r["size"] == 7 and r["result"] == 7
+
+
+@pytest.mark.parametrize("line, pid, t", [
+    ("[pid  4242] read(3, \"\", 10) = 0", 4242, None),
+    ("1700000000.250000 read(3, \"\", 10) = 0", None, 1700000000.25),
+    ("4242       0.000123 read(3, \"\", 10) = 0", 4242, 0.000123),
+    ("10:00:00 read(3, \"\", 10) = 0", None, 36000.0),
+])
+def test_calls_other_prefixes(line, pid, t):
+    r = _one(line)
+    assert r["pid"] == pid and r["time"] == t and r["syscall"] == "read" and r["size"] == 10
+
+
+def test_calls_unfinished_resumed_joined_new_and_old_spacing():
+    new = ["5 00:00:01.000000 read(3</f>,  <unfinished ...>",
+           "6 00:00:01.000100 getpid() = 6 <0.000001>",
+           '5 00:00:01.000300 <... read resumed>"ab", 2) = 2 <0.000300>']
+    got = list(st.parse_calls(new))
+    assert [g["syscall"] for g in got] == ["getpid", "read"]
+    r = got[1]
+    assert r["time"] == 1.0 and r["duration"] == 0.0003 and r["args"] == '3</f>, "ab", 2'
+    assert r["fd"] == 3 and r["path"] == "/f" and r["size"] == 2
+    old = ["5 read(3,  <unfinished ...>", '5 <... read resumed> "ab", 2) = 2']
+    assert list(st.parse_calls(old))[0]["args"] == '3, "ab", 2'
+
+
+def test_calls_events_signals_exits_and_never_resumed():
+    lines = ["8 00:00:00.1 futex(0x1, FUTEX_WAIT, 0, NULL <unfinished ...>",
+             "9 00:00:00.2 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED} ---",
+             "9 00:00:00.3 --- stopped by SIGSTOP ---",
+             "8 00:00:00.4 +++ killed by SIGKILL (core dumped) +++",
+             "9 00:00:00.5 +++ exited with 2 +++",
+             "strace: Process 9 detached"]
+    got = list(st.parse_calls(lines))
+    assert [(g["pid"], g["event"], g["signal"], g["result"]) for g in got] == [
+        (9, "signal", "SIGCHLD", None), (9, "stopped", "SIGSTOP", None),
+        (8, "unfinished", None, None), (8, "killed", "SIGKILL", None), (9, "exit", None, 2)]
+    assert all(g["syscall"] is None for g in got)
+    assert list(st.parse_calls(lines, events=False)) == []
+
+
+def test_calls_skips_the_summary_of_minus_C():
+    text = recordings.load("strace/summary-C-read-16k").text
+    calls = [c for c in st.parse_calls(text) if c["syscall"] == "read"]
+    rows = st.parse_summary(text)
+    assert len(calls) == next(r["calls"] for r in rows if r["syscall"] == "read")
+
+
+def test_calls_garbage_raises_with_line_number():
+    with pytest.raises(ParseError) as e:
+        list(st.parse_calls(["1 00:00:00.1 read(3, \"\", 1) = 0", "this is not strace"]))
+    assert e.value.line_no == 2
+
+
+def test_calls_streams_without_reading_everything():
+    line = '1 00:00:00.000001 read(3</f>, "x", 1) = 1 <0.000001>'
+    endless = itertools.repeat(line)           # never ends: only a streaming parser can answer
+    got = list(itertools.islice(st.parse_calls(endless), 1000))
+    assert len(got) == 1000 and got[-1]["size"] == 1
+
+
+def test_trace_threads_recording_joins_every_pair():
+    text = recordings.load("strace/trace-threads").text
+    lines = text.splitlines()
+    calls = list(st.parse_calls(text))
+    n_resumed = sum("resumed>" in ln for ln in lines)
+    n_events = sum(" --- " in ln or " +++ " in ln for ln in lines)
+    assert len(calls) == len(lines) - n_resumed
+    assert sum(c["event"] is not None for c in calls) == n_events
+    # two threads pread 100,000 bytes at 4 KiB and 8 KiB, the child 64 KiB once: 26 + 14 + 1 calls
+    preads = [c for c in calls if c["syscall"] == "pread64" and (c["path"] or "").endswith("data-100000B.bin")]
+    assert sorted((c["size"], sum(1 for d in preads if d["size"] == c["size"])) for c in preads)[-1] == (65536, 1)
+    assert sum(1 for c in preads if c["size"] == 4096) == 26 and sum(1 for c in preads if c["size"] == 8192) == 14
+    exits = {c["pid"]: c["result"] for c in calls if c["event"] == "exit"}
+    assert sorted(exits.values()) == [0, 0, 0, 3]
+
+
+def test_calls_frame_relative_time():
+    df = st.calls_frame(st.parse_calls(recordings.load("strace/trace-reads-warm").text))
+    assert df["t"].min() == 0 and (df["syscall"] == "read").sum() == st.expected_reads(16 * 2**20, 65536)
+
+
+# ------------------------------------------------------------------------------------------------
+# errors of the runner
+# ------------------------------------------------------------------------------------------------
+
+def test_diagnose_names_the_cause():
+    # the message strace 6.1 printed here when run as an unprivileged user against pid 1
+    msg = "strace: attach: ptrace(PTRACE_SEIZE, 1): Operation not permitted"
+    why = st.diagnose(msg)
+    assert why and "ptrace_scope" in why and ("seccomp" in why or "Yama" in why)
+    assert st.diagnose("strace: Can't stat 'x': No such file or directory") is None
+
+
+def test_strace_missing_raises_toolmissing(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolMissing) as e:
+        st.run(st.count_argv([sys.executable, "-c", "0"], output=tmp_path / "o"), timeout=10)
+    assert "apt-get install strace" in str(e.value)
+
+
+def test_count_replays_when_strace_is_missing(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    df = st.count([sys.executable, "-c", "0"], recording="strace/sweep-read-4096", cwd=tmp_path, quiet=False)
+    assert df.attrs["mode"] == "replay"
+    assert int(df.loc[df["syscall"] == "read", "calls"].iloc[0]) == st.expected_reads(100_000, 4096)
+    assert "REPLAY" in capsys.readouterr().out
+
+
+@pytest.mark.live
+@needs("strace")
+def test_traced_program_missing(tmp_path):
+    with pytest.raises(ToolMissing):
+        st.run(st.count_argv([str(tmp_path / "no-such-program")], output=tmp_path / "o"), timeout=30, cwd=tmp_path)
+
+
+@pytest.mark.live
+@needs("strace")
+def test_failing_command_is_a_result_not_a_crash(ws):
+    df = st.count([sys.executable, "-c", "import sys; sys.exit(3)"], cwd=ws.root, timeout=60)
+    assert df.attrs["returncode"] == 3
+    assert df.attrs["total"]["calls"] > 0 and df.attrs["mode"] == "live"
+
+
+# ------------------------------------------------------------------------------------------------
+# live: exact counts on this machine
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.live
+@needs("strace")
+@pytest.mark.parametrize("read_size", [4096, 1000, 100_000, 1_048_576])
+def test_live_exact_read_count(ws, read_size):
+    path = ws.make_file("data.bin", 100_000)
+    assert st.count_reads(path, read_size) == st.expected_reads(100_000, read_size)
+
+
+@pytest.mark.live
+@needs("strace")
+def test_live_count_and_trace_agree(ws):
+    path = ws.make_file("data.bin", 65_536)
+    df = st.trace(st.read_loop_argv(path, 8192), syscalls="read", paths=[path], cwd=ws.root, timeout=60)
+    reads = df[df["syscall"] == "read"]
+    assert len(reads) == st.expected_reads(65_536, 8192)
+    assert set(reads["path"]) == {str(path)} and set(reads["size"]) == {8192}
+    assert reads["result"].sum() == 65_536 and (reads["duration"] >= 0).all()
+    assert df.attrs["returncode"] == 0
+    assert not any(p.name.startswith(".strace-") for p in ws.root.iterdir())   # the -o file is removed
+
+
+@pytest.mark.live
+@needs("strace")
+def test_live_forks_are_followed(ws):
+    path = ws.make_file("data.bin", 65_536)
+    df = st.trace(st.forks_demo_argv(path, [4096, 16384]), syscalls="read", paths=[path], cwd=ws.root)
+    per_pid = df[df["syscall"] == "read"].groupby("pid").size().sort_values()
+    assert list(per_pid) == [st.expected_reads(65_536, 16384), st.expected_reads(65_536, 4096)]
+    assert os.path.exists(path)
