@@ -215,3 +215,33 @@ def check_02_read_ahead_kb(path, answer) -> bool:
 # --- lesson 05 ----------------------------------------------------------------------------------
 
 # --- lesson 06 ----------------------------------------------------------------------------------
+
+
+def check_06_speedup(answer: object, reads) -> bool:
+    """Exercise 06.1: how many times faster the warm read through s3fs with use_cache was than the cold one."""
+    part = reads[reads["label"] == "s3fs, use_cache"].set_index("read")["mb_per_s"]
+    expected = float(part.iloc[1] / part.iloc[0])
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 0 and \
+            math.isclose(answer, 1 / expected, rel_tol=0.05):
+        fail("you divided the cold rate by the warm one: the speed-up is warm / cold.")
+    close_to(answer, expected, rel=0.05, what="the speed-up")
+    return passed(f"the second read ran {expected:,.0f}x faster: s3fs served it from its cache directory, "
+                  "not from the store behind the slow link.")
+
+
+def check_06_layers(answer: object, reads) -> bool:
+    """Exercise 06.2: for each client configuration, the layer that served the read after the page
+    cache was dropped ("network", "fuse cache" or "page cache")."""
+    short = {"the store, over the network": "network", "the FUSE client's own cache": "fuse cache",
+             "the kernel page cache": "page cache"}
+    last = reads[reads["read"] == reads["read"].unique()[-1]]
+    expected = {r.label: short.get(r.layer, r.layer) for r in last.itertuples()}
+    if not isinstance(answer, dict):
+        fail("answer with a dict: {client configuration label: 'network' | 'fuse cache' | 'page cache'}.")
+    same_items(answer, expected, what="the client configurations in your answer")
+    wrong = [k for k in expected if str(answer[k]).strip().lower() != expected[k]]
+    if wrong:
+        fail(f"look again at {wrong[0]!r}: after posix_fadvise dropped its pages, what could still be "
+             "fast? Compare its rate with the link's cap.")
+    return passed("a cache of the FUSE client survives dropping the page cache; without one, every "
+                  "read after the pages are gone crosses the network again.")

@@ -187,4 +187,63 @@ def verdicts(frame: pd.DataFrame, title: str = "Timed reads, and which layer ser
 
 # --- lesson 06 ----------------------------------------------------------------------------------
 
+def fuse_fio_vs_seed(df: pd.DataFrame, direction: str = "read") -> go.Figure:
+    """Seed 000's fio job: MB/s per s3fs configuration, measured here beside the seed's figures.
+
+    df: configuration, direction, mb_per_s, source ("measured here" or the seed's name).
+    """
+    d = df[df["direction"] == direction]
+    fig = go.Figure()
+    for src, part in d.groupby("source", sort=False):
+        fig.add_bar(name=str(src), x=part["configuration"], y=part["mb_per_s"],
+                    text=[f"{v:.1f}" for v in part["mb_per_s"]], textposition="outside")
+    fig.update_layout(barmode="group", title=f"fio {direction} through s3fs-fuse (bs=4k rw=readwrite): "
+                                             "no cache vs use_cache", legend_title_text="")
+    fig.update_xaxes(title_text="configuration")
+    fig.update_yaxes(title_text=f"{direction} bandwidth (MB/s, 10^6 bytes/s)")
+    return fig
+
+
+def fuse_cold_warm(df: pd.DataFrame) -> go.Figure:
+    """Three reads of one object per client configuration (cold, warm, page cache dropped), log scale.
+
+    df: label, read, mb_per_s, layer.
+    """
+    fig = go.Figure()
+    for read, part in df.groupby("read", sort=False):
+        fig.add_bar(name=str(read), x=part["label"], y=part["mb_per_s"], customdata=part["layer"],
+                    hovertemplate="%{x}<br>%{y:,.1f} MB/s<br>served by %{customdata}<extra>" + str(read) + "</extra>")
+    fig.update_layout(barmode="group", title="Reading one object through each FUSE client: which layer served it?",
+                      legend_title_text="read")
+    fig.update_xaxes(title_text="client and cache setting")
+    fig.update_yaxes(title_text="read rate (MB/s, log scale)", type="log")
+    return fig
+
+
+def dd_block_sweep(df: pd.DataFrame) -> go.Figure:
+    """dd iflag=direct through s3fs-fuse: MB/s against block size, one line per configuration.
+
+    df: configuration, block_size (bytes), mb_per_s.
+    """
+    fig = go.Figure()
+    for conf, part in df.groupby("configuration", sort=False):
+        part = part.sort_values("block_size")
+        fig.add_scatter(name=str(conf), x=part["block_size"], y=part["mb_per_s"], mode="lines+markers")
+    fig.update_layout(title="dd read with iflag=direct through s3fs-fuse: block size matters")
+    fig.update_xaxes(title_text="dd block size (bytes, log scale)", type="log")
+    fig.update_yaxes(title_text="read rate (MB/s, log scale)", type="log")
+    return fig
+
+
+def staging_vs_streaming(df: pd.DataFrame) -> go.Figure:
+    """Seconds to stage + work (seed 004's choice), stacked per strategy. df: strategy, stage_s, work_s."""
+    fig = go.Figure()
+    fig.add_bar(name="stage (copy to scratch)", x=df["strategy"], y=df["stage_s"])
+    fig.add_bar(name="work (read the inputs)", x=df["strategy"], y=df["work_s"])
+    fig.update_layout(barmode="stack", title="Stage the inputs, or read them from the store each time?")
+    fig.update_xaxes(title_text="strategy")
+    fig.update_yaxes(title_text="time (s)")
+    return fig
+
+
 # --- class results / slurm ----------------------------------------------------------------------

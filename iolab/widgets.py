@@ -109,3 +109,31 @@ def read_size_explorer(path, sizes=READ_SIZES):
 # --- lessons 04-05 ------------------------------------------------------------------------------
 
 # --- lesson 06 ----------------------------------------------------------------------------------
+
+
+def fuse_reads_explorer(df):
+    """Pick which read (cold, warm, page cache dropped) to compare across FUSE clients; the bar
+    chart and the line naming the serving layer follow. df: label, read, mb_per_s, layer."""
+    import ipywidgets as w
+    import plotly.graph_objects as go
+
+    reads = list(dict.fromkeys(df["read"]))
+    pick = w.ToggleButtons(options=reads, value=reads[-1], description="read")
+    fig = go.FigureWidget()
+    fig.add_bar(x=[], y=[], customdata=[], hovertemplate="%{x}<br>%{y:,.1f} MB/s<br>%{customdata}<extra></extra>")
+    fig.update_layout(title="One read per client configuration")
+    fig.update_xaxes(title_text="client and cache setting")
+    fig.update_yaxes(title_text="read rate (MB/s, log scale)", type="log")
+    note = w.HTML()
+
+    def update(change=None):
+        part = df[df["read"] == pick.value]
+        with fig.batch_update():
+            fig.data[0].x, fig.data[0].y, fig.data[0].customdata = (list(part["label"]), list(part["mb_per_s"]),
+                                                                    list(part["layer"]))
+        note.value = "<br>".join(f"<b>{r.label}</b>: {r.mb_per_s:,.1f} MB/s, served by {r.layer}"
+                                 for r in part.itertuples())
+
+    pick.observe(update, names="value")
+    update()
+    return w.VBox([pick, fig, note])

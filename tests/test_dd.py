@@ -81,3 +81,13 @@ def test_live_both_locales(ws, locale):
     assert rec["bytes"] == 16 * 65536 == f.stat().st_size and rec["records_out"] == 16
     if locale != "C":
         assert "Datensätze" in r.stderr
+
+
+def test_parse_all_concatenated_runs():
+    text = "".join(recordings.load(f"dd/{n}").text for n in ("read-4k-direct-c", "write-1m-dsync-de",
+                                                            "error-no-space-c"))
+    recs = dd.parse_all(text)
+    assert [r["bytes"] for r in recs] == [4096000, 67108864, 0]
+    assert recs[2]["error"].startswith("error writing")
+    with pytest.raises(ParseError):
+        dd.parse_all(text + "5+0 records in\n")

@@ -133,6 +133,25 @@ def parse(text: str) -> dict[str, Any]:
             "reported_bytes_per_s": reported, "error": error}
 
 
+def parse_all(text: str) -> list[dict[str, Any]]:
+    """Several dd summaries one after the other (the stderr of a block-size sweep, run by run)."""
+    out: list[dict[str, Any]] = []
+    block: list[str] = []
+    seen_records = 0
+    for line in text.replace("\r", "\n").splitlines():
+        block.append(line)
+        if _RECORDS.match(line):
+            seen_records += 1
+        elif seen_records >= 2 and _SUMMARY.match(line) and "/s" in line:
+            out.append(parse("\n".join(block)))
+            block, seen_records = [], 0
+    if not out:
+        raise ParseError("no dd summary in this text")
+    if any(x.strip() for x in block):
+        raise ParseError("text after the last dd summary is not a complete dd output", line=block[0])
+    return out
+
+
 def to_frame(records: Sequence[Mapping[str, Any]]):
     import pandas as pd
 

@@ -1,0 +1,219 @@
+"""Background processes owned by a context manager: servers, proxies and FUSE daemons.
+
+Every process starts in a session (process group) of its own, writes its log to a file in the
+workspace, and is stopped on exit, on error, on KeyboardInterrupt and, as a last resort, when the
+Python process exits: SIGTERM to the whole group, a grace period, then SIGKILL.
+"""
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from ..errors import IolabError, ToolFailed, ToolMissing, ToolTimeout
+from ..runner import install_hint, which
+
+LOOPBACK = "127.0.0.1"
+
+
+class PortTaken(IolabError, OSError):
+    """A port asked for explicitly is already in use on this node."""
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def require_free(port: int, what: str) -> int:
+    if not port_is_free(port):
+        raise PortTaken(f"port {port} on {LOOPBACK} is already taken (another student's server, or one left "
+                        f"running?); start {what} without a port to get a free one")
+    return port
+
+
+def free_ports(n: int, *, grpc_offset: int | None = None) -> list[int]:
+    """n distinct free ports on 127.0.0.1 (with grpc_offset: each port + offset is free too)."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        tries = 0
+        while len(ports) < n:
+            tries += 1
+            if tries > 2000:
+                raise PortTaken("could not find enough free ports on 127.0.0.1")
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((LOOPBACK, 0))
+            p = s.getsockname()[1]
+            if grpc_offset is not None:
+                if p + grpc_offset > 65535 or not port_is_free(p + grpc_offset) or (p + grpc_offset) in ports:
+                    s.close()
+                    continue
+                g = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                g.bind((LOOPBACK, p + grpc_offset))
+                held.append(g)
+            held.append(s)
+            ports.append(p)
+    finally:
+        for s in held:
+            s.close()
+    return ports
+
+
+def port_open(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    """True when something answers HTTP at url (any status: 403 from an S3 server counts)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def resolve(tool: str, *candidates: str | os.PathLike[str]) -> str:
+    """The executable for tool: on PATH, or one of candidates; else ToolMissing with the install hint."""
+    found = which(tool)
+    if found:
+        return found
+    for c in candidates:
+        if c and os.access(c, os.X_OK) and Path(c).is_file():
+            return os.fspath(c)
+    raise ToolMissing(tool, install_hint(tool))
+
+
+_LIVE: set["Service"] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for svc in list(_LIVE):
+        svc.stop()
+
+
+class Service:
+    """One background process in its own process group; a context manager."""
+
+    def __init__(self, name: str, argv: Sequence[str], *, log_path: str | os.PathLike[str],
+                 ready: Callable[[], bool], cwd: str | os.PathLike[str] | None = None,
+                 env: Mapping[str, str | None] | None = None, start_timeout: float = 30.0,
+                 stop_grace: float = 5.0, cleanup_globs: Sequence[str] = ()):
+        self.name = name
+        self.argv = [os.fspath(a) for a in argv]
+        self.log_path = Path(log_path)
+        self.ready = ready
+        self.cwd = cwd
+        self.env = env
+        self.start_timeout = start_timeout
+        self.stop_grace = stop_grace
+        self.cleanup_globs = list(cleanup_globs)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_at: float | None = None
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def start(self) -> "Service":
+        full_env = dict(os.environ)
+        for k, v in (self.env or {}).items():
+            if v is None:
+                full_env.pop(k, None)
+            else:
+                full_env[k] = v
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=full_env, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        except FileNotFoundError as e:
+            raise ToolMissing(self.argv[0], install_hint(Path(self.argv[0]).name)) from e
+        finally:
+            log.close()
+        _LIVE.add(self)
+        self.started_at = time.monotonic()
+        try:
+            deadline = time.monotonic() + self.start_timeout
+            while True:
+                if self.proc.poll() is not None:
+                    raise ToolFailed(self.argv, self.proc.returncode, self.log_tail(),
+                                     f"{self.name} stopped while starting (exit status {self.proc.returncode})")
+                if self.ready():
+                    return self
+                if time.monotonic() > deadline:
+                    raise ToolTimeout(self.argv, None, self.log_tail(),
+                                      f"{self.name} was not ready within {self.start_timeout:.0f} s")
+                time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM the process group, wait stop_grace s, SIGKILL it, reap; remove stray sockets."""
+        proc = self.proc
+        if proc is not None:
+            for sig, wait in ((signal.SIGTERM, self.stop_grace), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                try:
+                    proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            # the leader may be gone while children of its group linger: finish them off
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pattern in self.cleanup_globs:
+            for p in glob.glob(pattern):
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+        _LIVE.discard(self)
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> "Service":
+        if self.proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive() else "stopped"
+        return f"<{self.name} pid={self.pid} {state}>"

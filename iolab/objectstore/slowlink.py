@@ -1,0 +1,141 @@
+"""A slow network between client and store, on demand: toxiproxy in front of the endpoint.
+
+On loopback every cache looks useless (20 MiB arrive in a tenth of a second). A remote store is
+tens of milliseconds away and shares a link: toxiproxy (Shopify, a TCP proxy made for this) adds a
+latency to every response and caps the bandwidth, for this proxy only. Nothing else on the node
+(Jupyter, other students) is slowed, unlike ``tc`` on ``lo``.
+
+    with local_s3(ws) as store, slow_link(store, latency_ms=20, rate_kbps=20_000) as remote:
+        ...  # give `remote` to the clients; `store` stays fast (for staging test data)
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import workspace as _workspace
+from ..errors import IolabError
+from ._proc import LOOPBACK, Service, free_ports, http_ok, resolve
+from .endpoint import Endpoint
+
+TOXIPROXY = "toxiproxy-server"
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """What the slow link does: latency added to each response, and a bandwidth cap (both ways)."""
+
+    latency_ms: int = 20
+    jitter_ms: int = 0
+    rate_kbps: int | None = 20_000      # toxiproxy's unit: KB/s; None = no cap
+
+    def describe(self) -> str:
+        cap = f", capped at {self.rate_kbps / 1000:g} MB/s" if self.rate_kbps else ""
+        jit = f" ± {self.jitter_ms} ms" if self.jitter_ms else ""
+        return f"{self.latency_ms} ms{jit} per response{cap}"
+
+
+def toxiproxy_path() -> str:
+    return resolve(TOXIPROXY, str(Path(sys.executable).parent / TOXIPROXY))
+
+
+def available() -> bool:
+    try:
+        toxiproxy_path()
+        return True
+    except IolabError:
+        return False
+
+
+class _Api:
+    def __init__(self, port: int):
+        self.base = f"http://{LOOPBACK}:{port}"
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                text = r.read().decode()
+        except urllib.error.HTTPError as e:
+            raise IolabError(f"toxiproxy refused {method} {path}: {e.code} {e.read().decode()[:200]}") from None
+        return json.loads(text) if text.strip() else None
+
+
+class SlowLink:
+    """A running toxiproxy with one proxy; change its toxics with :meth:`set`."""
+
+    def __init__(self, service: Service, api: _Api, upstream: Endpoint, endpoint: Endpoint, spec: LinkSpec):
+        self.service = service
+        self.api = api
+        self.upstream = upstream
+        self.endpoint = endpoint
+        self.spec = spec
+
+    def set(self, spec: LinkSpec) -> None:
+        """Replace the toxics (latency on responses, bandwidth both ways)."""
+        for t in self.api.call("GET", "/proxies/store/toxics") or []:
+            self.api.call("DELETE", f"/proxies/store/toxics/{t['name']}")
+        if spec.latency_ms or spec.jitter_ms:
+            self.api.call("POST", "/proxies/store/toxics", {
+                "name": "latency", "type": "latency", "stream": "downstream",
+                "attributes": {"latency": int(spec.latency_ms), "jitter": int(spec.jitter_ms)}})
+        if spec.rate_kbps:
+            for stream in ("downstream", "upstream"):
+                self.api.call("POST", "/proxies/store/toxics", {
+                    "name": f"bandwidth_{stream}", "type": "bandwidth", "stream": stream,
+                    "attributes": {"rate": int(spec.rate_kbps)}})
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return f"<SlowLink {self.endpoint.url} -> {self.upstream.url}: {self.spec.describe()}>"
+
+
+@contextlib.contextmanager
+def slow_link(upstream: Endpoint, spec: LinkSpec | None = None, *, ws: _workspace.Workspace | None = None,
+              listen_port: int | None = None, **kwargs: Any) -> Iterator[Endpoint]:
+    """Yield a copy of upstream reached through toxiproxy with spec (or LinkSpec(**kwargs)).
+
+    To change the link while it runs, use :func:`open_slow_link`, which yields the SlowLink.
+    """
+    with open_slow_link(upstream, spec, ws=ws, listen_port=listen_port, **kwargs) as link:
+        yield link.endpoint
+
+
+@contextlib.contextmanager
+def open_slow_link(upstream: Endpoint, spec: LinkSpec | None = None, *, ws: _workspace.Workspace | None = None,
+                   listen_port: int | None = None, **kwargs: Any) -> Iterator[SlowLink]:
+    """Start toxiproxy in front of upstream; yield the SlowLink (its ``.endpoint`` is the slow way in).
+
+    listen_port: the proxy's port, when the server must know it in advance (fake-gcs-server).
+    """
+    spec = spec or LinkSpec(**kwargs)
+    exe = toxiproxy_path()
+    w = ws if ws is not None else _workspace.session()
+    d = Path(w.mkdir(f"objectstore/toxiproxy-{secrets.token_hex(3)}"))
+    api_port, spare = free_ports(2)
+    listen_port = listen_port or spare
+    svc = Service("toxiproxy", [exe, "-host", LOOPBACK, "-port", str(api_port)], log_path=d / "toxiproxy.log",
+                  cwd=d, ready=lambda: http_ok(f"http://{LOOPBACK}:{api_port}/version"), start_timeout=15,
+                  stop_grace=2)
+    with svc:
+        api = _Api(api_port)
+        up = f"{LOOPBACK}:{upstream.port}" if upstream.host in ("localhost", LOOPBACK) else \
+            f"{upstream.host}:{upstream.port}"
+        api.call("POST", "/proxies", {"name": "store", "listen": f"{LOOPBACK}:{listen_port}", "upstream": up,
+                                      "enabled": True})
+        host = "localhost" if upstream.host == "localhost" else LOOPBACK
+        ep = upstream.via(f"http://{host}:{listen_port}",
+                          server=f"{upstream.server} behind toxiproxy ({spec.describe()})")
+        link = SlowLink(svc, api, upstream, ep, spec)
+        link.set(spec)
+        yield link
