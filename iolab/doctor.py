@@ -129,8 +129,15 @@ def privilege_checks() -> list[Check]:
 
 def filesystem_checks() -> list[Check]:
     rows = fsinfo.survey()
-    out = [Check("filesystems", r["label"], OK, f"{r['fstype']:<8} {r['kind']:<20} {r['path']}  "
-                 f"({format_size(r['free_bytes'])} free)") for r in rows]
+    out = []
+    for r in rows:
+        detail = f"{r['fstype']:<8} {r['kind']:<20} {r['path']}  ({format_size(r['free_bytes'])} free)"
+        if r["label"] == "workspace" and r["fstype"] in fsinfo.MEMORY_FS:
+            out.append(Check("filesystems", "workspace", LIMITED, detail,
+                             "the workspace is memory: no cold reads can be measured there; "
+                             "set IOLAB_WORKDIR to a disk-backed directory"))
+        else:
+            out.append(Check("filesystems", r["label"], OK, detail))
     if "$SCRATCH" not in {r["label"] for r in rows}:
         out.append(Check("filesystems", "$SCRATCH", LIMITED, "not set on this machine",
                          "lessons use the workspace (local scratch) instead"))

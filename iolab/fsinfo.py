@@ -7,6 +7,9 @@ from pathlib import Path
 
 MOUNTINFO = "/proc/self/mountinfo"
 
+# filesystems whose files live in memory: nothing to evict, no device below
+MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs", "shm"})
+
 # what each family of filesystem is, in the course's words
 KINDS = {
     "ext4": "local disk", "xfs": "local disk", "btrfs": "local disk", "ext3": "local disk",

@@ -37,7 +37,7 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _CHUNK = 1 << 30
 
 # filesystems whose page cache is not a cache of a device
-_MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs", "shm"}
+_MEMORY_FS = fsinfo.MEMORY_FS
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p

@@ -1,7 +1,7 @@
 """Where experiments may write: a per-user directory with a byte budget, removed when done.
 
-Default location: ``$IOLAB_WORKDIR`` if set, else ``$TMPDIR`` or ``/tmp`` (node-local scratch on
-most clusters), in ``iolab-<user>/``. Default budget 2 GiB, or ``$IOLAB_BUDGET`` (e.g. "512MiB").
+Default location: ``$IOLAB_WORKDIR`` if set, else the first disk-backed of ``$TMPDIR``, ``/tmp``,
+``/var/tmp``, ``~/.cache`` (node-local scratch on most clusters), in ``iolab-<user>/``. Default budget 2 GiB, or ``$IOLAB_BUDGET`` (e.g. "512MiB").
 """
 from __future__ import annotations
 
@@ -32,13 +32,29 @@ def _user() -> str:
         return str(os.getuid())
 
 
+def _candidates() -> list[Path]:
+    env = [os.environ.get("TMPDIR"), "/tmp", "/var/tmp", os.path.join(os.path.expanduser("~"), ".cache")]
+    return [Path(p) for p in env if p]
+
+
 def base_dir() -> Path:
-    """The per-user directory that holds every workspace of this user."""
+    """The per-user directory that holds every workspace of this user.
+
+    ``$IOLAB_WORKDIR`` when set. Otherwise the first of $TMPDIR, /tmp, /var/tmp, ~/.cache that is
+    writable and disk-backed: on a tmpfs the page cache *is* the file, so nothing could be evicted
+    and no cold read measured. If every candidate is memory, the first writable one is used.
+    """
+    from .fsinfo import MEMORY_FS, fstype
+
     root = os.environ.get("IOLAB_WORKDIR")
     if root:
         base = Path(root).expanduser()
     else:
-        base = Path(os.environ.get("TMPDIR") or "/tmp") / f"iolab-{_user()}"
+        usable = [c for c in _candidates() if c.is_dir() and os.access(c, os.W_OK | os.X_OK)]
+        if not usable:
+            raise OSError("no writable scratch directory found: set IOLAB_WORKDIR")
+        disk = [c for c in usable if fstype(c) not in MEMORY_FS]
+        base = (disk or usable)[0] / f"iolab-{_user()}"
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     return base
 

@@ -69,3 +69,11 @@ def test_session_workspace_is_removed_when_the_process_ends(tmp_path, how):
     root = r.stdout.strip()
     assert root.startswith(str(tmp_path)), r.stderr
     assert not os.path.exists(root)
+
+
+def test_default_base_avoids_memory_backed_tmp(monkeypatch, tmp_path):
+    monkeypatch.delenv("IOLAB_WORKDIR", raising=False)
+    monkeypatch.setenv("TMPDIR", "/dev/shm")          # tmpfs: cold reads impossible there
+    base = workspace.base_dir()
+    from iolab import fsinfo
+    assert fsinfo.fstype(base) not in ("tmpfs", "ramfs"), base
