@@ -779,3 +779,67 @@ def split_phases(options: Options, *, tasks: int = 2, recording: str, evict: boo
     finally:
         for p in _files_of(Path(base)):
             p.unlink(missing_ok=True)
+
+
+# --- the transfer size / tasks / segments sweep (lesson 04's widget) ------------------------------
+
+SWEEP_BASE = {"transfer_size": units.MiB, "tasks": 2, "segments": 4}
+_SWEEP_NAME = re.compile(r"^sweep-t(\w+)-n(\d+)-s(\d+)-(.+)-summary$")
+
+
+def sweep_options(transfer_size: int | str = units.MiB, segments: int = 4) -> Options:
+    """The sweep's configuration: -F -C -e, 16 MiB blocks, one iteration."""
+    return Options(transfer_size=transfer_size, block_size="16MiB", segments=segments, file_per_process=True,
+                   reorder_tasks=True, fsync=True)
+
+
+def _sweep_rows(rows: list[dict[str, Any]], transfer_size: int, tasks: int, segments: int, mode: str) -> pd.DataFrame:
+    df = to_frame(rows)
+    df = df[df["access"].isin(["write", "read"])]
+    best = df.loc[df.groupby("access")["bw_mib"].idxmax(), ["access", "bw_mib"]].copy()
+    best["transfer_size"], best["tasks"], best["segments"], best["mode"] = transfer_size, tasks, segments, mode
+    return best.reset_index(drop=True)
+
+
+def sweep_frame(version: str = "4.0.0") -> pd.DataFrame:
+    """Every recorded sweep point of that IOR version: transfer_size (bytes), tasks, segments, access,
+    bw_mib (the best iteration), mode="recorded"."""
+    parts = []
+    for ref in recordings.available("ior"):
+        m = _SWEEP_NAME.match(ref.partition("/")[2])
+        if not m or m.group(4) != version:
+            continue
+        t, n, s = units.parse_size(m.group(1)), int(m.group(2)), int(m.group(3))
+        parts.append(_sweep_rows(parse(recordings.load(ref).text), t, n, s, "recorded"))
+    if not parts:
+        raise FileNotFoundError(f"no recorded IOR sweep for version {version!r} in {recordings.data_dir()}")
+    return pd.concat(parts, ignore_index=True)
+
+
+def sweep_slice(df: pd.DataFrame, by: str) -> pd.DataFrame:
+    """The points where only ``by`` moves away from SWEEP_BASE."""
+    if by not in SWEEP_BASE:
+        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
+    keep = pd.Series(True, index=df.index)
+    for k, v in SWEEP_BASE.items():
+        if k != by:
+            keep &= df[k] == v
+    return df[keep]
+
+
+def sweep_point(by: str, value: int, *, ws: workspace.Workspace | None = None, timeout: float = 120) -> pd.DataFrame:
+    """Run one sweep point live (IOR and mpirun needed) and return it shaped like :func:`sweep_frame`."""
+    p = dict(SWEEP_BASE)
+    if by not in p:
+        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
+    p[by] = int(value)
+    r = run(sweep_options(p["transfer_size"], p["segments"]), p["tasks"], ws=ws, timeout=timeout)
+    return _sweep_rows(parse(r.text), p["transfer_size"], p["tasks"], p["segments"], "live")
+
+
+def published(name: str = "seed001-ior-orfeo") -> pd.DataFrame:
+    """A seed's published IOR figures (``data/published/<name>.csv``, with a ``source`` column)."""
+    path = recordings.data_dir().parent / "published" / f"{name}.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"no published figures {path}")
+    return pd.read_csv(path)

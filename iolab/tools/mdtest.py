@@ -260,3 +260,40 @@ def candidate_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
         if p.is_dir() and os.access(p, os.W_OK) and p not in out:
             out.append(p)
     return out
+
+
+# --- the syscalls behind one file (lesson 03's strace, on mdtest) -------------------------------
+
+ONE_FILE = Options(files=1, iterations=1, files_only=True, write_bytes=4096, sync=True)
+
+
+def one_file_trace(on: str | Path | None = None, *, exe: str = "mdtest", timeout: float = 120) -> Run:
+    """strace of one mdtest rank creating, writing (4 KiB), fsyncing, stat-ing, opening and removing one
+    file; only the syscalls on that file (``strace -P``), so the MPI start-up noise is left out.
+
+    mdtest runs as a single MPI process (no mpirun). Returns the strace Run (stdout = the trace).
+    """
+    from . import strace
+
+    if runner.which(exe) is None:
+        raise ToolMissing(exe, runner.install_hint(exe))
+    space = workspace.Workspace(budget="16MiB", base=on, prefix=".iolab-mdtest-") if on is not None \
+        else workspace.Workspace(budget="16MiB")
+    with space:
+        target = space.path("mdtest")
+        # mdtest's own naming: rank 0's first file in the tree of the first iteration
+        the_file = target / "test-dir.0-0" / "mdtest_tree.0" / "file.mdtest.0.0"
+        out = space.path("trace.txt")
+        argv = strace.trace_argv(replace(ONE_FILE, directory=str(target)).argv(exe), output=out,
+                                 paths=[the_file], strsize=16)
+        return strace.run(argv, timeout=timeout, cwd=space.root)
+
+
+def one_file_calls(text: str) -> pd.DataFrame:
+    """The syscalls of a :func:`one_file_trace` text, in order: syscall, duration (s), result, path."""
+    from . import strace
+
+    df = strace.calls_frame(strace.parse_calls(text.splitlines(), events=False))
+    if not len(df):
+        raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
+    return df[["syscall", "duration", "result", "path", "args"]].reset_index(drop=True)
