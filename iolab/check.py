@@ -214,6 +214,71 @@ def check_02_read_ahead_kb(path, answer) -> bool:
 
 # --- lesson 05 ----------------------------------------------------------------------------------
 
+# seed 001 (ORFEO handout): `salloc -n4 -N1`, then `srun mdtest -d <filesystem> -n 10 -i 200 -y`
+SEED_001_MDTEST = {"tasks": 4, "files": 10, "iterations": 200}
+
+
+def check_05_seed_mdtest(opts: object, creations: object) -> bool:
+    """Exercise 05.1: mdtest.Options for the seed's command, and how many files it creates in all."""
+    from .tools import mdtest
+
+    if not isinstance(opts, mdtest.Options):
+        fail(f"build an iolab.tools.mdtest.Options(...), got {type(opts).__name__}.")
+    wrong = []
+    if opts.files != SEED_001_MDTEST["files"]:
+        wrong.append("-n 10 is files=10")
+    if opts.iterations != SEED_001_MDTEST["iterations"]:
+        wrong.append("-i 200 is iterations=200")
+    if not opts.sync:
+        wrong.append("-y is sync=True")
+    if wrong:
+        fail("; ".join(wrong) + ".")
+    per_iteration = SEED_001_MDTEST["tasks"] * SEED_001_MDTEST["files"]
+    expected = per_iteration * SEED_001_MDTEST["iterations"]
+    if creations == SEED_001_MDTEST["files"] * SEED_001_MDTEST["iterations"]:
+        fail("-n is per task: every one of the 4 tasks creates 10 files in each iteration.")
+    if creations != expected:
+        fail("files per task (-n) x tasks (salloc -n4) x iterations (-i).")
+    return passed(f"{per_iteration} files per iteration, {expected:,} file creations in all "
+                  "(and as many stats, reads and removals).")
+
+
+def _mean_rate(rows, operation: str) -> float:
+    import pandas as pd
+
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    part = df[(df["operation"] == operation) & (df["unit"] == "ops/s")]
+    if not len(part):
+        fail(f"no {operation!r} rate in what you passed: give mdtest.parse(...) rows or a mdtest frame.")
+    return float(part["mean"].iloc[0])
+
+
+def check_05_fsync_ratio(tmp_rows, shm_rows, answer: object) -> bool:
+    """Exercise 05.2: mean file-creation rate on /dev/shm divided by the one on /tmp, for the runs
+    that write 4 KiB into each file and fsync it (-w 4096 -y)."""
+    shm, tmp = _mean_rate(shm_rows, "file creation"), _mean_rate(tmp_rows, "file creation")
+    expected = shm / tmp
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 0 and \
+            math.isclose(answer, 1 / expected, rel_tol=0.02):
+        fail("upside down: divide the /dev/shm rate by the /tmp rate.")
+    close_to(answer, expected, rel=0.02, what="the ratio")
+    return passed(f"file creation ran {expected:,.0f}x faster in memory: on ext4 each -y is an fsync that "
+                  "waits for the disk, on tmpfs there is no disk to wait for.")
+
+
+def check_05_fsync_share(calls, answer: object) -> bool:
+    """Exercise 05.3: the share (0..1) of the time spent in the syscalls of one file that fsync took."""
+    total = float(calls["duration"].sum())
+    fsync = float(calls.loc[calls["syscall"] == "fsync", "duration"].sum())
+    if total <= 0:
+        fail("these calls have no durations: use mdtest.one_file_calls(...) on a trace taken with -T.")
+    expected = fsync / total
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 1 and \
+            math.isclose(answer / 100, expected, rel_tol=0.02):
+        fail("give a fraction between 0 and 1, not a percentage.")
+    close_to(answer, expected, rel=0.02, what="the fsync share")
+    return passed(f"fsync took {expected:.0%} of the time this file cost in system calls.")
+
 # --- lesson 06 ----------------------------------------------------------------------------------
 
 

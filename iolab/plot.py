@@ -185,6 +185,145 @@ def verdicts(frame: pd.DataFrame, title: str = "Timed reads, and which layer ser
 
 # --- lessons 04-05 ------------------------------------------------------------------------------
 
+ACCESS_COLORS = {"write": "#d62728", "read": "#1f77b4"}
+VERDICT_SHORT = {"served from page cache": "cache", "from the device": "device", "unclear": "unclear"}
+
+
+def _ior_best(df: pd.DataFrame) -> pd.DataFrame:
+    """Per run (or config) and access: the best iteration (IOR's "Max Write"/"Max Read"), in run order."""
+    key = "run" if "run" in df else "config"
+    d = df[df["access"].isin(["write", "read"]) & df["bw_mib"].notna()].copy()
+    order = list(dict.fromkeys(d[key]))
+    best = d.loc[d.groupby([key, "access"], sort=False)["bw_mib"].idxmax()].copy()
+    best["_order"] = best[key].map(order.index)
+    return best.sort_values(["_order", "access"], ascending=[True, False]).rename(columns={key: "x"})
+
+
+def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
+                  title: str = "IOR bandwidth per configuration (best iteration)") -> go.Figure:
+    """Bars of IOR's best write and read bandwidth per run, on a log axis, each labelled with its verdict
+    (from ``ior.add_verdicts``); a dashed line at the device's uncached read rate when given."""
+    best = _ior_best(df)
+    fig = go.Figure()
+    for access in ("write", "read"):
+        part = best[best["access"] == access]
+        if not len(part):
+            continue
+        labels = [VERDICT_SHORT.get(v, "") if isinstance(v, str) else "" for v in part.get("verdict", [None] * len(part))]
+        reasons = list(part["reason"]) if "reason" in part else [""] * len(part)
+        fig.add_bar(x=part["x"], y=part["bw_mib"], name=access, marker_color=ACCESS_COLORS[access],
+                    text=labels, textposition="outside", customdata=list(zip(part["config"], reasons)),
+                    hovertemplate="%{x} " + access + ": %{y:,.0f} MiB/s<br>options: %{customdata[0]}"
+                                  "<br>%{customdata[1]}<extra></extra>")
+    if device_mib:
+        fig.add_hline(y=device_mib, line_dash="dash", line_color="#555",
+                      annotation_text=f"device, uncached read: {device_mib:,.0f} MiB/s",
+                      annotation_position="top left")
+    fig.update_layout(title=title, barmode="group", yaxis_type="log", yaxis_title="bandwidth (MiB/s, log)",
+                      xaxis_title="run", legend_title="access", uniformtext_minsize=9)
+    return fig
+
+
+def ior_vs_published(ours: pd.DataFrame, published: pd.DataFrame, *, ours_title: str = "this machine",
+                     published_title: str = "published") -> go.Figure:
+    """Side by side, same log axis: our best bandwidth per configuration and a seed's published figures
+    (``published`` has columns config, access, bw_mib)."""
+    from plotly.subplots import make_subplots
+
+    mine = _ior_best(ours)
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=(ours_title, published_title),
+                        horizontal_spacing=0.04)
+    for col, part_df, xcol in ((1, mine, "config"), (2, published, "config")):
+        for access in ("write", "read"):
+            part = part_df[part_df["access"] == access]
+            fig.add_bar(x=part[xcol], y=part["bw_mib"], name=access, marker_color=ACCESS_COLORS[access],
+                        showlegend=col == 1, legendgroup=access, row=1, col=col,
+                        hovertemplate="%{x} " + access + ": %{y:,.0f} MiB/s<extra></extra>")
+    fig.update_yaxes(type="log", title_text="bandwidth (MiB/s, log)", col=1)
+    fig.update_yaxes(type="log", col=2)
+    fig.update_xaxes(title_text="IOR options")
+    fig.update_layout(barmode="group", title="The same sequence of options, here and in the seed",
+                      legend_title="access")
+    return fig
+
+
+def ior_iterations(df: pd.DataFrame, title: str = "Every iteration: how much do repeats vary?") -> go.Figure:
+    """One dot per iteration per run and access (log axis): the spread IOR's single "Max" hides."""
+    key = "run" if "run" in df else "config"
+    d = df[df["access"].isin(["write", "read"]) & df["bw_mib"].notna()]
+    fig = go.Figure()
+    for access in ("write", "read"):
+        part = d[d["access"] == access]
+        fig.add_scatter(x=part[key], y=part["bw_mib"], mode="markers", name=access,
+                        marker=dict(color=ACCESS_COLORS[access], size=9, opacity=0.75), customdata=part["iteration"],
+                        hovertemplate="%{x} " + access + ", iteration %{customdata}: %{y:,.0f} MiB/s<extra></extra>")
+    fig.update_layout(title=title, yaxis_type="log", yaxis_title="bandwidth (MiB/s, log)", xaxis_title="run",
+                      legend_title="access")
+    return fig
+
+
+SWEEP_AXES = {"transfer_size": ("transfer size (-t, bytes, log)", "log"),
+              "tasks": ("MPI tasks (-n)", "linear"), "segments": ("segments (-s, log)", "log")}
+
+
+def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
+              title: str | None = None) -> go.Figure:
+    """Best bandwidth against one swept parameter (transfer_size, tasks or segments), write and read;
+    ``highlight`` rings the point at that value."""
+    if by not in SWEEP_AXES:
+        raise ValueError(f"by must be one of {', '.join(SWEEP_AXES)}")
+    d = df[df["access"].isin(["write", "read"])].sort_values(by)
+    live = d["mode"] == "live" if "mode" in d else pd.Series(False, index=d.index)
+    fig = go.Figure()
+    for access in ("write", "read"):
+        part = d[(d["access"] == access) & ~live]
+        fig.add_scatter(x=part[by], y=part["bw_mib"], mode="lines+markers", name=f"{access} (recorded)",
+                        line_color=ACCESS_COLORS[access],
+                        hovertemplate=f"{by} %{{x:,}}: %{{y:,.0f}} MiB/s, recorded<extra></extra>")
+        here = d[(d["access"] == access) & live]
+        if len(here):
+            fig.add_scatter(x=here[by], y=here["bw_mib"], mode="markers", name=f"{access} (run here)",
+                            marker=dict(color=ACCESS_COLORS[access], symbol="diamond", size=11),
+                            hovertemplate=f"{by} %{{x:,}}: %{{y:,.0f}} MiB/s, run here<extra></extra>")
+        if highlight is not None:
+            hit = part[part[by] == highlight]
+            fig.add_scatter(x=hit[by], y=hit["bw_mib"], mode="markers", showlegend=False, hoverinfo="skip",
+                            marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(width=2, color="black")))
+    xtitle, xtype = SWEEP_AXES[by]
+    fig.update_layout(title=title or f"IOR -F -C -e: bandwidth against {by.replace('_', ' ')}",
+                      xaxis_title=xtitle, xaxis_type=xtype, yaxis_type="log",
+                      yaxis_title="bandwidth (MiB/s, log)", legend_title="access")
+    return fig
+
+
+def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem",
+                 title: str = "mdtest: metadata operations per second, per filesystem") -> go.Figure:
+    """Mean rate per operation (log axis, error bar = std dev over iterations), one colour per ``by``."""
+    d = df[df["unit"] == "ops/s"]
+    fig = go.Figure()
+    for name, part in d.groupby(by, sort=False):
+        fig.add_bar(x=part["operation"], y=part["mean"], name=str(name),
+                    error_y=dict(type="data", array=part["stddev"], visible=True, thickness=1),
+                    customdata=part[["min", "max"]],
+                    hovertemplate="%{x}: mean %{y:,.0f} ops/s (min %{customdata[0]:,.0f}, max %{customdata[1]:,.0f})"
+                                  "<extra>" + str(name) + "</extra>")
+    fig.update_layout(title=title, barmode="group", yaxis_type="log", yaxis_title="operations per second (log)",
+                      xaxis_title="mdtest operation", legend_title=by)
+    return fig
+
+
+def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
+                      title: str = "The system calls behind one file, and what each cost") -> go.Figure:
+    """Duration of each syscall (log axis, µs) in the order they ran, one colour per ``by``."""
+    fig = go.Figure()
+    for name, part in df.groupby(by, sort=False):
+        labels = [f"{i + 1}. {s}" for i, s in enumerate(part["syscall"])]
+        fig.add_bar(x=labels, y=part["duration"] * 1e6, name=str(name),
+                    hovertemplate="%{x}: %{y:,.0f} µs<extra>" + str(name) + "</extra>")
+    fig.update_layout(title=title, barmode="group", yaxis_type="log", yaxis_title="time in the syscall (µs, log)",
+                      xaxis_title="system call, in order", legend_title=by)
+    return fig
+
 # --- lesson 06 ----------------------------------------------------------------------------------
 
 def fuse_fio_vs_seed(df: pd.DataFrame, direction: str = "read") -> go.Figure:

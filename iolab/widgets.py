@@ -108,6 +108,77 @@ def read_size_explorer(path, sizes=READ_SIZES):
 
 # --- lessons 04-05 ------------------------------------------------------------------------------
 
+
+def ior_sweep_explorer(version: str = "4.0.0"):
+    """Pick which IOR parameter to vary (transfer size, tasks, segments) and its value.
+
+    The chart shows the recorded sweep (real runs, see ``ior.sweep_frame``); when IOR and mpirun
+    are here, choosing a value also runs that point live and adds it (ringed); without them the
+    control picks among the recorded runs and says so.
+    """
+    import ipywidgets as w
+    import plotly.graph_objects as go
+
+    from . import plot, recordings, runner
+    from .tools import ior
+    from .tools.ior import SWEEP_BASE as SWEEP_START
+
+    recorded = ior.sweep_frame(version)
+    can_run = recordings.mode() != "replay" and all(runner.which(t) for t in ("ior", "mpirun"))
+    param = w.ToggleButtons(options=[("transfer size", "transfer_size"), ("tasks", "tasks"),
+                                     ("segments", "segments")], value="transfer_size", description="vary")
+    value = w.SelectionSlider(options=[0], description="value", continuous_update=False)
+    status = w.Label()
+    fig = go.FigureWidget(plot.ior_sweep(ior.sweep_slice(recorded, "transfer_size"), "transfer_size"))
+    live_points: list = []
+
+    def values_for(by: str) -> list:
+        return sorted(set(ior.sweep_slice(recorded, by)[by]))
+
+    def redraw(by: str, highlight=None) -> None:
+        part = ior.sweep_slice(recorded, by)
+        extra = [p for p in live_points if p["by"] == by]
+        import pandas as pd
+        if extra:
+            part = pd.concat([part] + [p["frame"] for p in extra], ignore_index=True)
+        new = plot.ior_sweep(part, by, highlight=highlight)
+        with fig.batch_update():
+            fig.data = []
+            for trace in new.data:
+                fig.add_trace(trace)
+            fig.layout.update(new.layout)
+
+    def on_param(change=None) -> None:
+        opts = values_for(param.value)
+        label = (lambda v: ior._ior_size(int(v))) if param.value == "transfer_size" else (lambda v: str(int(v)))
+        busy[0] = True
+        try:
+            value.options = [(label(v), v) for v in opts]
+            value.value = SWEEP_START.get(param.value, opts[len(opts) // 2])
+        finally:
+            busy[0] = False
+        on_value()
+
+    def on_value(change=None) -> None:
+        if busy[0]:
+            return
+        by, v = param.value, value.value
+        if can_run and change is not None:
+            point = ior.sweep_point(by, v)
+            live_points.append({"by": by, "frame": point})
+            status.value = f"ran IOR here for {by} = {v:,}: see the ringed point"
+        else:
+            status.value = (f"{by} = {v:,}: a recorded run (IOR {version}); "
+                            + ("move the slider to run IOR here" if can_run else
+                               "IOR is not installed here, so the control picks among recorded runs"))
+        redraw(by, highlight=v)
+
+    busy = [False]
+    param.observe(on_param, names="value")
+    value.observe(on_value, names="value")
+    on_param()
+    return w.VBox([param, value, status, fig])
+
 # --- lesson 06 ----------------------------------------------------------------------------------
 
 
