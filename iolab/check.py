@@ -212,6 +212,90 @@ def check_02_read_ahead_kb(path, answer) -> bool:
 
 # --- lesson 04 ----------------------------------------------------------------------------------
 
+# seed 001 (ORFEO handout): the -F run's "Max Read: 239575.53 MiB/sec", served by 4 storage nodes
+SEED_001_FPP_READ_MIB = 239575.53
+SEED_001_STORAGE_NODES = 4
+
+
+def check_04_storage_node_rate(answer: object) -> bool:
+    """Exercise 04.1: GB/s (decimal) each of /fast's storage nodes would have had to send for seed
+    001's -F read to have come from the filesystem."""
+    expected = SEED_001_FPP_READ_MIB * 2**20 / 1e9 / SEED_001_STORAGE_NODES
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and \
+            math.isclose(answer, SEED_001_FPP_READ_MIB / 1024 / SEED_001_STORAGE_NODES, rel_tol=0.03):
+        fail("that is GiB/s: the question asks for GB/s (10**9 bytes). 1 MiB = 2**20 bytes.")
+    close_to(answer, expected, rel=0.03, what="GB/s per storage node")
+    return passed(f"{expected:,.1f} GB/s per node, about 500 Gbit/s each: no storage node's network "
+                  "delivers that. The read came from the compute nodes' page cache.")
+
+
+def check_04_seed_options(opts: object) -> bool:
+    """Exercise 04.2: ior.Options for seed 001's last run: -t 1m -b 16m -s 24 -F -C -e."""
+    from .tools import ior
+    from .units import MiB, parse_size
+
+    if not isinstance(opts, ior.Options):
+        fail(f"build an iolab.tools.ior.Options(...), got {type(opts).__name__}.")
+    wrong = []
+    if parse_size(opts.transfer_size) != MiB:
+        wrong.append("transfer_size is -t: 1 MiB")
+    if parse_size(opts.block_size) != 16 * MiB:
+        wrong.append("block_size is -b: 16 MiB")
+    if opts.segments != 24:
+        wrong.append("segments is -s: 24")
+    if not opts.file_per_process:
+        wrong.append("-F is file_per_process=True")
+    if not opts.reorder_tasks:
+        wrong.append("-C is reorder_tasks=True")
+    if not opts.fsync:
+        wrong.append("-e is fsync=True")
+    if opts.odirect:
+        wrong.append("the seed's run did not use O_DIRECT")
+    if wrong:
+        fail("; ".join(wrong) + ".")
+    total = opts.total_bytes(24)
+    return passed(f"argv: {' '.join(opts.argv('4.0.0'))}. With 24 tasks it writes {total / 2**30:.0f} GiB, "
+                  "then reads it back.")
+
+
+def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
+    """Exercise 04.3: the verdict (iolab.measure.judge) on the best read of the -F -C run."""
+    from . import measure
+    from .tools import ior
+
+    if not isinstance(experiment, ior.Experiment):
+        fail(f"pass the ior.Experiment of the -F -C run (what ior.experiment returned), got {type(experiment).__name__}.")
+    if not experiment.options.reorder_tasks:
+        fail("this experiment was not run with -C (reorder_tasks=True).")
+    if not isinstance(verdict, measure.Verdict):
+        fail(f"verdict should be what iolab.measure.judge(...) returned, got {type(verdict).__name__}.")
+    best = experiment.best("read")
+    expected = measure.judge(best * 2**20, device_bps=experiment.cache.get("device_bps"),
+                             resident_fraction=experiment.cache.get("resident_fraction"))
+    if verdict.label != expected.label:
+        fail("judge the best read rate in bytes/s (bw_mib x 2**20) with device_bps=experiment.cache['device_bps'] "
+             "and resident_fraction=experiment.cache['resident_fraction'].")
+    return passed(f"{verdict.label}: {verdict.reason}. -C moved each rank to a file another rank wrote, but "
+                  "every rank runs on this one node, and the page cache is per node.")
+
+
+def check_04_data_sets(answer: object, data_set_bytes: int, mem_bytes: int | None = None) -> bool:
+    """Exercise 04.4: how many fresh data sets of ``data_set_bytes`` make 10x this machine's memory
+    (seed 003's recommendation for honest reads)."""
+    from . import pagecache
+
+    mem = mem_bytes if mem_bytes is not None else pagecache.meminfo()["MemTotal"]
+    expected = math.ceil(10 * mem / data_set_bytes)
+    if not isinstance(answer, int) or isinstance(answer, bool):
+        fail(f"give a whole number of data sets, got {answer!r}.")
+    if answer == math.floor(10 * mem / data_set_bytes) and answer != expected:
+        fail("round up: with one data set fewer the total stays below 10x memory.")
+    if answer != expected:
+        fail("10 x MemTotal (pagecache.meminfo()['MemTotal'], bytes) divided by the size of one data set, "
+             "rounded up.")
+    return passed(f"{expected:,} data sets of {data_set_bytes / 2**20:,.0f} MiB: {expected * data_set_bytes / 2**30:,.0f} "
+                  "GiB written before the first honest read.")
+
 # --- lesson 05 ----------------------------------------------------------------------------------
 
 # seed 001 (ORFEO handout): `salloc -n4 -N1`, then `srun mdtest -d <filesystem> -n 10 -i 200 -y`
