@@ -386,3 +386,77 @@ def staging_vs_streaming(df: pd.DataFrame) -> go.Figure:
 
 
 # --- class results / slurm ----------------------------------------------------------------------
+
+def _hover(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
+    present = [c for c in cols if c in frame.columns]
+    return ["<br>".join(f"{c}: {row[c]}" for c in present) for _, row in frame[present].iterrows()]
+
+
+def class_strip(frame: pd.DataFrame, value: str, *, unit: str, x: str = "filesystem", color: str = "user",
+                title: str | None = None, log: bool = True,
+                hover: tuple[str, ...] = ("user", "options", "node", "fstype", "mode")) -> go.Figure:
+    """Every measurement of the class as a point, one column per ``x`` (filesystem), a box behind.
+
+    One trace per ``color`` value (student), so clicking a legend entry hides a student. Log axis by
+    default: filesystems differ by factors. ``unit`` is the y-axis unit ("ops/s", "MiB/s").
+    """
+    fig = go.Figure()
+    data = frame.dropna(subset=[value])
+    order = list(dict.fromkeys(data[x]))
+    fig.add_trace(go.Box(x=data[x], y=data[value], name="all students", boxpoints=False,
+                         marker_color="lightgray", line_color="gray", showlegend=False, hoverinfo="skip"))
+    for key, g in data.groupby(color, sort=True):
+        fig.add_trace(go.Scatter(x=g[x], y=g[value], mode="markers", name=str(key), marker={"size": 9},
+                                 text=_hover(g, hover), hovertemplate="%{x}: %{y:.4g} " + unit + "<br>%{text}"))
+    fig.update_layout(title=title or f"{value} per {x}, every student", template="plotly_white",
+                      xaxis_title=x, yaxis_title=f"{value} ({unit}{', log scale' if log else ''})",
+                      legend_title=color, boxmode="overlay")
+    fig.update_xaxes(categoryorder="array", categoryarray=order)
+    if log:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def class_heatmap(frame: pd.DataFrame, value: str, *, unit: str, rows: str = "user", cols: str = "filesystem",
+                  title: str | None = None) -> go.Figure:
+    """The median of ``value`` per student (rows) and filesystem (columns), colour on a log scale,
+    each cell labelled with its value: a student far from the column stands out."""
+    import numpy as np
+
+    data = frame.dropna(subset=[value])
+    data = data[data[value] > 0]
+    table = data.pivot_table(index=rows, columns=cols, values=value, aggfunc="median")
+    col_order = [c for c in dict.fromkeys(data[cols]) if c in table.columns]
+    table = table[col_order]
+    z = np.log10(table.to_numpy(dtype=float))
+    text = [[("" if np.isnan(v) else f"{v:.3g}") for v in r] for r in table.to_numpy(dtype=float)]
+    finite = z[np.isfinite(z)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    ticks = list(range(int(np.floor(lo)), int(np.ceil(hi)) + 1))
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[str(c) for c in table.columns], y=[str(i) for i in table.index], text=text,
+        texttemplate="%{text}", colorscale="Viridis", hovertemplate="%{y} on %{x}: %{text} " + unit + "<extra></extra>",
+        colorbar={"title": {"text": unit}, "tickvals": ticks, "ticktext": [f"{10 ** t:g}" for t in ticks]}))
+    fig.update_layout(title=title or f"median {value} ({unit}) per {rows} and {cols}", template="plotly_white",
+                      xaxis_title=cols, yaxis_title=rows)
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def slurm_sweep(frame: pd.DataFrame, value: str, *, unit: str, x: str = "nodes", color: str = "options",
+                facet: str | None = None, title: str | None = None) -> go.Figure:
+    """A Slurm sweep's results: ``value`` against ``x`` (node count), one line per option set."""
+    fig = go.Figure()
+    data = frame.dropna(subset=[value])
+    groups = [(None, data)] if facet is None else list(data.groupby(facet))
+    for fkey, fg in groups:
+        for key, g in fg.groupby(color, sort=False):
+            g = g.groupby(x, as_index=False)[value].median().sort_values(x)
+            name = str(key) if fkey is None else f"{key} ({fkey})"
+            fig.add_trace(go.Scatter(x=g[x], y=g[value], mode="lines+markers", name=name,
+                                     hovertemplate=f"{x}=%{{x}}: %{{y:.4g}} {unit}"))
+    fig.update_layout(title=title or f"{value} by {x}", template="plotly_white", xaxis_title=x,
+                      yaxis_title=f"{value} ({unit}, log scale)", legend_title=color)
+    fig.update_yaxes(type="log")
+    fig.update_xaxes(dtick=1)
+    return fig
