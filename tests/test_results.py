@@ -219,3 +219,69 @@ def test_recorded_class_data_loads_cleanly():
         df = results.load(d)
     assert df["user"].nunique() >= 4 and df["filesystem"].nunique() >= 3
     assert set(df["mode"]) <= {"live", "replay", "recorded"}
+
+
+# --- deployment (docs/jupyterhub.md) ------------------------------------------------------------
+
+def _as_uid(uid: int, fn) -> int:
+    """Run fn() in a forked child with this uid; the child's exit code (0 = fn returned True)."""
+    pid = os.fork()
+    if pid == 0:                       # pragma: no cover - runs in the child
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(uid)
+            code = 0 if fn() else 1
+        except BaseException:
+            code = 2
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="switching users needs root")
+def test_a_sticky_class_directory_lets_students_add_but_not_replace(tmp_path):
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="iolab-class-perm-", dir="/tmp"))
+    try:
+        os.chmod(shared, 0o1777)       # docs/jupyterhub.md: like /tmp, or 3770 with a class group
+        one = frame(1)
+
+        def save_as(user):
+            def fn():
+                results.save(one, tool="fio", directory=shared, user=user, fstype="ext4", tool_version="t")
+                return True
+            return fn
+
+        def overwrite_other():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", results.ResultsWarning)   # cannot lock the other's lock file
+                try:
+                    results.save(one, tool="fio", directory=shared, user="stu-a", fstype="ext4", tool_version="t")
+                except PermissionError:
+                    return True
+            return False
+
+        assert _as_uid(65501, save_as("stu-a")) == 0
+        assert _as_uid(65502, save_as("stu-b")) == 0
+        assert _as_uid(65502, overwrite_other) == 0
+        assert (shared / "stu-a.json").stat().st_uid == 65501
+        df = results.load(shared)
+        assert df.groupby("user").size().to_dict() == {"stu-a": 1, "stu-b": 1}
+        assert not [p for p in shared.iterdir() if p.name.endswith(".tmp")]
+    finally:
+        import shutil
+
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_kernel_install_carries_class_settings(tmp_path):
+    pytest.importorskip("ipykernel")
+    r = subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(tmp_path), "--name", "iolab-test",
+                        "--display-name", "iolab (test)", "--env", "IOLAB_RESULTS", "/shared/class/results"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    spec = json.loads((tmp_path / "share" / "jupyter" / "kernels" / "iolab-test" / "kernel.json").read_text())
+    assert spec["env"] == {"IOLAB_RESULTS": "/shared/class/results"}
+    assert spec["argv"][0] == sys.executable and "ipykernel_launcher" in spec["argv"]
