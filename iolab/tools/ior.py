@@ -683,6 +683,31 @@ class Experiment:
         return add_verdicts(df, device_bps=self.cache.get("device_bps"),
                             resident_fraction=self.cache.get("resident_fraction"))
 
+    def table(self) -> pd.DataFrame:
+        """Per access: the best and the worst iteration (MiB/s), and the verdict on the best."""
+        df = self.frame()
+        df = df[df["access"].isin(["write", "read"])]
+        out = []
+        for access, part in df.groupby("access", sort=False):
+            top = part.loc[part["bw_mib"].idxmax()]
+            out.append({"run": self.name, "options": top["config"], "access": access,
+                        "best MiB/s": round(float(top["bw_mib"]), 1), "worst MiB/s": round(float(part["bw_mib"].min()), 1),
+                        "iterations": len(part), "verdict": top["verdict"], "why": top["reason"]})
+        return pd.DataFrame(out)
+
+    def describe(self) -> str:
+        """What the page cache held and what the device can do, in one line."""
+        c = self.cache
+        bits = []
+        if c.get("resident_fraction") is not None:
+            bits.append(f"test files ({units.format_size(c.get('bytes', 0))}) resident in the page cache: "
+                        f"{c['resident_fraction']:.0%}")
+        if c.get("device_bps"):
+            bits.append(f"device behind them, uncached read: {units.format_rate(c['device_bps'])}")
+        if c.get("fstype"):
+            bits.append(f"filesystem: {c['fstype']}")
+        return "; ".join(bits) or "no cache facts recorded"
+
     def best(self, access: str) -> float | None:
         """The highest bandwidth (MiB/s) of an access over the iterations."""
         vals = [r["bw_mib"] for r in self.rows if r["access"] == access and r["bw_mib"] is not None]
@@ -758,8 +783,8 @@ def split_phases(options: Options, *, tasks: int = 2, recording: str, evict: boo
     wopts = replace(options, write=True, read=False, keep_file=True, test_file=base)
     ropts = replace(options, write=False, read=True, keep_file=False, test_file=base)
     try:
-        w = experiment(wopts, tasks=tasks, recording=f"{recording}-write", ws=ws, launcher=launcher,
-                       timeout=timeout, quiet=quiet)
+        w = experiment(wopts, tasks=tasks, recording=f"{recording}-write", name="write (-w -k)", ws=ws,
+                       launcher=launcher, timeout=timeout, quiet=quiet)
         before: dict[str, Any] = {}
         if w.mode == "live":
             files = _files_of(Path(base))
@@ -773,7 +798,8 @@ def split_phases(options: Options, *, tasks: int = 2, recording: str, evict: boo
             if e.mode == "live":
                 e.cache.update({k: v for k, v in before.items()})
             return e
-        r = measured_before(experiment(ropts, tasks=tasks, recording=f"{recording}-read", ws=ws,
+        r = measured_before(experiment(ropts, tasks=tasks, recording=f"{recording}-read",
+                                       name="read after eviction (-r)" if evict else "read (-r)", ws=ws,
                                        launcher=launcher, timeout=timeout, quiet=quiet))
         return w, r
     finally:
