@@ -333,12 +333,14 @@ def summary(df: Any, value: str, by: Sequence[str] = ("filesystem",)):
 
 
 def outliers(df: Any, value: str, by: Sequence[str] = ("filesystem",), *, threshold: float = 3.5,
-             min_group: int = 4):
+             min_factor: float = 2.0, min_group: int = 4):
     """Rows far from their group's median, on a log scale (rates differ by factors, not offsets).
 
     Robust z = 0.6745 · (log x − median log x) / MAD(log x), per group of ``by`` with at least
-    ``min_group`` rows; a row is an outlier when |z| > threshold. Adds ``z`` and ``x_median``
-    (the row's value over its group's median), sorted by |z|.
+    ``min_group`` rows; a row is an outlier when |z| > threshold and it is at least ``min_factor``
+    times above or below the median (students who agree closely make the MAD tiny, and a 20 %
+    difference is not what a discussion is about). Adds ``z`` and ``x_median`` (the row's value over
+    its group's median), sorted by |z|.
     """
     import numpy as np
     import pandas as pd
@@ -354,8 +356,9 @@ def outliers(df: Any, value: str, by: Sequence[str] = ("filesystem",), *, thresh
         if mad == 0:
             continue
         z = 0.6745 * (logv - med) / mad
-        sel = g[z.abs() > threshold].copy()
-        sel["z"] = z[z.abs() > threshold]
+        far = (z.abs() > threshold) & ((logv - med).abs() >= np.log10(min_factor))
+        sel = g[far].copy()
+        sel["z"] = z[far]
         sel["x_median"] = sel[value] / 10 ** med
         parts.append(sel)
     if not parts:

@@ -12,6 +12,7 @@ import pytest
 from iolab import recordings, slurm
 from iolab.errors import ParseError, ToolFailed, ToolTimeout
 
+import slurm_cluster
 from slurm_cluster import slurm_single, slurm_two_nodes  # noqa: F401  (pytest fixtures)
 
 REC = Path(recordings.data_dir()) / "slurm"
@@ -365,3 +366,44 @@ def test_recordings_have_their_meta():
         meta = recordings.load(ref).meta
         assert meta["host"]["hostname"] and meta["date"] and meta["notes"], ref
     assert json.loads((REC / "fio-2nodes.meta.json").read_text())["filesystem"]["fstype"]
+
+
+def test_why_not_names_the_reason(monkeypatch):
+    monkeypatch.setenv("IOLAB_SLURM_TESTS", "skip")
+    assert slurm_cluster.why_not() == "IOLAB_SLURM_TESTS=skip"
+    monkeypatch.delenv("IOLAB_SLURM_TESTS")
+    monkeypatch.setattr(slurm_cluster.os, "geteuid", lambda: 1000)
+    assert "root" in slurm_cluster.why_not()
+
+
+@pytest.mark.live
+def test_the_cluster_leaves_nothing_behind_even_on_failure(tmp_path):
+    reason = slurm_cluster.why_not()
+    if reason:
+        pytest.skip(f"Slurm cannot start here: {reason}")
+    c = slurm_cluster.SlurmCluster(nodes=1)
+    with pytest.raises(RuntimeError, match="boom"):
+        with c:
+            state_dir = c.dir
+            job = slurm.submit(slurm.batch_script(slurm.Step(["sleep", "600"])), directory=tmp_path, env=c.env)
+            for _ in range(300):
+                if job.info().state == "RUNNING":
+                    break
+                slurm.time.sleep(0.1)
+            assert job.info().state == "RUNNING"
+            marked = c._marked_pids()
+            assert len(marked) >= 4            # munged, slurmctld, slurmd, slurmstepd, the job's sleep
+            raise RuntimeError("boom")
+    assert not state_dir.exists() and c.dir is None
+    assert [(p, _state(p)) for p in marked if _state(p) not in ("gone", "Z")] == []
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (Z: a zombie, dead but not yet reaped by its parent), or "gone"."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("State:"):
+                return line.split()[1]
+    except OSError:
+        pass
+    return "gone"
