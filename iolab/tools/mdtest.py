@@ -297,3 +297,9 @@ def one_file_calls(text: str) -> pd.DataFrame:
     if not len(df):
         raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
     return df[["syscall", "duration", "result", "path", "args"]].reset_index(drop=True)
+
+
+def trace_one_file(on: str | Path | None, *, recording: str, quiet: bool = False) -> recordings.Outcome:
+    """:func:`one_file_trace` live (mdtest and strace here), or its recording; ``.data`` is the calls."""
+    return recordings.live_or_recorded(lambda: one_file_trace(on), recording, requires=("mdtest", "strace"),
+                                       parse=one_file_calls, quiet=quiet)
