@@ -210,6 +210,66 @@ def check_02_read_ahead_kb(path, answer) -> bool:
 
 # --- lesson 03 ----------------------------------------------------------------------------------
 
+def _whole(answer: object, what: str) -> int:
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        fail(f"{what} should be a whole number (an int), got {answer!r}.")
+    return int(answer)
+
+
+def check_03_predict(answer: object, file_size: int, read_size: int) -> bool:
+    """Exercise 03.1: read(2) calls to read a file of file_size bytes, read_size per f.read, unbuffered."""
+    from .tools.strace import expected_reads
+
+    a = _whole(answer, "the number of read(2) calls")
+    want = expected_reads(file_size, read_size)
+    if a == want - 1:
+        fail("one short: the program only learns it reached the end of the file when a read(2) returns 0 "
+             "bytes, and that call counts too.")
+    if a == file_size // read_size + 1 and a != want:
+        fail("the last read(2) that returns data may be a short one: round the division up, not down.")
+    if a != want:
+        fail(f"each read(2) returns at most {read_size:,} bytes of the {file_size:,}; count the calls that "
+             "return data, then the one that returns nothing.")
+    return passed(f"{want:,} = ceil({file_size:,} / {read_size:,}) + 1 calls.")
+
+
+def check_03_buffered(answer: object, path, read_size: int = 1) -> bool:
+    """Exercise 03.2: read(2) calls on path when Python's buffered reader reads it read_size bytes at a time."""
+    import os
+
+    from .tools import strace
+
+    a = _whole(answer, "the number of read(2) calls")
+    size = os.path.getsize(path)
+    measured = strace.count_reads(path, read_size, buffered=True,
+                                  recording=f"strace/buffered-read-{read_size}" if size == 100_000 else None)
+    if a == strace.expected_reads(size, read_size):
+        fail("that is the unbuffered count. open(path, 'rb') wraps the file in a BufferedReader: how many "
+             "bytes does it ask the kernel for at a time? (os.stat(path).st_blksize)")
+    if a != measured:
+        fail(f"measure it: iolab.tools.strace.count_reads(path, {read_size}, buffered=True).")
+    blk = os.stat(path).st_blksize
+    return passed(f"{measured:,} read(2) calls for {size:,} f.read({read_size}) calls: the BufferedReader asks "
+                  f"the kernel for {blk:,} bytes (st_blksize) at a time and serves the small reads from memory. "
+                  "The layer that answered your 1-byte reads was Python's buffer, not the kernel.")
+
+
+def check_03_storm(frame, syscall: object, failed: object) -> bool:
+    """Exercise 03.3: from a strace -c frame, the most-called syscall and how many of its calls failed."""
+    if not {"syscall", "calls", "errors"} <= set(getattr(frame, "columns", [])):
+        fail("give the DataFrame that iolab.tools.strace.count(...) returned.")
+    top = frame.sort_values("calls", ascending=False).iloc[0]
+    if not isinstance(syscall, str) or syscall != top["syscall"]:
+        fail("sort the rows by the calls column (frame.sort_values('calls')) and take the largest.")
+    f = _whole(failed, "the number of failed calls")
+    if f != int(top["errors"]):
+        fail(f"the errors column of the {top['syscall']} row counts the calls that returned an error "
+             "(mostly ENOENT: a file that was not there).")
+    return passed(f"{int(top['calls']):,} {top['syscall']} calls, {f:,} of them failed: most are Python "
+                  "looking for a module in each directory of sys.path. On a parallel filesystem every one "
+                  "of them is a request to a metadata server.")
+
+
 # --- lesson 04 ----------------------------------------------------------------------------------
 
 # seed 001 (ORFEO handout): the -F run's "Max Read: 239575.53 MiB/sec", served by 4 storage nodes
