@@ -527,7 +527,15 @@ def class_heatmap(frame: pd.DataFrame, value: str, *, unit: str, rows: str = "us
     col_order = [c for c in dict.fromkeys(data[cols]) if c in table.columns]
     table = table[col_order]
     z = np.log10(table.to_numpy(dtype=float))
-    text = [[("" if np.isnan(v) else f"{v:.3g}") for v in r] for r in table.to_numpy(dtype=float)]
+    def short(v: float) -> str:
+        if np.isnan(v):
+            return ""
+        for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(v) >= div:
+                return f"{v / div:.3g}{suffix}"
+        return f"{v:.3g}"
+
+    text = [[short(v) for v in r] for r in table.to_numpy(dtype=float)]
     finite = z[np.isfinite(z)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     ticks = list(range(int(np.floor(lo)), int(np.ceil(hi)) + 1))
