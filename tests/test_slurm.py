@@ -407,3 +407,31 @@ def _state(pid: int) -> str:
     except OSError:
         pass
     return "gone"
+
+
+def _fake_run(outputs):
+    from datetime import datetime, timezone
+
+    from iolab.runner import Run
+
+    def run(self, argv, timeout=30, check=False):
+        text, rc = outputs.get(argv[0], ("", 1))
+        return Run(argv, text, "" if rc == 0 else f"{argv[0]}: error", rc, 0.0, datetime.now(timezone.utc))
+    return run
+
+
+def test_state_falls_back_to_sacct_then_squeue(tmp_path, monkeypatch):
+    job = slurm.Job("12", tmp_path, tmp_path / "s.sbatch")
+    monkeypatch.setattr(slurm.runner, "which", lambda tool: "/usr/bin/" + tool)
+    gone = ("slurm_load_jobs error: Invalid job id specified\n", 1)
+    monkeypatch.setattr(slurm.Job, "_run", _fake_run({
+        "scontrol": gone, "sacct": ("12|NODE_FAIL|0:0|None|n2\n12.batch|CANCELLED|0:15||n2\n", 0)}))
+    info = job.info()
+    assert (info.state, info.source, info.nodes) == ("NODE_FAIL", "sacct", "n2") and info.done and not info.ok
+    monkeypatch.setattr(slurm.Job, "_run", _fake_run({
+        "scontrol": gone, "sacct": ("", 1), "squeue": ("12|TIMEOUT|TimeLimit|n1\n", 0)}))
+    info = job.info()
+    assert (info.state, info.reason, info.source) == ("TIMEOUT", "TimeLimit", "squeue")
+    monkeypatch.setattr(slurm.Job, "_run", _fake_run({"scontrol": gone}))
+    with pytest.raises(slurm.IolabError, match="no longer knows job 12"):
+        job.info()
