@@ -956,3 +956,28 @@ def make_tree(root: str | os.PathLike[str], dirs: int = 10, files_per_dir: int =
         for j in range(files_per_dir):
             (d / f"f{j:04d}.dat").touch()
     return dirs * files_per_dir
+
+
+def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 3, timeout: float = 120):
+    """Elapsed seconds of one unbuffered read loop over ``path``: plain, under ``strace -c`` and under a
+    full ``-f -tt -T -y`` trace to a file. Returns a DataFrame (how, seconds, calls, repeat)."""
+    import pandas as pd
+
+    p = Path(path).resolve()
+    cmd = read_loop_argv(p, read_size)
+    out = p.parent / f".strace-{os.getpid()}-overhead.txt"
+    rows = []
+    try:
+        for i in range(repeat):
+            r = runner.run(cmd, timeout=timeout)
+            rows.append(("plain", r.seconds, i))
+            r = run(count_argv(cmd, output=out, follow=False), timeout=timeout, cwd=p.parent)
+            rows.append(("strace -c", r.seconds, i))
+            r = run(trace_argv(cmd, output=out, follow=False), timeout=timeout, cwd=p.parent)
+            rows.append(("strace -tt -T -y (full trace)", r.seconds, i))
+    finally:
+        out.unlink(missing_ok=True)
+    df = pd.DataFrame(rows, columns=["how", "seconds", "repeat"])
+    df["read_size"] = int(read_size)
+    df["file_size"] = p.stat().st_size
+    return df
