@@ -364,3 +364,46 @@ def test_live_forks_are_followed(ws):
     per_pid = df[df["syscall"] == "read"].groupby("pid").size().sort_values()
     assert list(per_pid) == [st.expected_reads(65_536, 16384), st.expected_reads(65_536, 4096)]
     assert os.path.exists(path)
+
+
+# ------------------------------------------------------------------------------------------------
+# lesson 03 checks and charts
+# ------------------------------------------------------------------------------------------------
+
+def test_check_03_predict_hints():
+    from iolab import check
+
+    assert check.check_03_predict(335, 1_000_000, 3_000)
+    with pytest.raises(check.CheckFailed, match="end of the file"):
+        check.check_03_predict(334, 1_000_000, 3_000)
+    with pytest.raises(check.CheckFailed):
+        check.check_03_predict("335", 1_000_000, 3_000)
+
+
+def test_check_03_storm_on_a_recording():
+    from iolab import check
+
+    df = st.summary_frame(st.parse_summary(recordings.load("strace/count-import-pandas").text))
+    top = df.sort_values("calls", ascending=False).iloc[0]
+    assert check.check_03_storm(df, top["syscall"], int(top["errors"]))
+    with pytest.raises(check.CheckFailed):
+        check.check_03_storm(df, "read", 0)
+    with pytest.raises(check.CheckFailed):
+        check.check_03_storm(df, top["syscall"], int(top["errors"]) + 1)
+
+
+def test_lesson_03_charts_have_units_and_log_axes():
+    import pandas as pd
+
+    from iolab import plot
+
+    sweep = pd.DataFrame({"read_size": [1, 4096], "calls": [100_001, 26], "file_size": 100_000})
+    fig = plot.syscall_counts_vs_read_size(sweep)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "bytes" in fig.layout.xaxis.title.text
+    calls = st.calls_frame(st.parse_calls(recordings.load("strace/trace-reads-warm").text))
+    hist = plot.syscall_latency_histogram(calls.assign(label="warm"))
+    assert hist.layout.xaxis.type == "log" and "µs" in hist.layout.xaxis.title.text
+    assert sum(sum(t.y) for t in hist.data) == (calls["syscall"] == "read").sum()
+    timeline = plot.reads_timeline(st.calls_frame(st.parse_calls(recordings.load("strace/trace-forks-reads").text)))
+    assert len(timeline.data) == 3 and "ms" in timeline.layout.xaxis.title.text
