@@ -170,6 +170,7 @@ def batch_script(steps: Step | Sequence[Step], *, nodes: int | None = None, task
     modules: ``module load`` lines; setup: any other shell lines (sourcing a site profile...);
     env: variables exported. launcher: ``srun`` (with ``--mpi=<mpi>`` for MPI tools), ``mpirun``
     (inside the allocation), or ``none`` (the command runs once, on the first node).
+    Steps without a name are named ``step-<i>`` here.
     """
     steps = [steps] if isinstance(steps, Step) else list(steps)
     if not steps:
@@ -228,10 +229,14 @@ def batch_script(steps: Step | Sequence[Step], *, nodes: int | None = None, task
         w = shlex.quote(os.fspath(workdir))
         L.append(f"mkdir -p {w} && cd {w} || exit 1")
     L += ['echo "iolab: job ${SLURM_JOB_ID:-} on ${SLURM_JOB_NODELIST:-$(hostname)} in $PWD"', ""]
-    files = [(fname, text) for s in steps for fname, text in s.files.items()]
+    files: dict[str, str] = {}
+    for s in steps:
+        for fname, text in s.files.items():
+            if files.setdefault(fname, text) != text:
+                raise ValueError(f"two steps write different input files named {fname!r}: give the steps names")
     if files:
         L.append("# --- input files ---")
-        for fname, text in files:
+        for fname, text in files.items():
             if not re.fullmatch(r"[A-Za-z0-9_.+-]+", fname):
                 raise ValueError(f"an input file name is letters, digits and _.+-: {fname!r}")
             if "\nIOLAB_EOF\n" in f"\n{text}\n":

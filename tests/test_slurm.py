@@ -435,3 +435,13 @@ def test_state_falls_back_to_sacct_then_squeue(tmp_path, monkeypatch):
     monkeypatch.setattr(slurm.Job, "_run", _fake_run({"scontrol": gone}))
     with pytest.raises(slurm.IolabError, match="no longer knows job 12"):
         job.info()
+
+
+def test_input_files_are_written_once_and_never_clash():
+    steps = slurm.sweep(["fio", "--output-format=json", "{out}/job.fio"], {"a": ["--rw=read"], "b": ["--rw=write"]},
+                        tool="fio", files={"job.fio": "[x]\nsize=1M\n"})
+    assert slurm.batch_script(steps).count("cat > \"$OUT/job.fio\"") == 1
+    clash = [slurm.fio_step("[a]\n"), slurm.fio_step("[b]\n", name="fio2")]
+    clash[1].files = {"fio.fio": "[b]\n"}
+    with pytest.raises(ValueError, match="different input files"):
+        slurm.batch_script(clash)
