@@ -102,6 +102,8 @@ def resolve(tool: str, *candidates: str | os.PathLike[str]) -> str:
 
 
 _LIVE: set["Service"] = set()
+# every service started in this process, newest last (tests check what each one left behind)
+STARTED: list["Service"] = []
 
 
 @atexit.register
@@ -147,6 +149,8 @@ class Service:
         finally:
             log.close()
         _LIVE.add(self)
+        STARTED.append(self)
+        del STARTED[:-200]
         self.started_at = time.monotonic()
         try:
             deadline = time.monotonic() + self.start_timeout
@@ -197,6 +201,11 @@ class Service:
                 except OSError:
                     pass
         _LIVE.discard(self)
+
+    def leftovers(self) -> list[str]:
+        """What of this service is still there: its process, or files matching its cleanup globs."""
+        left = [f"process {self.pid}"] if self.alive() else []
+        return left + [p for pattern in self.cleanup_globs for p in glob.glob(pattern)]
 
     def log_tail(self, lines: int = 25) -> str:
         try:

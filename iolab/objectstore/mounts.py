@@ -151,7 +151,7 @@ class Mount:
 @contextlib.contextmanager
 def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt: Path, private: Path,
            cache: Path | None, options: dict[str, Any], env: Mapping[str, str | None] | None = None,
-           start_timeout: float = 30) -> Iterator[Mount]:
+           start_timeout: float = 30, flush_timeout: float = 30) -> Iterator[Mount]:
     svc = Service(client, argv, log_path=private / f"{client}.log", env=env,
                   ready=lambda: is_mounted(mnt), start_timeout=start_timeout, stop_grace=3)
     try:
@@ -164,6 +164,10 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
     finally:
         try:
             unmount(mnt)
+            # a client exits by itself once unmounted, after uploading what is still dirty: let it
+            if svc.proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    svc.proc.wait(timeout=flush_timeout)
         finally:
             svc.stop()
             unmount(mnt)   # the daemon is gone: a dead mount ("Transport endpoint is not connected") goes too
@@ -272,19 +276,35 @@ def rclone(endpoint: Endpoint, bucket: str, *, vfs_cache_mode: str = "off",
         raise ValueError("vfs_cache_mode is off, minimal, writes or full")
     exe = client_binary("rclone")
     _w, mnt, private = _prepare(ws, "rclone", mountpoint)
+    try:
+        _bucket_exists(endpoint, bucket)
+    except MountError:
+        shutil.rmtree(private, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            mnt.rmdir()
+        raise
     cdir = _cache_dir(cache) or (private / "cache")
     conf = endpoint.rclone_config(private)
     argv = [exe, "mount", f"store:{bucket}", str(mnt), "--config", str(conf), "--vfs-cache-mode", vfs_cache_mode,
-            "--cache-dir", str(cdir), "--dir-cache-time", "5s", "--log-level", "NOTICE", *extra]
+            "--cache-dir", str(cdir), "--dir-cache-time", "5s", "--vfs-write-back", "0s", "--log-level", "NOTICE",
+            *extra]
     # this environment's AWS_CA_BUNDLE breaks rclone's S3 backend on plain http
     env = {"AWS_CA_BUNDLE": None, "RCLONE_CONFIG": str(conf)}
     with _mount("rclone", argv, endpoint=endpoint, bucket=bucket, mnt=mnt, private=private,
                 cache=cdir if vfs_cache_mode != "off" else None, options={"vfs_cache_mode": vfs_cache_mode},
                 env=env) as m:
-        # rclone mounts before it has checked the bucket: look once, so a missing bucket fails here
-        try:
-            os.listdir(m.path)
-        except OSError as e:
-            raise MountError(f"rclone mounted {bucket!r} but cannot list it ({e}): "
-                             f"{_diagnose(m.log_tail())}\n{m.log_tail()}") from None
         yield m
+
+
+def _bucket_exists(endpoint: Endpoint, bucket: str) -> None:
+    """rclone mounts a missing bucket as an empty directory (and would create it on the first
+    write), and it checks no credentials at mount time: ask the store first."""
+    try:
+        fs = endpoint.filesystem()
+        found = fs.exists(bucket)
+    except PermissionError:
+        raise MountError(f"the store at {endpoint.url} refused the credentials") from None
+    except OSError as e:
+        raise MountError(f"cannot reach the store at {endpoint.url}: {e}") from None
+    if not found:
+        raise MountError(f"bucket {bucket!r} does not exist at {endpoint.url}")

@@ -117,8 +117,9 @@ def _seaweedfs(d: Path, port: int | None, key: str, secret: str) -> tuple[Servic
         require_free(port + _GRPC_OFFSET, "SeaweedFS (its gRPC port is the S3 port + 10000)")
         ports[_WEED_PORTS.index("s3")] = port
     argv = [weed, "mini", f"-dir={d / 'data'}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
-            "-master.volumeSizeLimitMB=64", "-admin.ui=false", "-webdav=false", "-master.telemetry=false",
-            f"-filer.localSocket={d / 'filer.sock'}", f"-s3.localSocket={d / 's3.sock'}"]
+            "-master.volumeSizeLimitMB=64", "-admin.ui=false", "-webdav=false", "-master.telemetry=false"]
+    # its local sockets keep their default names (/tmp/seaweedfs-<component>-<port>.sock): a socket path
+    # inside a deep workspace can pass the 108-byte limit, and the filer then dies at start
     named = dict(zip(_WEED_PORTS + _WEED_SINGLE, ports))
     for comp in _WEED_PORTS:
         argv += [f"-{comp}.port={named[comp]}", f"-{comp}.port.grpc={named[comp] + _GRPC_OFFSET}"]
@@ -126,7 +127,7 @@ def _seaweedfs(d: Path, port: int | None, key: str, secret: str) -> tuple[Servic
     (d / "data").mkdir(exist_ok=True)
     s3_port = named["s3"]
     # SeaweedFS leaves /tmp/seaweedfs-<component>-grpc-<port>.sock behind when killed
-    socks = [f"/tmp/seaweedfs-*-{named[c] + _GRPC_OFFSET}.sock" for c in _WEED_PORTS]
+    socks = [f"/tmp/seaweedfs-*-{named[c] + off}.sock" for c in _WEED_PORTS for off in (0, _GRPC_OFFSET)]
     svc = Service("SeaweedFS", argv, log_path=d / "weed.log", cwd=d,
                   env={"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret},
                   ready=lambda: port_open(s3_port) and http_ok(f"http://{LOOPBACK}:{s3_port}/"),
