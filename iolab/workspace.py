@@ -10,6 +10,7 @@ import getpass
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -71,6 +72,39 @@ def _du(path: Path) -> int:
     return total
 
 
+_HOST = socket.gethostname().split(".")[0].replace("-", "_") or "host"
+PREFIXES = ("ws-", "session-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans(parent: Path) -> list[Path]:
+    """Remove workspaces under parent whose process on this host no longer runs (a killed kernel's).
+
+    Workspaces of other hosts (a shared IOLAB_WORKDIR) and of live processes are left alone.
+    """
+    removed = []
+    for d in parent.glob("*"):
+        if not d.name.startswith(PREFIXES) or not d.is_dir():
+            continue
+        rest = d.name.split("-", 1)[1]
+        parts = rest.rsplit("-", 2)
+        if len(parts) != 3 or parts[0] != _HOST or not parts[1].isdigit():
+            continue
+        if not _alive(int(parts[1])):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
+
+
 class Workspace:
     """A private directory for one session's experiments, with a byte budget.
 
@@ -83,7 +117,9 @@ class Workspace:
         self.budget = parse_size(budget if budget is not None else os.environ.get("IOLAB_BUDGET", DEFAULT_BUDGET))
         parent = Path(base) if base is not None else base_dir()
         parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()
+        reap_orphans(parent)
+        # the owner's host and pid in the name let a later session remove it if its process was killed
+        self.root = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=parent)).resolve()
         self._closed = False
 
     # -- paths -------------------------------------------------------------------------------

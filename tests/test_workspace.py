@@ -77,3 +77,19 @@ def test_default_base_avoids_memory_backed_tmp(monkeypatch, tmp_path):
     base = workspace.base_dir()
     from iolab import fsinfo
     assert fsinfo.fstype(base) not in ("tmpfs", "ramfs"), base
+
+
+def test_a_killed_kernels_workspace_is_reaped_by_the_next_one(tmp_path):
+    code = ("import os, sys; from iolab import workspace; ws = workspace.session(); ws.make_file('x', '1MiB');"
+            " print(ws.root, flush=True); os.kill(os.getpid(), 9)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "IOLAB_WORKDIR": str(tmp_path)})
+    orphan = r.stdout.strip()
+    assert r.returncode == -9 and os.path.isdir(orphan)          # SIGKILL: no atexit ran
+    other_host = tmp_path / "session-otherhost-1-abc"              # a shared workdir: not ours to judge
+    other_host.mkdir()
+    with workspace.Workspace(base=tmp_path) as w:
+        assert not os.path.exists(orphan)
+        assert other_host.exists()
+        assert w.root.exists()                                     # and a live one is kept
+        assert workspace.reap_orphans(tmp_path) == []
