@@ -14,7 +14,7 @@ import pytest
 
 from iolab import workspace
 from iolab.errors import ToolFailed
-from iolab.objectstore import PortTaken, _proc, lab, local_gcs, local_s3, mounts, servers, slowlink
+from iolab.objectstore import Endpoint, PortTaken, _proc, lab, local_gcs, local_s3, mounts, servers, slowlink
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -281,7 +281,7 @@ def test_fuse_unavailable_is_a_tool_missing(monkeypatch, lws):
     from iolab.errors import ToolMissing
 
     monkeypatch.setattr(mounts, "fuse_problem", lambda: "there is no /dev/fuse on this machine")
-    ep = lab.Endpoint("s3", "http://127.0.0.1:1", "k", "s") if hasattr(lab, "Endpoint") else None
+    ep = Endpoint("s3", "http://127.0.0.1:1", "k", "s")
     with pytest.raises(ToolMissing, match="fsspec"):
         with mounts.s3fs_fuse(ep, "b", ws=lws):
             pass
