@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import first_line
 from .. import mpi, recordings, runner, units, workspace
 from ..errors import ParseError, ToolFailed
 from ..runner import Run
@@ -243,11 +244,7 @@ class IorRun:
 
 def error_line(*texts: str) -> str | None:
     """IOR's own ERROR line (the first one) in its stdout or stderr, or None."""
-    for text in texts:
-        for line in (text or "").splitlines():
-            if _ERROR.search(line.strip()):
-                return line.strip()
-    return None
+    return first_line(_ERROR, *texts)
 
 
 def _files_of(test_file: Path) -> list[Path]:

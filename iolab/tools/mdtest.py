@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import first_line
 from .. import fsinfo, mpi, recordings, runner, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
@@ -92,11 +93,7 @@ class Options:
 
 def error_line(*texts: str) -> str | None:
     """mdtest's own error line (``ERROR: ...`` or ``Process N: FAILED in ...``), or None."""
-    for text in texts:
-        for line in (text or "").splitlines():
-            if _ERROR.search(line.strip()):
-                return line.strip()
-    return None
+    return first_line(_ERROR, *texts)
 
 
 def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launcher: str = "mpirun",
