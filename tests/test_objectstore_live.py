@@ -33,6 +33,7 @@ def lws(tmp_path):
     me = psutil.Process()
     started_before = len(_proc.STARTED)
     shm_before = set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*"))
+    tmp_before = _tmp_logs()
     with workspace.Workspace(budget="1GiB", base=tmp_path) as w:
         yield w
         assert mounts.mounts_under(w.root) == [], "a mount was left behind"
@@ -46,6 +47,12 @@ def lws(tmp_path):
     left = [x for svc in _proc.STARTED[started_before:] for x in svc.leftovers()]
     assert left == [], f"left behind: {left}"
     assert set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*")) - shm_before == set()
+    assert _tmp_logs() - tmp_before == set(), "a server wrote its log outside the workspace"
+
+
+def _tmp_logs() -> set[str]:
+    """Log files of ours that a server would write straight into /tmp (SeaweedFS without -logdir)."""
+    return {p for p in glob.glob("/tmp/weed.*") if os.lstat(p).st_uid == os.getuid()}
 
 
 def _read(path) -> float:

@@ -116,7 +116,8 @@ def _seaweedfs(d: Path, port: int | None, key: str, secret: str) -> tuple[Servic
             raise ValueError(f"SeaweedFS also needs port + {_GRPC_OFFSET}: give a port below {65536 - _GRPC_OFFSET}")
         require_free(port + _GRPC_OFFSET, "SeaweedFS (its gRPC port is the S3 port + 10000)")
         ports[_WEED_PORTS.index("s3")] = port
-    argv = [weed, "mini", f"-dir={d / 'data'}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+    # -logdir: weed's own log files (weed.<host>.<user>.log.INFO.*) go to /tmp otherwise, one per start
+    argv = [weed, f"-logdir={d}", "mini", f"-dir={d / 'data'}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
             "-master.volumeSizeLimitMB=64", "-admin.ui=false", "-webdav=false", "-master.telemetry=false"]
     # its local sockets keep their default names (/tmp/seaweedfs-<component>-<port>.sock): a socket path
     # inside a deep workspace can pass the 108-byte limit, and the filer then dies at start
