@@ -8,6 +8,10 @@ IOR and mdtest are MPI programs; every lesson (and the Slurm helpers) starts the
 * Open MPI refuses to start more ranks than there are cores: ``--oversubscribe`` is added only when
   the task count exceeds the cores of this machine.
 * ``srun`` needs neither; it is given ``-n`` (and ``--mpi=`` when a plugin is named).
+* Open MPI keeps a session directory (``ompi.<host>.<uid>/``) under ``$TMPDIR``, ``/tmp`` by default.
+  A run that is killed, or a program that exits without ``MPI_Finalize`` (``ior --version``), leaves
+  it in the node's shared ``/tmp``: every launch gets :func:`runtime_env`, which puts it in the
+  workspace instead.
 
 >>> launcher_argv(4, cores=2, root=True, flavour="openmpi")
 ['mpirun', '-np', '4', '--allow-run-as-root', '--oversubscribe']
@@ -99,6 +103,21 @@ def command(program_argv: Sequence[str], tasks: int, *, launcher: str = "mpirun"
 
 # the parameters of launcher_argv shadow these names
 _cores, _flavour = cores, flavour
+
+
+def runtime_env(directory: str | os.PathLike[str], *, singleton: bool = False) -> dict[str, str]:
+    """Environment for an MPI launch whose runtime files stay in ``directory`` (in the workspace).
+
+    TMPDIR is where Open MPI (ORTE and PRRTE) and PMIx put their session directories; MPICH makes
+    none. ``singleton=True`` (a program started without mpirun) adds Open MPI's permission to run as
+    root when the caller is root, which mpirun gets as ``--allow-run-as-root``.
+    """
+    d = os.fspath(directory)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    env = {"TMPDIR": d}
+    if singleton and is_root():
+        env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    return env
 
 
 def available(launcher: str = "mpirun") -> bool:

@@ -1,6 +1,7 @@
 """Shared fixtures: skip live tests with a reason when a tool is missing; a private workspace per test."""
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 
@@ -17,6 +18,12 @@ def needs(*tools: str) -> pytest.MarkDecorator:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def mpi_leftovers_in_tmp() -> set[str]:
+    """Open MPI session directories of ours in the shared /tmp (ompi.<host>.<uid>/...)."""
+    return {p for d in glob.glob("/tmp/ompi.*") if os.lstat(d).st_uid == os.getuid()
+            for p in [d, *glob.glob(f"{d}/*")]}
 
 
 @pytest.fixture

@@ -3,7 +3,10 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from iolab import doctor
+from conftest import mpi_leftovers_in_tmp, needs
 
 
 def test_table_has_every_section_and_real_versions():
@@ -33,3 +36,20 @@ def test_cli_prints_the_table():
     r = subprocess.run([sys.executable, "-m", "iolab.cli", "doctor"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "[ OK ]" in r.stdout and "filesystems" in r.stdout
+
+
+@pytest.mark.live
+@needs("ior", "mdtest")
+def test_ior_and_mdtest_versions_without_leftovers_in_tmp():
+    # `ior --version` is refused and exits without MPI_Finalize: Open MPI then leaves its session
+    # directory in /tmp, at every doctor call of every lesson
+    from iolab.tools import ior, mdtest
+
+    ior._installed_version.cache_clear()
+    mdtest._installed_version.cache_clear()
+    before = mpi_leftovers_in_tmp()
+    items = {c.name: c for c in doctor.tool_checks()}
+    for tool in ("ior", "mdtest"):
+        assert items[tool].status == doctor.OK and re.fullmatch(rf"{tool} \d+\.\d+\S*", items[tool].detail), \
+            items[tool].line()
+    assert mpi_leftovers_in_tmp() - before == set()

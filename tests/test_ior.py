@@ -10,12 +10,13 @@ import os
 import stat
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from iolab import ParseError, ToolFailed, measure, recordings, units
+from iolab import ParseError, ToolFailed, measure, recordings, units, workspace
 from iolab.tools import ior
-from conftest import needs
+from conftest import mpi_leftovers_in_tmp, needs
 
 
 def rec(name: str) -> str:
@@ -273,6 +274,7 @@ FAKE_IOR = """\
 #!{py}
 import os, sys
 a = sys.argv[1:]
+open(os.environ["FAKE_IOR_SEEN"], "a").write(os.environ.get("TMPDIR", "") + "\\n")
 if "DUMMY" in a:
     print("IOR-4.0.0: MPI Coordinated Test of Parallel I/O"); sys.exit(0)
 path = a[a.index("-o") + 1]
@@ -306,7 +308,12 @@ def fake_ior(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_IOR_JSON", str(recordings.load("ior/fpp-4.0.0-summary").path))
     monkeypatch.setenv("FAKE_IOR_TEXT", str(recordings.load("ior/fpp-4.0.0").path))
+    monkeypatch.setenv("FAKE_IOR_SEEN", str(tmp_path / "tmpdirs-seen"))     # the TMPDIR of each start
     return bindir
+
+
+def _tmpdirs_seen(fake_ior) -> list[str]:
+    return (fake_ior.parent / "tmpdirs-seen").read_text().split()
 
 
 def test_run_asks_for_json_and_cleans_up(fake_ior, ws):
@@ -319,6 +326,26 @@ def test_run_asks_for_json_and_cleans_up(fake_ior, ws):
     assert list(ws.root.iterdir()) == []          # kept for inspect, then removed with the summary
     t = ior.run(ior.Options(), 2, ws=ws, fmt="text")
     assert t.summary_json is None and ior.parse(t.text)[0]["version"] == "4.0.0"
+
+
+def test_mpi_runtime_files_stay_in_the_workspace(fake_ior, ws):
+    # Open MPI keeps a session directory under $TMPDIR (/tmp by default); a killed run, or a singleton
+    # that skips MPI_Finalize, leaves it in the node's shared /tmp
+    ior._installed_version.cache_clear()
+    assert ior.installed_version() == "4.0.0"
+    ior.run(ior.Options(), 2, ws=ws)
+    probe, run = _tmpdirs_seen(fake_ior)
+    assert workspace.base_dir() in Path(probe).parents                # a private workspace ...
+    assert Path(run).is_relative_to(ws.root)                          # ... and the run's own directory
+    assert not os.path.exists(probe) and not os.path.exists(run)      # both removed afterwards
+
+
+def test_doctor_reads_iors_version_from_its_banner(fake_ior):
+    from iolab import doctor
+
+    ior._installed_version.cache_clear()
+    item = next(c for c in doctor.tool_checks() if c.name == "ior")
+    assert item.status == doctor.OK and item.detail == "ior 4.0.0", item.line()
 
 
 def test_run_keeps_files_when_asked(fake_ior, ws):
@@ -357,6 +384,7 @@ def test_run_without_ior(monkeypatch, tmp_path, ws):
 @pytest.mark.live
 @needs("ior", "mpirun")
 def test_live_ior_two_ranks(ws):
+    before = mpi_leftovers_in_tmp()
     opts = ior.Options(transfer_size="1MiB", block_size="4MiB", segments=2, file_per_process=True, fsync=True)
     r = ior.run(opts, 2, ws=ws, timeout=120)
     rows = ior.parse(r.text)
@@ -366,6 +394,7 @@ def test_live_ior_two_ranks(ws):
     text = ior.run(opts, 2, ws=ws, fmt="text", timeout=120)
     assert ior.parse(text.text)[0]["version"] == r.version
     assert list(ws.root.iterdir()) == []
+    assert mpi_leftovers_in_tmp() - before == set()
 
 
 @pytest.mark.live

@@ -5,7 +5,7 @@ import pytest
 
 from iolab import ParseError, ToolFailed, recordings
 from iolab.tools import mdtest
-from conftest import needs
+from conftest import mpi_leftovers_in_tmp, needs
 
 
 def rec(name: str) -> str:
@@ -116,11 +116,13 @@ def test_error_line():
 @pytest.mark.live
 @needs("mdtest", "mpirun")
 def test_live_mdtest_two_ranks(ws):
+    before = mpi_leftovers_in_tmp()
     r = mdtest.run(mdtest.Options(files=5, iterations=2, sync=True), 2, ws=ws, timeout=120)
     rows = mdtest.parse(r.stdout)
     assert rows[0]["tasks"] == 2 and rows[0]["iterations"] == 2
     assert all(x["max"] >= x["min"] for x in rows)
     assert list(ws.root.iterdir()) == []
+    assert mpi_leftovers_in_tmp() - before == set()
 
 
 @pytest.mark.live
@@ -130,3 +132,64 @@ def test_live_mdtest_on_dev_shm_and_failure(ws, tmp_path):
     assert mdtest.parse(r.stdout)[0]["items"] == 10
     with pytest.raises(ToolFailed, match="mdtest failed"):
         mdtest.run(mdtest.Options(files=5, directory=str(ws.path("no/such/dir"))), 2, ws=ws, timeout=120)
+
+
+# --- a stand-in mdtest and mpirun: version, and where the MPI runtime keeps its files ---------------
+
+FAKE = {
+    "mpirun": """\
+#!{py}
+import os, sys
+args = sys.argv[1:]
+while args and args[0].startswith("-"):
+    if args.pop(0) == "-np":
+        args.pop(0)
+os.execvp(args[0], args)
+""",
+    "mdtest": """\
+#!{py}
+import os, sys
+open(os.environ["FAKE_MDTEST_SEEN"], "a").write(os.environ.get("TMPDIR", "") + "\\n")
+print(open(os.environ["FAKE_MDTEST_TEXT"]).read())
+""",
+}
+
+
+@pytest.fixture
+def fake_mdtest(tmp_path, monkeypatch):
+    import os
+    import stat
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name, body in FAKE.items():
+        (bindir / name).write_text(body.format(py=sys.executable))
+        (bindir / name).chmod(0o755 | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MDTEST_TEXT", str(recordings.load("mdtest/tmp-4.0.0").path))
+    monkeypatch.setenv("FAKE_MDTEST_SEEN", str(tmp_path / "seen"))
+    mdtest._installed_version.cache_clear()
+    yield tmp_path / "seen"
+    mdtest._installed_version.cache_clear()
+
+
+def test_version_from_a_dummy_run_and_the_doctor_shows_it(fake_mdtest):
+    from iolab import doctor
+
+    assert mdtest.installed_version() == "4.0.0"       # mdtest has no --version: it refuses the flag
+    item = next(c for c in doctor.tool_checks() if c.name == "mdtest")
+    assert item.status == doctor.OK and item.detail == "mdtest 4.0.0", item.line()
+
+
+def test_mpi_runtime_files_stay_in_the_workspace(fake_mdtest, ws):
+    import os
+    from pathlib import Path
+
+    mdtest.run(mdtest.Options(files=5), 2, ws=ws)
+    mdtest.run(mdtest.Options(files=5), 2, on=ws.mkdir("other-fs"))
+    in_ws, on_other = fake_mdtest.read_text().split()
+    assert Path(in_ws).is_relative_to(ws.root) and Path(on_other).is_relative_to(ws.root / "other-fs")
+    assert not os.path.exists(in_ws) and not os.path.exists(on_other)
+    assert sorted(p.name for p in ws.root.iterdir()) == ["other-fs"]
+    assert list((ws.root / "other-fs").iterdir()) == []

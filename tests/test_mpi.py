@@ -59,3 +59,13 @@ def test_this_machine_defaults_are_consistent():
     if mpi.flavour() in ("openmpi", "unknown"):
         assert "--oversubscribe" in argv
         assert ("--allow-run-as-root" in argv) == mpi.is_root()
+
+
+def test_runtime_env_keeps_the_session_directory_in_the_given_place(tmp_path, monkeypatch):
+    env = mpi.runtime_env(tmp_path / "mpi")
+    assert env == {"TMPDIR": str(tmp_path / "mpi")} and (tmp_path / "mpi").is_dir()
+    monkeypatch.setattr(mpi, "is_root", lambda: True)
+    assert mpi.runtime_env(tmp_path / "mpi", singleton=True)["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
+    assert "OMPI_ALLOW_RUN_AS_ROOT" not in mpi.runtime_env(tmp_path / "mpi")    # mpirun gets its flag
+    monkeypatch.setattr(mpi, "is_root", lambda: False)
+    assert "OMPI_ALLOW_RUN_AS_ROOT" not in mpi.runtime_env(tmp_path / "mpi", singleton=True)

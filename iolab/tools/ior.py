@@ -97,10 +97,12 @@ def version_tuple(version: str | None) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=8)
 def _installed_version(exe_path: str) -> str | None:
-    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} if mpi.is_root() else None
-    # the DUMMY backend does no I/O; IOR prints its banner with the version, then exits
-    r = runner.run([exe_path, "-a", "DUMMY", "-b", "1m", "-t", "1m", "-s", "1", "-w", "-o", "/dev/null"],
-                   timeout=60, env=env, check=False)
+    # the DUMMY backend does no I/O; IOR prints its banner with the version, then exits. (`ior --version`
+    # is not an option: IOR refuses it, and exits without MPI_Finalize.) A private workspace holds the
+    # MPI runtime's files.
+    with workspace.Workspace(budget="1MiB") as w:
+        r = runner.run([exe_path, "-a", "DUMMY", "-b", "1m", "-t", "1m", "-s", "1", "-w", "-o", "/dev/null"],
+                       timeout=60, env=mpi.runtime_env(w.root, singleton=True), check=False)
     for line in r.stdout.splitlines():
         m = _BANNER.match(line.strip())
         if m:
@@ -288,7 +290,7 @@ def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str 
         if fmt == "json":
             argv += ["-O", "summaryFormat=JSON", "-O", f"summaryFile={summary_file}"]
         full = mpi.command(argv, tasks, launcher=launcher, **(launcher_kwargs or {}))
-        r = runner.run(full, timeout=timeout, check=False)
+        r = runner.run(full, timeout=timeout, check=False, env=mpi.runtime_env(own_dir / "mpi"))
         r = replace(r, tool_version=version)
         if r.returncode != 0:
             line = error_line(r.stdout, r.stderr)

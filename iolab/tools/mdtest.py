@@ -19,7 +19,9 @@ What the versions print (all handled by :func:`parse`):
 """
 from __future__ import annotations
 
+import functools
 import re
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -110,10 +112,11 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
     private = workspace.Workspace(budget="256MiB", base=on, prefix=".iolab-mdtest-") if on is not None else None
     space = private or ws or workspace.session()
     target = space.inside(options.directory) if options.directory is not None else space.path("mdtest")
+    runtime = space.path(f".mpi-{uuid.uuid4().hex[:8]}")    # the MPI runtime's session files
     try:
         opts = replace(options, directory=str(target))
         full = mpi.command(opts.argv(exe), tasks, launcher=launcher, **(launcher_kwargs or {}))
-        r = runner.run(full, timeout=timeout, check=False)
+        r = runner.run(full, timeout=timeout, check=False, env=mpi.runtime_env(runtime))
         version = None
         m = _LAUNCHED.search(r.stdout)
         if m:
@@ -130,6 +133,24 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
             private.close()
         else:
             space.remove(target)
+            space.remove(runtime)
+
+
+@functools.lru_cache(maxsize=8)
+def _installed_version(exe_path: str) -> str | None:
+    # mdtest has no version flag (`--version` is refused, and it exits without MPI_Finalize); with the
+    # DUMMY backend one rank "creates" one item in no time and prints "mdtest-X was launched ..."
+    with workspace.Workspace(budget="1MiB") as w:
+        r = runner.run([exe_path, "-a", "DUMMY", "-n", "1", "-i", "1", "-d", str(w.path("probe"))],
+                       timeout=60, env=mpi.runtime_env(w.path("mpi"), singleton=True), check=False)
+    m = _LAUNCHED.search(r.stdout)
+    return m.group(1) if m else None
+
+
+def installed_version(exe: str = "mdtest") -> str | None:
+    """The version of the mdtest on PATH (from a DUMMY-backend run), or None when there is none."""
+    path = runner.which(exe)
+    return _installed_version(path) if path else None
 
 
 def parse(text: str) -> list[dict[str, Any]]:
