@@ -139,14 +139,21 @@ def run(argv: Sequence[str | os.PathLike[str]], *, timeout: float, cwd: str | os
     return result
 
 
+# tools whose usual version flag does more than print: the arguments that only print
+_VERSION_ARGS: dict[str, tuple[str, ...]] = {
+    "rclone": ("version", "--config", os.devnull),      # else it creates ~/.config/rclone
+}
+
+
 @functools.lru_cache(maxsize=None)
 def tool_version(tool: str) -> str | None:
     """The first line a tool prints about its version, or None when the tool is missing."""
     if shutil.which(tool) is None:
         return None
-    for flag in ("--version", "-V", "-version", "version"):
+    special = _VERSION_ARGS.get(Path(tool).name)
+    for args in [special] if special else [(flag,) for flag in ("--version", "-V", "-version", "version")]:
         try:
-            r = run([tool, flag], timeout=10, check=False)
+            r = run([tool, *args], timeout=10, check=False)
         except Exception:
             continue
         text = (r.stdout.strip() or r.stderr.strip())

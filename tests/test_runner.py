@@ -67,3 +67,19 @@ def test_env_adds_and_removes_variables(monkeypatch):
 
 def test_tool_version_of_a_missing_tool_is_none():
     assert runner.tool_version("no-such-tool-here") is None
+
+
+@pytest.mark.skipif(runner.which("rclone") is None, reason="not installed here: rclone")
+def test_asking_rclone_its_version_writes_nothing_in_home(monkeypatch, tmp_path):
+    from iolab import doctor
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("RCLONE_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    runner.tool_version.cache_clear()
+    try:
+        assert runner.tool_version("rclone").startswith("rclone v")
+        assert next(c for c in doctor.tool_checks() if c.name == "rclone").status == doctor.OK
+    finally:
+        runner.tool_version.cache_clear()
+    assert list(tmp_path.iterdir()) == []          # plain `rclone --version` creates ~/.config/rclone
