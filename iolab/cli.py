@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from pathlib import Path
 
 
 def doctor(args: argparse.Namespace) -> int:
@@ -15,17 +16,29 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def clean(args: argparse.Namespace) -> int:
-    """Remove this user's leftover workspaces: those of dead processes, or with --all every one."""
-    from .workspace import PREFIXES, base_dir, reap_orphans
+    """Remove this user's leftover workspaces: those of dead processes, or with --all every one.
+
+    Besides the workspace directory, the places lessons measure directly (/tmp, /dev/shm, $HOME,
+    $SCRATCH, $TMPDIR) are searched for the hidden workspaces mdtest runs in.
+    """
+    from .fsinfo import candidate_dirs
+    from .workspace import PREFIXES, SCRATCH_PREFIXES, base_dir, ours, reap_orphans
 
     base = base_dir()
-    if args.all:
-        gone = [p for p in sorted(base.iterdir()) if p.is_dir() and p.name.startswith(PREFIXES)]
-        for p in gone:
-            shutil.rmtree(p, ignore_errors=True)
-    else:
-        gone = reap_orphans(base)
-    print(f"removed {len(gone)} workspace(s) under {base}")
+    places = [(base, PREFIXES)]
+    places += [(Path(p), SCRATCH_PREFIXES) for label, p in candidate_dirs().items() if label != "workspace"]
+    gone: list[Path] = []
+    for place, prefixes in dict.fromkeys(places):
+        if args.all:
+            for p in ours(place, prefixes):
+                shutil.rmtree(p, ignore_errors=True)
+                if not p.exists():
+                    gone.append(p)
+        else:
+            gone += reap_orphans(place, prefixes)
+    for p in gone:
+        print(f"removed {p}")
+    print(f"removed {len(gone)} workspace(s) of {'every' if args.all else 'finished'} session(s)")
     return 0
 
 

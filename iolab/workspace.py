@@ -74,6 +74,9 @@ def _du(path: Path) -> int:
 
 _HOST = socket.gethostname().split(".")[0].replace("-", "_") or "host"
 PREFIXES = ("ws-", "session-")
+# private workspaces made right on a filesystem under test (mdtest on /tmp, /dev/shm, $HOME, ...),
+# next to everybody else's files: hidden, and reaped there like the others
+SCRATCH_PREFIXES = (".iolab-mdtest-",)
 
 
 def _alive(pid: int) -> bool:
@@ -86,22 +89,47 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def reap_orphans(parent: Path) -> list[Path]:
+def owner_of(name: str, prefixes: tuple[str, ...] = PREFIXES + SCRATCH_PREFIXES) -> tuple[str, int] | None:
+    """(host, pid) from a workspace directory's name (<prefix><host>-<pid>-<random>), or None."""
+    for prefix in prefixes:
+        if name.startswith(prefix):
+            parts = name[len(prefix):].rsplit("-", 2)
+            if len(parts) == 3 and parts[1].isdigit():
+                return parts[0], int(parts[1])
+    return None
+
+
+def ours(parent: str | os.PathLike[str], prefixes: tuple[str, ...] = PREFIXES + SCRATCH_PREFIXES) -> list[Path]:
+    """This user's workspace directories of this host directly under parent (hidden ones included)."""
+    found = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return found
+    for e in entries:
+        who = owner_of(e.name, prefixes)
+        try:
+            mine = e.is_dir(follow_symlinks=False) and e.stat(follow_symlinks=False).st_uid == os.geteuid()
+        except OSError:
+            continue
+        if who is not None and who[0] == _HOST and mine:
+            found.append(Path(e.path))
+    return sorted(found)
+
+
+def reap_orphans(parent: Path, prefixes: tuple[str, ...] = PREFIXES) -> list[Path]:
     """Remove workspaces under parent whose process on this host no longer runs (a killed kernel's).
 
-    Workspaces of other hosts (a shared IOLAB_WORKDIR) and of live processes are left alone.
+    Workspaces of other hosts (a shared IOLAB_WORKDIR), of other users and of live processes are left
+    alone.
     """
     removed = []
-    for d in parent.glob("*"):
-        if not d.name.startswith(PREFIXES) or not d.is_dir():
-            continue
-        rest = d.name.split("-", 1)[1]
-        parts = rest.rsplit("-", 2)
-        if len(parts) != 3 or parts[0] != _HOST or not parts[1].isdigit():
-            continue
-        if not _alive(int(parts[1])):
+    for d in ours(parent, prefixes):
+        who = owner_of(d.name, prefixes)
+        if who is not None and not _alive(who[1]):
             shutil.rmtree(d, ignore_errors=True)
-            removed.append(d)
+            if not d.exists():
+                removed.append(d)
     return removed
 
 
@@ -117,7 +145,7 @@ class Workspace:
         self.budget = parse_size(budget if budget is not None else os.environ.get("IOLAB_BUDGET", DEFAULT_BUDGET))
         parent = Path(base) if base is not None else base_dir()
         parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        reap_orphans(parent)
+        reap_orphans(parent, tuple(dict.fromkeys((*PREFIXES, prefix))))
         # the owner's host and pid in the name let a later session remove it if its process was killed
         self.root = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=parent)).resolve()
         self._closed = False

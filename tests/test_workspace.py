@@ -93,3 +93,33 @@ def test_a_killed_kernels_workspace_is_reaped_by_the_next_one(tmp_path):
         assert other_host.exists()
         assert w.root.exists()                                     # and a live one is kept
         assert workspace.reap_orphans(tmp_path) == []
+
+
+def _killed(code: str, env: dict[str, str]) -> str:
+    """Run code in a Python that prints a path and is then SIGKILLed (no atexit); return the path."""
+    r = subprocess.run([sys.executable, "-c", code + "; print(w.root, flush=True); os.kill(os.getpid(), 9)"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+    assert r.returncode == -9, r.stderr
+    return r.stdout.strip()
+
+
+def test_a_killed_mdtest_workspace_on_a_measured_filesystem_is_reaped(tmp_path, monkeypatch):
+    # mdtest.run(on="/dev/shm") makes its private workspace right there: a killed kernel's would stay
+    # in memory for good if nothing looked for it
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = (f"import os; from iolab import workspace; w = workspace.Workspace(base={str(scratch)!r}, "
+            "prefix='.iolab-mdtest-'); w.make_file('x', '1MiB')")
+    first = _killed(code, {"IOLAB_WORKDIR": str(tmp_path / "wd")})
+    assert os.path.basename(first).startswith(".iolab-mdtest-") and os.path.isdir(first)
+    with workspace.Workspace(base=scratch, prefix=".iolab-mdtest-") as w:    # the next run on that filesystem
+        assert not os.path.exists(first) and w.root.exists()
+    second = _killed(code, {"IOLAB_WORKDIR": str(tmp_path / "wd")})
+    session = _killed("import os; from iolab import workspace; w = workspace.session()",
+                      {"IOLAB_WORKDIR": str(tmp_path / "wd")})
+    monkeypatch.setenv("IOLAB_WORKDIR", str(tmp_path / "wd"))
+    monkeypatch.setenv("SCRATCH", str(scratch))
+    from iolab import cli
+
+    assert cli.main(["clean"]) == 0                               # `iolab clean` finds both
+    assert not os.path.exists(second) and not os.path.exists(session)
