@@ -43,8 +43,12 @@ def lab(tmp_path):
     if os.geteuid() == 0:
         argv.append("--allow-root")
     log = open(tmp_path / "jupyter.log", "w")
+    # a home of its own: JupyterLab, the kernel and npm write their state (runtime files, history, logs)
+    # there, not in the home of whoever runs the tests
+    (tmp_path / "home").mkdir()
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg")})
+                            env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"),
+                                 "HOME": str(tmp_path / "home")})
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):
@@ -74,7 +78,8 @@ def test_lesson_00_runs_in_a_real_browser(lab, tmp_path):
     args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args,
+                                    env={**os.environ, "HOME": str(tmp_path / "home")})   # its profile and caches
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{base}/lab/tree/00-start-here.ipynb?token={token}&reset")

@@ -249,13 +249,13 @@ def test_sampler_sees_dirty_pages(disk_ws):
         pc.MeminfoSampler(interval=0)
 
 
-# --- the unprivileged path, with privileges really dropped ---------------------------------------
+# --- the unprivileged path: as root with privileges really dropped, or as the user running this ----
 
 NOBODY = 65534
 UNPRIV_SCRIPT = textwrap.dedent(r"""
     import json, os, sys
     from iolab import pagecache as pc
-    d = sys.argv[1]
+    d, theirs_path, secret_path = sys.argv[1:4]
     mine = os.path.join(d, "mine.bin")
     with open(mine, "wb") as f:
         f.write(os.urandom(8 * 1024 * 1024))
@@ -264,7 +264,7 @@ UNPRIV_SCRIPT = textwrap.dedent(r"""
     out["evicted"] = pc.evict(mine).resident
     fd = os.open(mine, os.O_RDONLY); os.pread(fd, 1, 0); os.close(fd)
     out["after_1_byte"] = pc.residency(mine).resident
-    theirs = pc.residency(os.path.join(d, "roots.bin"))
+    theirs = pc.residency(theirs_path)
     out["theirs_reliable"] = theirs.reliable
     out["theirs_note"] = theirs.note
     out["theirs_fraction_is_nan"] = theirs.fraction != theirs.fraction
@@ -272,43 +272,66 @@ UNPRIV_SCRIPT = textwrap.dedent(r"""
         pc.drop_caches()
     except PermissionError as e:
         out["drop"] = str(e)
-    try:
-        pc.residency(os.path.join(d, "secret.bin"))
-    except PermissionError as e:
-        out["secret"] = str(e)
+    if secret_path:
+        try:
+            pc.residency(secret_path)
+        except PermissionError as e:
+            out["secret"] = str(e)
     print(json.dumps(out))
 """)
 
 
+def _system_file(readable: bool) -> str | None:
+    """A file of another user that this user may read but not write (readable=True), or may not read."""
+    for p in ("/etc/passwd", "/etc/hostname", "/etc/os-release") if readable else ("/etc/shadow", "/etc/gshadow"):
+        try:
+            if os.stat(p).st_uid == os.geteuid():
+                continue
+        except OSError:
+            continue
+        if os.access(p, os.R_OK) == readable and not os.access(p, os.W_OK):
+            return p
+    return None
+
+
 @pytest.mark.live
-@needs("setpriv")
-def test_unprivileged_user_with_privileges_dropped():
-    if not is_root():
-        pytest.skip("needs root to drop privileges to uid 65534")
-    d = tempfile.mkdtemp(prefix="iolab-nobody-", dir="/var/tmp")   # disk-backed, not tmpfs
+def test_unprivileged_user():
+    """What a student (no root) gets: eviction of their own files, an honest 'unknown' for files of
+    others, and drop_caches refused with a pointer to evict."""
+    d = tempfile.mkdtemp(prefix="iolab-unpriv-", dir="/var/tmp")   # disk-backed, not tmpfs
     try:
-        os.chown(d, NOBODY, NOBODY)
-        roots = Path(d) / "roots.bin"
-        roots.write_bytes(b"r" * (4 * PAGE))
-        os.chmod(roots, 0o644)                         # readable by nobody, not writable
-        secret = Path(d) / "secret.bin"
-        secret.write_bytes(b"s" * PAGE)
-        os.chmod(secret, 0o600)
-        pc.evict(roots)                                # nothing of it is cached ...
-        res = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                              sys.executable, "-c", UNPRIV_SCRIPT, d],
+        if is_root():                                  # become uid 65534 for the script
+            if shutil.which("setpriv") is None:
+                pytest.skip("running as root, and setpriv (util-linux) is missing to drop to uid 65534")
+            os.chown(d, NOBODY, NOBODY)
+            theirs = Path(d) / "roots.bin"
+            theirs.write_bytes(b"r" * (4 * PAGE))
+            os.chmod(theirs, 0o644)                    # readable by nobody, not writable
+            secret = Path(d) / "secret.bin"
+            secret.write_bytes(b"s" * PAGE)
+            os.chmod(secret, 0o600)
+            pc.evict(theirs)                           # nothing of it is cached ...
+            prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+            uid = NOBODY
+        else:                                          # already unprivileged: files of root will do
+            theirs, secret = _system_file(readable=True), _system_file(readable=False)
+            if theirs is None:
+                pytest.skip("no system file here that this user may read but not write")
+            prefix, uid = [], os.geteuid()
+        res = subprocess.run([*prefix, sys.executable, "-c", UNPRIV_SCRIPT, d, str(theirs), str(secret or "")],
                              capture_output=True, text=True, timeout=60,
                              cwd=str(Path(__file__).resolve().parent.parent))
         assert res.returncode == 0, res.stderr
         import json
         out = json.loads(res.stdout.strip().splitlines()[-1])
-        assert out["uid"] == NOBODY
+        assert out["uid"] == uid
         assert out["evicted"] == 0
         assert out["after_1_byte"] > 1
-        # ... yet the kernel would claim 100 % to nobody: iolab says it cannot know instead
+        # ... yet the kernel would claim 100 % to this user: iolab says it cannot know instead
         assert out["theirs_reliable"] is False and out["theirs_fraction_is_nan"] is True
         assert "5.2" in out["theirs_note"]
-        assert "evict" in out["drop"]
-        assert "permission denied" in out["secret"]
+        assert "evict" in out["drop"] and f"uid {uid}" in out["drop"]
+        if secret:
+            assert "permission denied" in out["secret"]
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -280,7 +280,8 @@ def test_kernel_install_carries_class_settings(tmp_path):
     pytest.importorskip("ipykernel")
     r = subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(tmp_path), "--name", "iolab-test",
                         "--display-name", "iolab (test)", "--env", "IOLAB_RESULTS", "/shared/class/results"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True,
+                       env={**os.environ, "TMPDIR": str(tmp_path)})    # ipykernel leaves an empty tmp*_kernels
     assert r.returncode == 0, r.stderr
     spec = json.loads((tmp_path / "share" / "jupyter" / "kernels" / "iolab-test" / "kernel.json").read_text())
     assert spec["env"] == {"IOLAB_RESULTS": "/shared/class/results"}
