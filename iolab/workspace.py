@@ -18,6 +18,7 @@ from types import TracebackType
 
 import numpy as np
 
+from . import guard
 from .errors import BudgetExceeded, OutsideWorkspace
 from .units import MiB, format_size, parse_size
 
@@ -149,6 +150,7 @@ class Workspace:
         # the owner's host and pid in the name let a later session remove it if its process was killed
         self.root = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=parent)).resolve()
         self._closed = False
+        guard.watch_dir(self.root)        # when this process has a guard: removed even if it is killed
 
     # -- paths -------------------------------------------------------------------------------
     def inside(self, path: str | os.PathLike[str]) -> Path:
@@ -212,19 +214,24 @@ class Workspace:
         return path
 
     def remove(self, name: str | os.PathLike[str]) -> None:
+        """Remove a file or a directory tree of the workspace. A FUSE mount inside is unmounted, never
+        walked into: removing the files of a mounted bucket would delete its objects."""
         p = self.inside(name)
         if p == self.root:
             raise OutsideWorkspace("refusing to remove the workspace root; use close()")
         if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
+            guard.remove_tree(p)
         else:
             p.unlink(missing_ok=True)
 
     # -- life cycle --------------------------------------------------------------------------
     def close(self) -> None:
+        """Remove the workspace. Mounts still inside (a lesson left without closing them) are unmounted
+        first; one that will not unmount is left in place rather than emptied through."""
         if not self._closed:
             self._closed = True
-            shutil.rmtree(self.root, ignore_errors=True)
+            guard.remove_tree(self.root)
+            guard.forget_dir(self.root)
 
     def __enter__(self) -> "Workspace":
         return self
@@ -246,10 +253,12 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def session() -> Workspace:
-    """The kernel's workspace: created on first use, removed when the process exits (also on SIGTERM)."""
+    """The kernel's workspace: created on first use, removed when the process exits (also on SIGTERM,
+    and, by the process's :mod:`~iolab.guard`, when it is killed outright)."""
     global _session
     with _lock:
         if _session is None or _session._closed:
+            guard.ensure()                # a kernel killed outright is cleaned up after too
             _session = Workspace(prefix="session-")
             atexit.register(_session.close)
             if threading.current_thread() is threading.main_thread() and \

@@ -292,3 +292,64 @@ def test_fuse_unavailable_is_a_tool_missing(monkeypatch, lws):
     with pytest.raises(ToolMissing, match="fsspec"):
         with mounts.s3fs_fuse(ep, "b", ws=lws):
             pass
+
+
+@needs_s3
+@needs_fuse
+@_client("s3fs")
+def test_closing_a_workspace_with_a_mount_inside_keeps_the_bucket(lws, tmp_path):
+    # a kernel that exits with lesson 06's mounts still open removes its workspace first: walking into
+    # the mount like into any directory would delete every object of the bucket
+    with local_s3(lws) as ep:
+        ep.make_bucket("bucket1")
+        fs = ep.filesystem()
+        fs.pipe("bucket1/keep/me.txt", b"precious")
+        inner = workspace.Workspace(base=tmp_path)
+        cm = mounts.s3fs_fuse(ep, "bucket1", ws=inner)
+        m = cm.__enter__()
+        try:
+            assert (m.path / "keep" / "me.txt").read_bytes() == b"precious"
+            inner.close()
+            assert not mounts.is_mounted(m.path) and not inner.root.exists()
+            assert fs.cat("bucket1/keep/me.txt") == b"precious"
+        finally:
+            cm.__exit__(None, None, None)
+
+
+KILLED_KERNEL = r"""
+import json, os
+from iolab import workspace
+from iolab.objectstore import _proc, lab, mounts
+ws = workspace.session()
+store = lab.remote_store("s3", ws=ws)
+s3 = store.__enter__()
+lab.put_files(s3, "data", n=1, size="256KiB")
+cm = mounts.s3fs_fuse(s3.remote, s3.bucket, cache=lab.cache_dir(ws, "ram", "cache"), ws=ws)
+m = cm.__enter__()
+print(json.dumps({"root": str(ws.root), "mount": str(m.path), "pids": [s.pid for s in _proc.STARTED]}), flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+@needs_s3
+@needs_fuse
+@_client("s3fs")
+def test_a_kernel_killed_with_servers_and_a_mount_leaves_nothing(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    shm_before = set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*"))
+    r = subprocess.run([sys.executable, "-c", KILLED_KERNEL], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "IOLAB_WORKDIR": str(tmp_path), "IOLAB_GUARD": "1"})
+    assert r.returncode == -9, r.stderr
+    seen = json.loads(r.stdout)
+    assert len(seen["pids"]) >= 2                               # the store and s3fs, maybe toxiproxy
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (os.path.exists(seen["root"]) or mounts.mounts_under(tmp_path)):
+        time.sleep(0.2)
+    assert mounts.mounts_under(tmp_path) == [], "the mount outlived the kernel"
+    assert not os.path.exists(seen["root"]), "the workspace outlived the kernel"
+    alive = [p for p in seen["pids"] if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert alive == [], "a server outlived the kernel"
+    assert set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*")) - shm_before == set()

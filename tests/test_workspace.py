@@ -82,8 +82,9 @@ def test_default_base_avoids_memory_backed_tmp(monkeypatch, tmp_path):
 def test_a_killed_kernels_workspace_is_reaped_by_the_next_one(tmp_path):
     code = ("import os, sys; from iolab import workspace; ws = workspace.session(); ws.make_file('x', '1MiB');"
             " print(ws.root, flush=True); os.kill(os.getpid(), 9)")
+    # without its guard (iolab.guard, tested in test_guard.py), as when the guard was killed too
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "IOLAB_WORKDIR": str(tmp_path)})
+                       env={**os.environ, "IOLAB_WORKDIR": str(tmp_path), "IOLAB_GUARD": "0"})
     orphan = r.stdout.strip()
     assert r.returncode == -9 and os.path.isdir(orphan)          # SIGKILL: no atexit ran
     other_host = tmp_path / "session-otherhost-1-abc"              # a shared workdir: not ours to judge
@@ -96,9 +97,9 @@ def test_a_killed_kernels_workspace_is_reaped_by_the_next_one(tmp_path):
 
 
 def _killed(code: str, env: dict[str, str]) -> str:
-    """Run code in a Python that prints a path and is then SIGKILLed (no atexit); return the path."""
+    """Run code in a Python that prints a path and is then SIGKILLed (no atexit, no guard); return the path."""
     r = subprocess.run([sys.executable, "-c", code + "; print(w.root, flush=True); os.kill(os.getpid(), 9)"],
-                       capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "IOLAB_GUARD": "0", **env})
     assert r.returncode == -9, r.stderr
     return r.stdout.strip()
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from .. import guard
 from ..errors import IolabError, ToolFailed, ToolMissing, ToolTimeout
 from ..runner import install_hint, which
 
@@ -148,6 +149,11 @@ class Service:
             raise ToolMissing(self.argv[0], install_hint(Path(self.argv[0]).name)) from e
         finally:
             log.close()
+        # a kernel killed outright runs no exit handler: its guard stops the server then
+        guard.ensure()
+        guard.watch_process_group(self.proc.pid)
+        for pattern in self.cleanup_globs:
+            guard.watch_files(pattern)
         _LIVE.add(self)
         STARTED.append(self)
         del STARTED[:-200]
@@ -200,6 +206,9 @@ class Service:
                     os.unlink(p)
                 except OSError:
                     pass
+            guard.forget_files(pattern)
+        if proc is not None:
+            guard.forget_process_group(proc.pid)
         _LIVE.discard(self)
 
     def leftovers(self) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import measure, pagecache
+from .. import guard, measure, pagecache
 from .. import workspace as _workspace
 from ..units import parse_size
 from . import slowlink
@@ -158,6 +158,8 @@ def cache_dir(ws: _workspace.Workspace, where: str | None, name: str) -> Path | 
             return ws.mkdir(f"cache/{name}")
         d = shm / f"iolab-{os.getuid()}" / f"{ws.root.name}-{name}"
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        guard.watch_dir(d)      # memory: a killed kernel's guard frees it
+        guard.watch_empty_dir(d.parent)
         return d
     raise ValueError("where is None, 'disk' or 'ram'")
 
@@ -167,6 +169,7 @@ def remove_cache_dir(d: Path | None) -> None:
 
     if d is not None and str(d).startswith("/dev/shm/"):
         shutil.rmtree(d, ignore_errors=True)
+        guard.forget_dir(d)
         with contextlib.suppress(OSError):
             d.parent.rmdir()
 

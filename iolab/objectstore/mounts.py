@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import fsinfo
+from .. import fsinfo, guard
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed, ToolMissing
 from ._proc import Service, resolve
@@ -160,6 +160,7 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
         except ToolFailed as e:
             raise MountError(f"{client} could not mount bucket {bucket!r} from {endpoint.url}: "
                              f"{_diagnose(svc.log_tail())}\n{e}") from None
+        guard.watch_mount(mnt)
         yield Mount(client, bucket, mnt, endpoint, cache, options, svc, private)
     finally:
         try:
@@ -171,9 +172,11 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
         finally:
             svc.stop()
             unmount(mnt)   # the daemon is gone: a dead mount ("Transport endpoint is not connected") goes too
-            shutil.rmtree(private, ignore_errors=True)
+            guard.remove_tree(private)
             with contextlib.suppress(OSError):
                 mnt.rmdir()
+            if not is_mounted(mnt):
+                guard.forget_mount(mnt)
 
 
 def _diagnose(log: str) -> str:
