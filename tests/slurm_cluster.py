@@ -45,8 +45,8 @@ def why_not() -> str | None:
     if os.environ.get("IOLAB_SLURM_TESTS", "").lower() == "skip":
         return "IOLAB_SLURM_TESTS=skip"
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return ("a private Slurm needs root here (slurmd runs jobs as their user); "
-                "run the tests as root with `apt-get install slurm-wlm munge`")
+        return ("the private test Slurm needs root (slurmd starts each job as its user); "
+                "these tests run when the suite runs as root with slurm-wlm and munge installed")
     missing = [t for t in SBIN + CLIENTS if _exe(t) is None]
     if missing:
         return f"Slurm is not installed ({', '.join(missing)} missing): `apt-get install slurm-wlm munge`"
