@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -56,9 +57,32 @@ def base_dir() -> Path:
         if not usable:
             raise OSError("no writable scratch directory found: set IOLAB_WORKDIR")
         disk = [c for c in usable if fstype(c) not in MEMORY_FS]
-        base = (disk or usable)[0] / f"iolab-{_user()}"
+        return private_dir((disk or usable)[0] / f"iolab-{_user()}")
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     return base
+
+
+def private_dir(path: str | os.PathLike[str]) -> Path:
+    """A directory of this user's own, mode 0700, at a name chosen in a directory everybody may write
+    (``/tmp/iolab-<user>``, ``/dev/shm/iolab-<uid>``).
+
+    Anyone can create that name first: a directory that is a symlink, or that belongs to someone
+    else, is refused (its owner could read, replace or remove what is put in it).
+    """
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(p)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise PermissionError(f"{p} is not a directory but a {'symlink' if stat.S_ISLNK(st.st_mode) else 'file'}: "
+                               "someone else may have put it there. Remove it, or set IOLAB_WORKDIR to a "
+                               "directory of your own.")
+    if st.st_uid != os.geteuid():
+        raise PermissionError(f"{p} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}): someone else "
+                               "created it, and could read or replace your files in it. Ask them or an admin "
+                               "to remove it, or set IOLAB_WORKDIR to a directory of your own.")
+    if st.st_mode & 0o077:
+        os.chmod(p, 0o700)
+    return p
 
 
 def _du(path: Path) -> int:

@@ -124,3 +124,25 @@ def test_a_killed_mdtest_workspace_on_a_measured_filesystem_is_reaped(tmp_path, 
 
     assert cli.main(["clean"]) == 0                               # `iolab clean` finds both
     assert not os.path.exists(second) and not os.path.exists(session)
+
+
+def test_the_default_base_is_refused_when_someone_else_made_it(monkeypatch, tmp_path):
+    # /tmp/iolab-<user> is a name anyone on the node can create first
+    monkeypatch.delenv("IOLAB_WORKDIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(workspace, "_candidates", lambda: [tmp_path])
+    mine = tmp_path / f"iolab-{workspace._user()}"
+    mine.mkdir(mode=0o777)
+    os.chmod(mine, 0o777)
+    assert workspace.base_dir() == mine and oct(mine.stat().st_mode & 0o777) == "0o700"   # ours: tightened
+    real = os.geteuid()
+    monkeypatch.setattr(workspace.os, "geteuid", lambda: real + 1)                     # now it is not ours
+    with pytest.raises(PermissionError, match="belongs to uid"):
+        workspace.base_dir()
+    monkeypatch.undo()
+    os.rmdir(mine)
+    mine.symlink_to(tmp_path)
+    monkeypatch.delenv("IOLAB_WORKDIR", raising=False)
+    monkeypatch.setattr(workspace, "_candidates", lambda: [tmp_path])
+    with pytest.raises(PermissionError, match="symlink"):
+        workspace.base_dir()

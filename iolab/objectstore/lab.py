@@ -156,8 +156,8 @@ def cache_dir(ws: _workspace.Workspace, where: str | None, name: str) -> Path | 
         shm = Path("/dev/shm")
         if not shm.is_dir():
             return ws.mkdir(f"cache/{name}")
-        d = shm / f"iolab-{os.getuid()}" / f"{ws.root.name}-{name}"
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        d = _workspace.private_dir(shm / f"iolab-{os.getuid()}") / f"{ws.root.name}-{name}"
+        d.mkdir(exist_ok=True, mode=0o700)
         guard.watch_dir(d)      # memory: a killed kernel's guard frees it
         guard.watch_empty_dir(d.parent)
         return d
