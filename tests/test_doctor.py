@@ -52,4 +52,9 @@ def test_ior_and_mdtest_versions_without_leftovers_in_tmp():
     for tool in ("ior", "mdtest"):
         assert items[tool].status == doctor.OK and re.fullmatch(rf"{tool} \d+\.\d+\S*", items[tool].detail), \
             items[tool].line()
+    from iolab import runner
+
+    runner.tool_version.cache_clear()
+    assert runner.tool_version("ior") == items["ior"].detail.split()[1]      # what results.save records
+    assert runner.tool_version("mdtest") == items["mdtest"].detail.split()[1]
     assert mpi_leftovers_in_tmp() - before == set()

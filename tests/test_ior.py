@@ -341,11 +341,16 @@ def test_mpi_runtime_files_stay_in_the_workspace(fake_ior, ws):
 
 
 def test_doctor_reads_iors_version_from_its_banner(fake_ior):
-    from iolab import doctor
+    from iolab import doctor, runner
 
     ior._installed_version.cache_clear()
     item = next(c for c in doctor.tool_checks() if c.name == "ior")
     assert item.status == doctor.OK and item.detail == "ior 4.0.0", item.line()
+    runner.tool_version.cache_clear()
+    try:
+        assert runner.tool_version("ior") == "4.0.0"        # results.save's provenance: no version flag
+    finally:
+        runner.tool_version.cache_clear()
 
 
 def test_run_keeps_files_when_asked(fake_ior, ws):

@@ -193,3 +193,15 @@ def test_mpi_runtime_files_stay_in_the_workspace(fake_mdtest, ws):
     assert not os.path.exists(in_ws) and not os.path.exists(on_other)
     assert sorted(p.name for p in ws.root.iterdir()) == ["other-fs"]
     assert list((ws.root / "other-fs").iterdir()) == []
+
+
+def test_tool_version_asks_the_banner_not_a_version_flag(fake_mdtest):
+    # results.save(tool="mdtest") asks runner.tool_version: each refused flag was an aborted MPI start
+    from iolab import runner
+
+    runner.tool_version.cache_clear()
+    try:
+        assert runner.tool_version("mdtest") == "4.0.0"
+    finally:
+        runner.tool_version.cache_clear()
+    assert len(fake_mdtest.read_text().split()) == 1          # one DUMMY run, in a private TMPDIR
