@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import sys
 
 import pytest
@@ -180,6 +181,108 @@ def test_calls_fast_and_general_paths_agree_on_every_recorded_trace():
         if ref.startswith("strace/trace-") or ref.startswith("strace/summary-C"):
             text = recordings.load(ref).text
             assert list(st.parse_calls(text)) == list(st.parse_calls(text, _fast=False)), ref
+
+
+def _outcome(src, **kw):
+    """What parse_calls makes of src: each record as (key, type, value) in order, then its ParseError."""
+    got = []
+    try:
+        for rec in st.parse_calls(src, **kw):
+            got.append([(k, type(v).__name__, v) for k, v in rec.items()])
+    except ParseError as e:
+        got.append(("ParseError", e.line_no, str(e)))
+    return got
+
+
+@pytest.mark.parametrize("ref", recordings.available("strace"))
+@pytest.mark.parametrize("chunk", [1024, 3])  # runs as shipped; runs that cut the trace everywhere
+def test_fast_path_equals_general_path_on_every_recording(ref, chunk, tmp_path, monkeypatch):
+    # the fast path (runs of lines through one pattern) against the general one (line by line), on the
+    # whole text, on a list of lines, on an open file: same records, value types, key order, errors
+    monkeypatch.setattr(st, "_CHUNK", chunk)
+    text = recordings.load(ref).text
+    want = _outcome(text, _fast=False)
+    assert want == _outcome(text.splitlines(keepends=True), _fast=False)
+    assert _outcome(text) == want
+    assert _outcome(text.splitlines(keepends=True)) == want
+    path = tmp_path / "trace.txt"
+    path.write_text(text)
+    with open(path) as f:
+        assert _outcome(f) == want
+
+
+# Lines of odd shapes for the fast path to hand over to the general one (or to get exactly right).
+ODD_LINES = [
+    '5 00:00:01.000000 read(3</a b.bin>,  <unfinished ...>',
+    '5 00:00:01.000300 <... read resumed>"ab", 2) = 2 <0.000300>',
+    '5 00:00:01.000300 <... read resumed>) = 2 <0.000300>',
+    '5 00:00:01.000300 <... write resumed>"ab", 2) = 2 <0.000300>',
+    '6 00:00:01.000100 futex(0x1, FUTEX_WAIT, 0, NULL <unfinished ...>',
+    '6 00:00:01.000200 <... futex resumed>) = 0 <0.000100>',
+    '6 00:00:01.000200 pread64(3</f>, "x"..., 4096, 8192) = 4096 <0.000010>',
+    '6 00:00:01.000200 pread64(3</f>, 4096) = 4096',
+    '6 00:00:01.000200 read(  3</f>,  <unfinished ...>',
+    '6 00:00:01.000200 read(3</a, b>, "x", 1) = 1 <0.1>',
+    '6 00:00:01.000200 read(3</a>b>, "x", 1) = 1 <0.1>',
+    '6 00:00:01.000200 read(3, "x", 1) = 1 <0.1>',
+    '6 00:00:01.000200 read(3</f>, "x", n) = 1 <0.1>',
+    '6 00:00:01.000200 read(3</f>, "x) = 5", 1) = 1 <0.1>',
+    '6 00:00:01.000200 close(3</f>) = 0 <0.1>',
+    '6 00:00:01.000200 close(3) = 0 ([a, b]) <0.1>',
+    '6 00:00:01.000200 exit_group(0)     = ?',
+    '6 00:00:01.000200 poll([{fd=3, events=POLLIN}], 1, 100) = 1 ([{fd=3, revents=POLLIN}]) <0.1>',
+    '6 00:00:01.000200 openat(AT_FDCWD, "/nope", O_RDONLY) = -1 ENOENT (No such file or directory) <0.1>',
+    '6 00:00:01.000200 read(0</dev/pts/0>, 0x7ffd, 1024) = ? ERESTARTSYS (To be restarted if SA_RESTART is set) <0.5>',
+    '6 00:00:01.000200 read(0</dev/pts/0>, 0x7ffd, 1024) = ? <unavailable>',
+    '6 00:00:01.000200 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 3, 0) = 0x7f00aa000000 <0.000004>',
+    '6 00:00:01.000200 read(3</f>, "x", 1) = 5 <unfinished ...>',
+    '6 00:00:01.000200 syscall(calls, errors) = 0 <0.1>',
+    '6 00:00:01.000200 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=7} ---',
+    '6 00:00:01.000200 --- SIGSYS {si_signo=SIGSYS, si_syscall=1} ---',
+    '6 00:00:01.000200 +++ exited with 2 +++',
+    '6 00:00:01.000200 +++ syscall calls +++',
+    '6 00:00:01.000200 +++ broken',
+    '[pid  7] read(3, "", 10) = 0',
+    '00:00:01.000200 read(3</f>, "", 10) = 0 <0.1>',
+    'read(3, "", 16384)                      = 0',
+    '% time     seconds  usecs/call     calls    errors syscall',
+    '------ ----------- ----------- --------- --------- ----------------',
+    '100.00    0.000037           3        10           total',
+    'strace: Process 9 detached',
+    '',
+    'this is not strace',
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch):
+    monkeypatch.setattr(st, "_CHUNK", 5)
+    rnd = random.Random(seed)
+    for case in range(60):
+        lines = [rnd.choice(ODD_LINES) for _ in range(rnd.randint(1, 30))]
+        want = _outcome(lines, _fast=False)
+        assert _outcome(lines) == want, lines
+        assert _outcome([ln + "\n" for ln in lines]) == want, lines
+        path = tmp_path / f"{case}.txt"
+        path.write_text("\n".join(lines) + rnd.choice(["", "\n"]))
+        with open(path) as f:
+            assert _outcome(f) == want, lines
+
+
+@pytest.mark.parametrize("newline", [None, "", "\n", "\r", "\r\n"])
+@pytest.mark.parametrize("ends", [[b"\n"], [b"\r\n"], [b"\n", b"\r", b"\n", b"\r\n"]])
+def test_fast_path_reads_files_as_they_iterate(newline, ends, tmp_path, monkeypatch):
+    # lines as files give them in every newline= mode: a "\r" left at the end, a "\n" inside a line
+    monkeypatch.setattr(st, "_CHUNK", 7)
+    rnd = random.Random(0)
+    lines = [rnd.choice(ODD_LINES[:22]) for _ in range(200)]
+    path = tmp_path / "trace.txt"
+    for first in (b"\n", ends[-1]):
+        path.write_bytes(lines[0].encode() + first + b"".join(ln.encode() + rnd.choice(ends) for ln in lines[1:]))
+        with open(path, newline=newline) as f:
+            want = _outcome(f, _fast=False)
+        with open(path, newline=newline) as f:
+            assert _outcome(f) == want
 
 
 def test_calls_read_with_fd_path_size_duration():

@@ -16,6 +16,27 @@ nothing for 0); the blank ``usecs/call`` of the 4.x ``total`` row; ``-w`` (same 
 time); ``-C`` (the table after the trace); ``-U`` custom columns (``shortest``, ``longest``,
 any order, ``syscall`` first or last) and per-personality tables
 (``System call usage summary for 32 bit mode:``).
+
+How :func:`parse_calls` keeps up (500,000 lines/s asked, benchmarks/bench_strace_parse.py) and stays
+exact: two paths that give the same records, errors and line numbers (tests/test_strace.py compares
+them on every recording and on odd lines).
+
+* The general path (:func:`_general`; ``parse_calls(..., _fast=False)`` uses it alone) reads one
+  line at a time: every layout strace writes, every check. It is the reference.
+* The fast path (:func:`_fast_calls`) takes the lines ``_CHUNK`` at a time and joins them into one
+  text (one "\\n" after each line, as a file iterates them). One compiled pattern (``_FAST_RE.findall``)
+  cuts every line of a run into its fields in C: pid and hh:mm, seconds, the call's name with its
+  first argument, the arguments, what follows " = ". Per line, Python then does a few dict look-ups:
+  bounded memos turn ``"2603  02:32:"`` into (pid, seconds), ``"read(3</f>, "`` into a record
+  template (syscall, fd, path) and ``"4096 <0.000012>"`` into (result, errno, duration); a record is
+  a copy of its template with pid, time, args, size, result, errno and duration set. Complete calls,
+  ``<unfinished ...>``/``<... resumed>`` pairs, exits and signals of ``-f -tt [-T] [-y]`` traces go
+  this way; a line of any other shape, or one a memo will not vouch for, goes to the general path,
+  in its place. Values come from the same functions as there (``_result``, ``_details``, ``_FD_RE``,
+  ``float``), so they are equal and of the same types.
+* Memory stays flat: one run, the memos (``_MEMO_SIZE`` entries each) and the calls waiting for
+  their resumed line are all that is kept. The price: records come out a run at a time, so a
+  reader of a live pipe may wait for the rest of a run (``_CHUNK`` lines) before it sees a record.
 """
 from __future__ import annotations
 
@@ -26,6 +47,8 @@ import shutil
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
+from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -429,21 +452,11 @@ _FD_RE = re.compile(r"(-?\d+)(?:<(.*?)>)?(?:, |$)")
 _STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _IOV_RE = re.compile(r"iov_len=(\d+)")
 _PREFIX_RE = re.compile(r"(?:\[pid +(\d+)\] |(\d+) +)?(?:\[[0-9a-f]{8,16}\] )?(?: *(\d[\d:.]*) )?")
-_EXIT_RE = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (SIG\w+)(?: \(core dumped\))?|(.*?)) \+\+\+$")
-_SIGNAL_RE = re.compile(r"--- (?:(SIG\w+|\d+) (.*?)|stopped by (SIG\w+)) ---$")
+# (.*) ---$ splits where (.*?) ---$ does (the end of the line is the only place for " ---"), in one step
+_EXIT_RE = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (SIG\w+)(?: \(core dumped\))?|(.*)) \+\+\+$")
+_SIGNAL_RE = re.compile(r"--- (?:(SIG\w+|\d+) (.*)|stopped by (SIG\w+)) ---$")
 _RESUMED_RE = re.compile(r"<\.\.\. ([\w?]+) resumed> ?(.*)$")
 _UNFINISHED = " <unfinished ...>"
-# read(fd, buf, count) / write(fd, buf, count): the count is the last argument
-_SIZE_LAST = frozenset({"read", "write"})
-_SLOW_FIRST = frozenset({"<", "-", "+", "["})
-
-
-class _Slow(Exception):
-    """This line is not a plain complete call: let the general path read it."""
-_FAST_RE = re.compile(
-    r"(?:(\d+) +)?(?:(\d\d):(\d\d):(\d\d(?:\.\d+)?) )?([a-z_][a-z0-9_]*)\((.*)\) += "
-    r"(-?\d+|0x[0-9a-f]+|\?)(?:<[^ ]*>)?(?: ([A-Z][A-Z0-9_]+) \([^)]*\)| \([^)]*\))?"
-    r"(?: <(\d+\.\d+)>)?\n?$")
 _IGNORABLE = ("strace: ", " > ", " | ", "[ Process PID=", "????")
 
 
@@ -532,6 +545,305 @@ def _event(pid, t, event, *, result=None, signal=None, args="") -> dict[str, Any
             "result": result, "errno": None, "duration": None, "event": event, "signal": signal}
 
 
+class _State:
+    """What :func:`parse_calls` carries from one line to the next."""
+
+    __slots__ = ("events", "pending", "in_summary")
+
+    def __init__(self, events: bool):
+        self.events = events
+        # pid -> (start time, name, arguments so far, what the fast path knows of the call or None)
+        self.pending: dict[Any, tuple[float | None, str, str, Any]] = {}
+        self.in_summary = False  # inside the -C table after the trace: skipped up to its total row
+
+
+def _exit_or_signal(state: _State, pid, t, rest: str, line_no: int, line: str) -> Iterator[dict[str, Any]]:
+    """``+++ exited with 0 +++`` / ``--- SIGCHLD {...} ---`` (``rest``: the line after pid and time)."""
+    if rest[0] == "+":
+        em = _EXIT_RE.match(rest)
+        if em is None:
+            raise ParseError("unexpected '+++' line in strace trace", line_no, line)
+        held = state.pending.pop(pid, None)
+        if state.events:
+            if held is not None:
+                yield _event(pid, held[0], "unfinished", args=held[2])
+            if em.group(1) is not None:
+                yield _event(pid, t, "exit", result=int(em.group(1)))
+            elif em.group(2) is not None:
+                yield _event(pid, t, "killed", signal=em.group(2))
+            else:
+                yield _event(pid, t, "other", args=em.group(3))
+        return
+    sm = _SIGNAL_RE.match(rest)
+    if sm is None:
+        raise ParseError("unexpected '---' line in strace trace", line_no, line)
+    if state.events:
+        if sm.group(3):
+            yield _event(pid, t, "stopped", signal=sm.group(3))
+        else:
+            yield _event(pid, t, "signal", signal=sm.group(1), args=sm.group(2))
+
+
+def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]:
+    """The general path: any one line of a trace, every layout, every check (ParseError names the line)."""
+    line = line.rstrip("\n")
+    if not line or line.startswith(_IGNORABLE):
+        return
+    if state.in_summary:
+        tok = line.split()
+        if tok and "total" in (tok[0], tok[-1]):
+            state.in_summary = False
+        return
+    if ("syscall" in line and _header_titles(line)) or _PERSONALITY_RE.match(line):
+        state.in_summary = "syscall" in line
+        return
+    pending, events = state.pending, state.events
+    m = _PREFIX_RE.match(line)
+    p1, p2, ts = m.groups()
+    pid = int(p1 or p2) if (p1 or p2) else None
+    t = _time(ts) if ts else None
+    rest = line[m.end():]
+    c0 = rest[:1]
+    if c0 == "<":
+        rm = _RESUMED_RE.match(rest)
+        if rm is None:
+            raise ParseError("unexpected '<' line in strace trace", line_no, line)
+        name, tail = rm.groups()
+        held = pending.pop(pid, None)
+        if held is not None and held[1] == name:
+            t0, _, head, _ = held
+        else:
+            t0, head = t, ""
+        eq = tail.rfind(" = ")
+        if eq < 0:
+            raise ParseError("a resumed syscall without ' = result'", line_no, line)
+        left = tail[:eq].rstrip()
+        if not left.endswith(")"):
+            raise ParseError("a resumed syscall without its closing parenthesis", line_no, line)
+        head = head.rstrip()
+        args = (head + " " + left[:-1].lstrip()).strip() if head.endswith(",") else head + left[:-1]
+        yield _call(pid, t0, name, args, tail[eq + 3:], line_no, line)
+        return
+    if c0 == "+" or (c0 == "-" and rest.startswith("--- ")):
+        yield from _exit_or_signal(state, pid, t, rest, line_no, line)
+        return
+    paren = rest.find("(")
+    if paren <= 0:
+        raise ParseError("not a strace syscall line", line_no, line)
+    name = rest[:paren]
+    if rest.endswith(_UNFINISHED):
+        if pid in pending and events:
+            old = pending[pid]
+            yield _event(pid, old[0], "unfinished", args=old[2])
+        pending[pid] = (t, name, rest[paren + 1:-len(_UNFINISHED)], None)
+        return
+    eq = rest.rfind(" = ")
+    if eq < 0:
+        if rest.endswith(")") or rest.endswith(") ?"):
+            return  # e.g. a call still running when strace detached
+        raise ParseError("a syscall line without ' = result'", line_no, line)
+    left = rest[:eq].rstrip()
+    if not left.endswith(")"):
+        raise ParseError("a syscall line without its closing parenthesis", line_no, line)
+    yield _call(pid, t, name, left[paren + 1:-1], rest[eq + 3:], line_no, line)
+
+
+# The fast path (see the module docstring). _FAST_RE.findall gives one tuple per line of a run:
+# (pid and hh:mm, ss.ffffff, name( and first argument, name of a resumed call, arguments and ")",
+# what follows " = ", arguments of an unfinished call and " ", "+++ ..."/"--- ..." of an exit or a
+# signal); a line of any other shape matches the last branch, all groups empty.
+# Possessive quantifiers (Python >= 3.11) never give back what they matched: the same matches with
+# less bookkeeping (a tenth of the pattern's time here). Python 3.10 reads the plain ones.
+_P = "+" if sys.version_info >= (3, 11) else ""
+_NAME = rf"[a-z_]\w*{_P}"
+# the call's name, "(" and its first argument up to ", " ([^,] is quicker than [^,\n]: a key that runs
+# into the next line tells _call_of nothing, like "name(" alone)
+_KEY = rf"{_NAME}\((?:[^,]*{_P}, )?"
+_FAST_RE = re.compile(
+    rf"(\d+{_P} +{_P}\d\d:\d\d:|\d\d:\d\d:)(\d\d\.\d+{_P}) "
+    rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)"
+    rf"(?:(.*\)) += (.*)|(.* )<unfinished \.\.\.>)"
+    rf"|(\+\+\+ .*|--- .*))\n"
+    rf"|.*\n", re.ASCII)
+_CHUNK = 1024            # lines per findall
+_MEMO_SIZE = 4096        # entries per memo, then it starts again; for what follows " = " (a few
+_TAIL_MEMO_SIZE = 16384  # results times some thousand durations) a larger one: about 3 MB at most
+
+
+class _Memo(dict):
+    """``memo[key]`` = ``make(key)``, computed once; cleared when full, so memory stays bounded."""
+
+    __slots__ = ("make", "size")
+
+    def __init__(self, make, size: int = _MEMO_SIZE):
+        super().__init__()
+        self.make, self.size = make, size
+
+    def __missing__(self, key):
+        if len(self) >= self.size:
+            self.clear()
+        value = self[key] = self.make(key)
+        return value
+
+
+def _prefix_of(pre: str) -> tuple[int | None, int]:
+    """``"2603  02:32:"`` -> (pid, seconds of the minute since midnight)."""
+    pid, _, hm = pre.rpartition(" ")
+    return (int(pid) if pid else None), int(hm[:2]) * 3600 + int(hm[3:5]) * 60
+
+
+def _tail_of(tail: str) -> tuple[int | None, str | None, float | None] | None:
+    """What follows ``" = "`` -> (result, errno, duration); None when the general path must judge."""
+    if " = " in tail or tail.endswith(_UNFINISHED):  # not the line's last " = "; not a complete call
+        return None
+    try:
+        return _result(tail, 0, tail)
+    except ParseError:
+        return None
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+_SIZE_MODE = {"read": 1, "write": 1, "pread64": 2, "pwrite64": 2}  # see _details for the others
+
+
+def _call_of(key: str) -> tuple[dict[str, Any], int, str] | None:
+    """``"read(3</f>, "`` -> (record template with syscall, fd, path filled, size mode, name).
+
+    Size mode 0: no size; 1: the last argument; 2: the one before it; 3: ask :func:`_details` (also
+    when the key does not settle fd and path). None sends the line to the general path (a name that
+    could be a word of a -C header)."""
+    name, _, first = key.partition("(")
+    if all(t in _TITLES for t in _TITLE_RE.findall(name)):
+        return None
+    fd = path = None
+    # As _details does (_FD_RE on the arguments): "3</f>" gives 3 and "/f", "0x7f.." and "AT_FDCWD" nothing.
+    # Left to _details: no first argument seen ("name("), a key that ran past the arguments (" = ", "\n"),
+    # "<" without ">" at the end ("3</a, b>" goes on after ", "), leading space (a resumed call strips it).
+    first = first[:-2]
+    known = bool(first) and "\n" not in first and " = " not in first and not first[0].isspace() and (
+        "<" not in first or first[-1] == ">")
+    m = _FD_RE.match(first) if known else None
+    if m and (m.group(2) is not None or name in _FD_FIRST):
+        fd, path = int(m.group(1)), m.group(2)
+    mode = _SIZE_MODE.get(name, 3 if name in _SIZE_ARG or name in _VECTOR or name in _PATH_CALLS else 0)
+    if not known:
+        mode = 3
+    template = dict.fromkeys(CALL_KEYS)
+    template.update(syscall=name, fd=fd, path=path)
+    return template, mode, name
+
+
+_LAST = itemgetter(-1)
+
+
+def _chunks(lines: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
+    """(text, lines) for each run of up to _CHUNK lines, text = the lines with one "\\n" after each
+    (when a line holds a "\\n" of its own, text has more lines than the run: the caller checks)."""
+    it = iter(lines)
+    while chunk := list(islice(it, _CHUNK)):
+        try:
+            ends = "".join(map(_LAST, chunk))
+        except IndexError:  # an empty line
+            ends = ""
+        yield ("".join(chunk) if ends == "\n" * len(chunk) else "\n".join(chunk) + "\n"), chunk
+
+
+def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """parse_calls by runs of lines: complete, unfinished and resumed calls and exits and signals of
+    ``-f -tt [-T] [-y]`` lines here, any other line through :func:`_general`. Same records, same
+    order, same errors as the general path alone."""
+    pending, events = state.pending, state.events
+    prefixes, calls, ints = _Memo(_prefix_of), _Memo(_call_of), _Memo(_int_or_none)
+    tails = _Memo(_tail_of, _TAIL_MEMO_SIZE)
+    findall = _FAST_RE.findall
+    line_no = 0
+    for text, chunk in _chunks(lines):
+        found = findall(text)
+        if len(found) != len(chunk) or state.in_summary:  # "\n" inside a line, or in a -C table
+            for line in chunk:
+                line_no += 1
+                yield from _general(state, line, line_no)
+            continue
+        start = line_no
+        for pre, sec, key, resumed, args, tail, head, other in found:
+            line_no += 1
+            if tail:  # a complete call (key) or a resumed one
+                try:
+                    result, errno, duration = tails[tail]
+                    if key:
+                        rec, mode, name = calls[key]
+                except TypeError:  # a memo said None
+                    pass
+                else:
+                    if key:  # name(args) = result <duration>
+                        args = args[:-1]
+                        rec = {**rec}
+                        rec["pid"], base = prefixes[pre]
+                        rec["time"] = base + float(sec)
+                    else:  # <... name resumed>args) = result <duration>
+                        pid, base = prefixes[pre]
+                        held = pending.pop(pid, None)
+                        if held is not None and held[1] == resumed:
+                            t, name, head, known = held
+                            head = head.rstrip()
+                        else:
+                            t, name, head, known = base + float(sec), resumed, "", None
+                        args = args[:-1]
+                        if head[-1:] == ",":
+                            rest = args.lstrip()
+                            args = f"{head} {rest}".strip()
+                            if not rest:  # "3</f>," ends the arguments: not the fd the key saw
+                                known = None
+                        else:
+                            args = head + args
+                        if known is None:
+                            rec, mode = dict.fromkeys(CALL_KEYS), 3
+                            rec["syscall"] = name
+                        else:
+                            rec, mode, _ = known
+                            rec = {**rec}
+                        rec["pid"] = pid
+                        rec["time"] = t
+                    rec["args"] = args
+                    if mode == 1:  # as _details: the last argument (all of them when there is one)
+                        rec["size"] = ints[args.rpartition(", ")[2]]
+                    elif mode == 2:  # the one before the last (the first of two; "" of one: None)
+                        rec["size"] = ints[args.rpartition(", ")[0].rpartition(", ")[2]]
+                    elif mode == 3:
+                        rec["fd"], rec["path"], rec["size"] = _details(name, args)
+                    rec["result"] = result
+                    rec["errno"] = errno
+                    rec["duration"] = duration
+                    yield rec
+                    continue
+            elif key and head:  # name(args <unfinished ...>
+                known = calls[key]
+                if known is not None:
+                    pid, base = prefixes[pre]
+                    if pid in pending and events:
+                        old = pending[pid]
+                        yield _event(pid, old[0], "unfinished", args=old[2])
+                    pending[pid] = (base + float(sec), known[2], head[:-1], known)
+                    continue
+            elif other and "syscall" not in other:  # +++ exited with 0 +++ / --- SIGCHLD {...} ---
+                pid, base = prefixes[pre]
+                yield from _exit_or_signal(state, pid, base + float(sec), other, line_no, f"{pre}{sec} {other}")
+                continue
+            yield from _general(state, chunk[line_no - start - 1], line_no)
+            if state.in_summary:  # a -C table began: the rest of the run is the general path's
+                for line in chunk[line_no - start:]:
+                    line_no += 1
+                    yield from _general(state, line, line_no)
+                break
+    yield from _never_resumed(state)
+
+
 def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True) -> Iterator[dict[str, Any]]:
     """Stream a strace trace: one dict per completed syscall (keys :data:`CALL_KEYS`).
 
@@ -548,180 +860,25 @@ def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True
     exits (``+++ exited with 0 +++``, ``+++ killed by SIGKILL +++``) and calls that never resumed
     come out as events (``syscall`` None, ``event`` "signal" / "exit" / "killed" / "unfinished")
     when ``events`` is True, else are skipped. Memory stays flat: only unfinished calls are kept.
+
+    The input is read :data:`_CHUNK` lines at a time (see the module docstring); ``_fast=False``
+    reads it line by line with the general path only (the reference the fast path is tested against).
     """
     if isinstance(lines, str):  # a whole trace as one text
         lines = lines.splitlines()
-    pending: dict[Any, tuple[float | None, str, str]] = {}
-    prefix_match = _PREFIX_RE.match
-    size_last = _SIZE_LAST
-    fd_first = _FD_FIRST
-    other_details = _PATH_CALLS | frozenset(_SIZE_ARG) | _VECTOR
-    slow_first = _SLOW_FIRST
-    unfinished = _UNFINISHED
-    pids: dict[str, int] = {}
-    minutes: dict[str, int] = {}
-    fds: dict[str, tuple[int | None, str | None]] = {}
-    in_summary = False
+    return (_fast_calls if _fast else _general_calls)(_State(events), lines)
+
+
+def _general_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     for line_no, line in enumerate(lines, 1):
-        # Fast path: a complete call as `strace -f -tt -T -y -o FILE` writes it
-        # ("PID HH:MM:SS.ffffff name(args) = result <secs>"), with str methods only. Anything else
-        # (unfinished/resumed, signals, exits, other layouts, odd values) raises _Slow or
-        # ValueError/IndexError and goes to the general path below, which checks everything.
-        try:
-            if not _fast or in_summary:
-                raise _Slow
-            p, ts, rest = line.split(None, 2)
-            if ts[2] != ":" or ts[5] != ":" or rest[0] in slow_first or (
-                    rest[-1] == ">" and rest.endswith(unfinished)):
-                raise _Slow
-            head, sep, tail = rest.rpartition(" = ")
-            paren = head.index("(")
-            if head[-1] != ")":
-                head = head.rstrip()
-                if head[-1] != ")":
-                    raise _Slow
-            name = head[:paren]
-            args = head[paren + 1:-1]
-            sp = tail.find(" ")
-            errno = dur = None
-            if sp < 0:
-                res = tail.rstrip()
-            else:
-                res = tail[:sp]
-                last = tail[tail.rfind(" ") + 1:].rstrip()
-                if last[0] == "<" and last[1].isdigit() and last[-1] == ">":
-                    dur = float(last[1:-1])
-            c = res[0]
-            if c == "-" or c == "?":
-                result = None if c == "?" else int(res)
-                if sp >= 0 and tail[sp + 1:sp + 2].isupper():
-                    errno = tail[sp + 1:tail.find(" ", sp + 1)]
-            else:
-                lt = res.find("<")
-                if lt > 0:
-                    res = res[:lt]
-                result = int(res, 16) if res[:2] == "0x" else int(res)
-            fd = path = size = None
-            if args and args[0].isdigit():
-                a = args.partition(", ")[0]
-                got = fds.get(a)
-                if got is None:
-                    lt = a.find("<")
-                    if lt > 0 and a[-1] == ">":
-                        got = (int(a[:lt]), a[lt + 1:-1])
-                    else:
-                        got = (None, None)
-                    if len(fds) < 4096:
-                        fds[a] = got
-                fd, path = got
-                if fd is None and name in fd_first and a.isdigit():
-                    fd = int(a)
-            if name in size_last:
-                n = args[args.rfind(", ") + 2:]
-                size = int(n) if n.isdigit() else None
-            elif name in other_details:
-                fd, path, size = _details(name, args)
-            pid = pids.get(p)
-            if pid is None:
-                pid = int(p)
-                if len(pids) < 4096:
-                    pids[p] = pid
-            base = minutes.get(ts[:6])
-            if base is None:
-                base = int(ts[:2]) * 3600 + int(ts[3:5]) * 60
-                minutes[ts[:6]] = base
-            rec = {"pid": pid, "time": base + float(ts[6:]), "syscall": name, "args": args, "fd": fd,
-                   "path": path, "size": size, "result": result, "errno": errno, "duration": dur,
-                   "event": None, "signal": None}
-        except (_Slow, ValueError, IndexError):
-            rec = None
-        if rec is not None:
-            yield rec
-            continue
-        line = line.rstrip("\n")
-        if not line or line.startswith(_IGNORABLE):
-            continue
-        if in_summary:  # the -C table after the trace: skip it, up to its total row
-            tok = line.split()
-            if tok and "total" in (tok[0], tok[-1]):
-                in_summary = False
-            continue
-        if ("syscall" in line and _header_titles(line)) or _PERSONALITY_RE.match(line):
-            in_summary = "syscall" in line
-            continue
-        m = prefix_match(line)
-        p1, p2, ts = m.groups()
-        pid = int(p1 or p2) if (p1 or p2) else None
-        t = _time(ts) if ts else None
-        rest = line[m.end():]
-        c0 = rest[:1]
-        if c0 == "<":
-            rm = _RESUMED_RE.match(rest)
-            if rm is None:
-                raise ParseError("unexpected '<' line in strace trace", line_no, line)
-            name, tail = rm.groups()
-            held = pending.pop(pid, None)
-            if held is not None and held[1] == name:
-                t0, _, head = held
-            else:
-                t0, head = t, ""
-            eq = tail.rfind(" = ")
-            if eq < 0:
-                raise ParseError("a resumed syscall without ' = result'", line_no, line)
-            left = tail[:eq].rstrip()
-            if not left.endswith(")"):
-                raise ParseError("a resumed syscall without its closing parenthesis", line_no, line)
-            head = head.rstrip()
-            args = (head + " " + left[:-1].lstrip()).strip() if head.endswith(",") else head + left[:-1]
-            yield _call(pid, t0, name, args, tail[eq + 3:], line_no, line)
-            continue
-        if c0 == "+":
-            em = _EXIT_RE.match(rest)
-            if em is None:
-                raise ParseError("unexpected '+++' line in strace trace", line_no, line)
-            held = pending.pop(pid, None)
-            if events:
-                if held is not None:
-                    yield _event(pid, held[0], "unfinished", args=held[2])
-                    # keep the name visible in the event
-                if em.group(1) is not None:
-                    yield _event(pid, t, "exit", result=int(em.group(1)))
-                elif em.group(2) is not None:
-                    yield _event(pid, t, "killed", signal=em.group(2))
-                else:
-                    yield _event(pid, t, "other", args=em.group(3))
-            continue
-        if c0 == "-" and rest.startswith("--- "):
-            sm = _SIGNAL_RE.match(rest)
-            if sm is None:
-                raise ParseError("unexpected '---' line in strace trace", line_no, line)
-            if events:
-                if sm.group(3):
-                    yield _event(pid, t, "stopped", signal=sm.group(3))
-                else:
-                    yield _event(pid, t, "signal", signal=sm.group(1), args=sm.group(2))
-            continue
-        paren = rest.find("(")
-        if paren <= 0:
-            raise ParseError("not a strace syscall line", line_no, line)
-        name = rest[:paren]
-        if rest.endswith(_UNFINISHED):
-            if pid in pending and events:
-                old = pending[pid]
-                yield _event(pid, old[0], "unfinished", args=old[2])
-            pending[pid] = (t, name, rest[paren + 1:-len(_UNFINISHED)])
-            continue
-        eq = rest.rfind(" = ")
-        if eq < 0:
-            if rest.endswith(")") or rest.endswith(") ?"):
-                continue  # e.g. a call still running when strace detached
-            raise ParseError("a syscall line without ' = result'", line_no, line)
-        left = rest[:eq].rstrip()
-        if not left.endswith(")"):
-            raise ParseError("a syscall line without its closing parenthesis", line_no, line)
-        yield _call(pid, t, name, left[paren + 1:-1], rest[eq + 3:], line_no, line)
-    if events:
-        for pid, (t0, name, head) in pending.items():
+        yield from _general(state, line, line_no)
+    yield from _never_resumed(state)
+
+
+def _never_resumed(state: _State) -> Iterator[dict[str, Any]]:
+    """At the end of the trace: the calls still waiting for their ``<... resumed>`` line."""
+    if state.events:
+        for pid, (t0, name, head, _) in state.pending.items():
             yield _event(pid, t0, "unfinished", args=f"{name}({head}")
 
 
