@@ -1,6 +1,7 @@
 """A lesson exported to HTML shows its charts offline: plotly.js is embedded, never fetched from a CDN."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 
@@ -35,8 +36,10 @@ def test_lesson_00_html_export_embeds_plotly(tmp_path):
     page_file = tmp_path / "00.html"
     page_file.write_text(html)
     with sync_api.sync_playwright() as p:
+        (tmp_path / "home").mkdir()
         browser = p.chromium.launch(executable_path=chromium, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+                                    env={**os.environ, "HOME": str(tmp_path / "home")})   # its profile, caches
         try:
             page = browser.new_page()
             # no network at all: everything the chart needs must be in the file
