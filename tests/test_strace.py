@@ -195,11 +195,13 @@ def _outcome(src, **kw):
 
 
 @pytest.mark.parametrize("ref", recordings.available("strace"))
-@pytest.mark.parametrize("chunk", [1024, 3])  # runs as shipped; runs that cut the trace everywhere
-def test_fast_path_equals_general_path_on_every_recording(ref, chunk, tmp_path, monkeypatch):
+@pytest.mark.parametrize("chunk, block", [(1024, 1 << 17), (3, 97)])  # as shipped; runs cut everywhere
+def test_fast_path_equals_general_path_on_every_recording(ref, chunk, block, tmp_path, monkeypatch):
     # the fast path (runs of lines through one pattern) against the general one (line by line), on the
-    # whole text, on a list of lines, on an open file: same records, value types, key order, errors
+    # whole text, a list of lines, an open file (read in blocks): same records, value types, key order,
+    # errors
     monkeypatch.setattr(st, "_CHUNK", chunk)
+    monkeypatch.setattr(st, "_BLOCK", block)
     text = recordings.load(ref).text
     want = _outcome(text, _fast=False)
     assert want == _outcome(text.splitlines(keepends=True), _fast=False)
@@ -257,6 +259,7 @@ ODD_LINES = [
 @pytest.mark.parametrize("seed", range(4))
 def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch):
     monkeypatch.setattr(st, "_CHUNK", 5)
+    monkeypatch.setattr(st, "_BLOCK", 64)
     rnd = random.Random(seed)
     for case in range(60):
         lines = [rnd.choice(ODD_LINES) for _ in range(rnd.randint(1, 30))]
@@ -272,8 +275,8 @@ def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch)
 @pytest.mark.parametrize("newline", [None, "", "\n", "\r", "\r\n"])
 @pytest.mark.parametrize("ends", [[b"\n"], [b"\r\n"], [b"\n", b"\r", b"\n", b"\r\n"]])
 def test_fast_path_reads_files_as_they_iterate(newline, ends, tmp_path, monkeypatch):
-    # lines as files give them in every newline= mode: a "\r" left at the end, a "\n" inside a line
-    monkeypatch.setattr(st, "_CHUNK", 7)
+    # a file is read in blocks only where its lines end at "\n": every newline= mode, mixed endings
+    monkeypatch.setattr(st, "_BLOCK", 64)
     rnd = random.Random(0)
     lines = [rnd.choice(ODD_LINES[:22]) for _ in range(200)]
     path = tmp_path / "trace.txt"

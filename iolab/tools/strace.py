@@ -23,31 +23,34 @@ them on every recording and on odd lines).
 
 * The general path (:func:`_general`; ``parse_calls(..., _fast=False)`` uses it alone) reads one
   line at a time: every layout strace writes, every check. It is the reference.
-* The fast path (:func:`_fast_calls`) takes the lines ``_CHUNK`` at a time and joins them into one
-  text (one "\\n" after each line, as a file iterates them). One compiled pattern (``_FAST_RE.findall``)
-  cuts every line of a run into its fields in C: pid and hh:mm, seconds, the call's name with its
-  first argument, the arguments, what follows " = ". Per line, Python then does a few dict look-ups:
-  bounded memos turn ``"2603  02:32:"`` into (pid, seconds), ``"read(3</f>, "`` into a record
-  template (syscall, fd, path) and ``"4096 <0.000012>"`` into (result, errno, duration); a record is
-  a copy of its template with pid, time, args, size, result, errno and duration set. Complete calls,
-  ``<unfinished ...>``/``<... resumed>`` pairs, exits and signals of ``-f -tt [-T] [-y]`` traces go
-  this way; a line of any other shape, or one a memo will not vouch for, goes to the general path,
-  in its place. Values come from the same functions as there (``_result``, ``_details``, ``_FD_RE``,
-  ``float``), so they are equal and of the same types.
-* Memory stays flat: one run, the memos (``_MEMO_SIZE`` entries each) and the calls waiting for
-  their resumed line are all that is kept. The price: records come out a run at a time, so a
-  reader of a live pipe may wait for the rest of a run (``_CHUNK`` lines) before it sees a record.
+* The fast path (:func:`_fast_calls`) takes the input in runs of whole lines, one text each: a text
+  file in ``read()`` blocks of ``_BLOCK`` characters (where its lines end at "\\n", as it would
+  iterate them), any other iterable ``_CHUNK`` lines at a time, joined. One compiled pattern
+  (``_FAST_RE.findall``) cuts every line of a run into its fields in C: pid and hh:mm, seconds, the
+  call's name with its first argument, the arguments, what follows " = ". Per line, Python then does
+  a few dict look-ups: bounded memos turn ``"2603  02:32:"`` into (pid, seconds), ``"read(3</f>, "``
+  into a record template (syscall, fd, path) and ``"4096 <0.000012>"`` into (result, errno,
+  duration); a record is a copy of its template with pid, time, args, size, result, errno and
+  duration set. Complete calls, ``<unfinished ...>``/``<... resumed>`` pairs, exits and signals of
+  ``-f -tt [-T] [-y]`` traces go this way; a line of any other shape, or one a memo will not vouch
+  for, goes to the general path, in its place. Values come from the same functions as there
+  (``_result``, ``_details``, ``_FD_RE``, ``float``), so they are equal and of the same types.
+* Memory stays flat: one run, the memos (``_MEMO_SIZE`` entries, ``_TAIL_MEMO_SIZE`` for what
+  follows " = ") and the calls waiting for their resumed line are all that is kept. The price:
+  records come out a run at a time, so a reader of a live pipe may wait for the rest of a run
+  (``_CHUNK`` lines, ``_BLOCK`` characters) before it sees a record.
 """
 from __future__ import annotations
 
 import functools
+import io
 import os
 import re
 import shutil
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from itertools import islice
+from itertools import chain, islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -740,11 +743,24 @@ def _call_of(key: str) -> tuple[dict[str, Any], int, str] | None:
 
 
 _LAST = itemgetter(-1)
+_BLOCK = 1 << 17  # characters per read() of a text file
+_UNIVERSAL_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # the lines of a newline="" file
 
 
-def _chunks(lines: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
-    """(text, lines) for each run of up to _CHUNK lines, text = the lines with one "\\n" after each
-    (when a line holds a "\\n" of its own, text has more lines than the run: the caller checks)."""
+def _texts(lines: Iterable[str]) -> Iterator[tuple[str | None, list[str] | None]]:
+    """The input as runs of whole lines: (text, lines), text = the lines, each ending with one "\\n".
+
+    A text file whose lines end at "\\n" is read in blocks (lines None: text's lines are the
+    file's; read() costs a third of iterating the lines); any other iterable goes _CHUNK lines at a
+    time (text has more lines than the run when a line holds a "\\n" of its own: the caller checks).
+    text None: lines for the general path."""
+    if isinstance(lines, io.TextIOBase):
+        first = lines.readline()
+        # newline=None, "" or "\n" (not "\r", "\r\n"): the first line ends with "\n" alone.
+        if first.endswith("\n") and not first.endswith("\r\n") and "\n" not in first[:-1]:
+            yield from _file_texts(lines, first)
+            return
+        lines = chain([first], lines) if first else ()
     it = iter(lines)
     while chunk := list(islice(it, _CHUNK)):
         try:
@@ -752,6 +768,24 @@ def _chunks(lines: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
         except IndexError:  # an empty line
             ends = ""
         yield ("".join(chunk) if ends == "\n" * len(chunk) else "\n".join(chunk) + "\n"), chunk
+
+
+def _file_texts(file: io.TextIOBase, rest: str) -> Iterator[tuple[str | None, list[str] | None]]:
+    """_texts of a text file, _BLOCK characters at a time, each cut after its last "\\n"."""
+    universal = file.newlines is not None  # newline None or "": with "", a "\r" ends a line too
+    while True:
+        block = file.read(_BLOCK)
+        cut = block.rfind("\n") + 1
+        if block and not cut:
+            rest += block
+            continue
+        text, rest = rest + block[:cut], block[cut:]
+        if universal and "\r" in text:
+            yield None, _UNIVERSAL_LINE_RE.findall(text)
+        elif text:
+            yield (text if text[-1] == "\n" else text + "\n"), None
+        if not block:
+            return
 
 
 def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
@@ -763,14 +797,14 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
     tails = _Memo(_tail_of, _TAIL_MEMO_SIZE)
     findall = _FAST_RE.findall
     line_no = 0
-    for text, chunk in _chunks(lines):
-        found = findall(text)
-        if len(found) != len(chunk) or state.in_summary:  # "\n" inside a line, or in a -C table
-            for line in chunk:
-                line_no += 1
+    for text, chunk in _texts(lines):
+        found = findall(text) if text is not None else ()
+        if text is None or (chunk is not None and len(found) != len(chunk)) or state.in_summary:
+            for line in chunk if chunk is not None else text.split("\n")[:-1]:  # "\n" inside a line,
+                line_no += 1                                                    # "\r" ending one, a -C table
                 yield from _general(state, line, line_no)
             continue
-        start = line_no
+        start, raw = line_no, chunk  # raw: the run's lines (from a file: split from text when needed)
         for pre, sec, key, resumed, args, tail, head, other in found:
             line_no += 1
             if tail:  # a complete call (key) or a resumed one
@@ -835,9 +869,11 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                 pid, base = prefixes[pre]
                 yield from _exit_or_signal(state, pid, base + float(sec), other, line_no, f"{pre}{sec} {other}")
                 continue
-            yield from _general(state, chunk[line_no - start - 1], line_no)
+            if raw is None:
+                raw = text.split("\n")
+            yield from _general(state, raw[line_no - start - 1], line_no)
             if state.in_summary:  # a -C table began: the rest of the run is the general path's
-                for line in chunk[line_no - start:]:
+                for line in raw[line_no - start:len(found)]:
                     line_no += 1
                     yield from _general(state, line, line_no)
                 break
