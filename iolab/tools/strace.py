@@ -895,10 +895,12 @@ def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True
     call is yielded when it completes, with the start time. Signals (``--- SIGCHLD ... ---``),
     exits (``+++ exited with 0 +++``, ``+++ killed by SIGKILL +++``) and calls that never resumed
     come out as events (``syscall`` None, ``event`` "signal" / "exit" / "killed" / "unfinished")
-    when ``events`` is True, else are skipped. Memory stays flat: only unfinished calls are kept.
+    when ``events`` is True, else are skipped. Memory stays flat: besides unfinished calls, only
+    one run of lines and bounded memos are kept.
 
-    The input is read :data:`_CHUNK` lines at a time (see the module docstring); ``_fast=False``
-    reads it line by line with the general path only (the reference the fast path is tested against).
+    The input is read in runs (a text file ``_BLOCK`` characters at a time, any other iterable
+    ``_CHUNK`` lines at a time; see the module docstring). ``_fast=False`` reads it line by line with
+    the general path only: the reference the fast path is tested against.
     """
     if isinstance(lines, str):  # a whole trace as one text
         lines = lines.splitlines()
@@ -906,6 +908,7 @@ def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True
 
 
 def _general_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """parse_calls by the general path alone, one line at a time."""
     for line_no, line in enumerate(lines, 1):
         yield from _general(state, line, line_no)
     yield from _never_resumed(state)
