@@ -560,31 +560,32 @@ class _State:
         self.in_summary = False  # inside the -C table after the trace: skipped up to its total row
 
 
-def _exit_or_signal(state: _State, pid, t, rest: str, line_no: int, line: str) -> Iterator[dict[str, Any]]:
-    """``+++ exited with 0 +++`` / ``--- SIGCHLD {...} ---`` (``rest``: the line after pid and time)."""
+def _exit_or_signal(state: _State, pid, t, rest: str) -> list[dict[str, Any]] | None:
+    """``+++ exited with 0 +++`` / ``--- SIGCHLD {...} ---`` (``rest``: the line after pid and time)
+    -> its events; None when ``rest`` is not one (the caller says so)."""
     if rest[0] == "+":
         em = _EXIT_RE.match(rest)
         if em is None:
-            raise ParseError("unexpected '+++' line in strace trace", line_no, line)
+            return None
         held = state.pending.pop(pid, None)
-        if state.events:
-            if held is not None:
-                yield _event(pid, held[0], "unfinished", args=held[2])
-            if em.group(1) is not None:
-                yield _event(pid, t, "exit", result=int(em.group(1)))
-            elif em.group(2) is not None:
-                yield _event(pid, t, "killed", signal=em.group(2))
-            else:
-                yield _event(pid, t, "other", args=em.group(3))
-        return
+        if not state.events:
+            return []
+        out = [] if held is None else [_event(pid, held[0], "unfinished", args=held[2])]
+        if em.group(1) is not None:
+            out.append(_event(pid, t, "exit", result=int(em.group(1))))
+        elif em.group(2) is not None:
+            out.append(_event(pid, t, "killed", signal=em.group(2)))
+        else:
+            out.append(_event(pid, t, "other", args=em.group(3)))
+        return out
     sm = _SIGNAL_RE.match(rest)
     if sm is None:
-        raise ParseError("unexpected '---' line in strace trace", line_no, line)
-    if state.events:
-        if sm.group(3):
-            yield _event(pid, t, "stopped", signal=sm.group(3))
-        else:
-            yield _event(pid, t, "signal", signal=sm.group(1), args=sm.group(2))
+        return None
+    if not state.events:
+        return []
+    if sm.group(3):
+        return [_event(pid, t, "stopped", signal=sm.group(3))]
+    return [_event(pid, t, "signal", signal=sm.group(1), args=sm.group(2))]
 
 
 def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]:
@@ -628,7 +629,10 @@ def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]
         yield _call(pid, t0, name, args, tail[eq + 3:], line_no, line)
         return
     if c0 == "+" or (c0 == "-" and rest.startswith("--- ")):
-        yield from _exit_or_signal(state, pid, t, rest, line_no, line)
+        recs = _exit_or_signal(state, pid, t, rest)
+        if recs is None:
+            raise ParseError(f"unexpected '{'+++' if c0 == '+' else '---'}' line in strace trace", line_no, line)
+        yield from recs
         return
     paren = rest.find("(")
     if paren <= 0:
@@ -867,8 +871,10 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                     continue
             elif other and "syscall" not in other:  # +++ exited with 0 +++ / --- SIGCHLD {...} ---
                 pid, base = prefixes[pre]
-                yield from _exit_or_signal(state, pid, base + float(sec), other, line_no, f"{pre}{sec} {other}")
-                continue
+                recs = _exit_or_signal(state, pid, base + float(sec), other)
+                if recs is not None:
+                    yield from recs
+                    continue
             if raw is None:
                 raw = text.split("\n")
             yield from _general(state, raw[line_no - start - 1], line_no)
