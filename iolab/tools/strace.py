@@ -838,8 +838,10 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                             args = f"{head} {rest}".strip()
                             if not rest:  # "3</f>," ends the arguments: not the fd the key saw
                                 known = None
-                        else:
+                        elif args:
                             args = head + args
+                        else:  # "futex(0x1, FUTEX_WAIT, 0, NULL <unfinished ...>" + "<... futex resumed>)"
+                            args = head
                         if known is None:
                             rec, mode = dict.fromkeys(CALL_KEYS), 3
                             rec["syscall"] = name
