@@ -195,13 +195,16 @@ def _outcome(src, **kw):
 
 
 @pytest.mark.parametrize("ref", recordings.available("strace"))
-@pytest.mark.parametrize("chunk, block", [(1024, 1 << 17), (3, 97)])  # as shipped; runs cut everywhere
-def test_fast_path_equals_general_path_on_every_recording(ref, chunk, block, tmp_path, monkeypatch):
+@pytest.mark.parametrize("chunk, block, memo", [(1024, 1 << 17, None), (3, 97, 2)])  # as shipped; runs cut
+def test_fast_path_equals_general_path_on_every_recording(ref, chunk, block, memo, tmp_path, monkeypatch):
     # the fast path (runs of lines through one pattern) against the general one (line by line), on the
     # whole text, a list of lines, an open file (read in blocks): same records, value types, key order,
-    # errors
+    # errors; also with memos of two entries, cleared all the time
     monkeypatch.setattr(st, "_CHUNK", chunk)
     monkeypatch.setattr(st, "_BLOCK", block)
+    if memo:
+        monkeypatch.setattr(st, "_MEMO_SIZE", memo)
+        monkeypatch.setattr(st, "_TAIL_MEMO_SIZE", memo)
     text = recordings.load(ref).text
     want = _outcome(text, _fast=False)
     assert want == _outcome(text.splitlines(keepends=True), _fast=False)

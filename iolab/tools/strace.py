@@ -666,31 +666,30 @@ _NAME = rf"[a-z_]\w*{_P}"
 # the call's name, "(" and its first argument up to ", " ([^,] is quicker than [^,\n]: a key that runs
 # into the next line tells _call_of nothing, like "name(" alone)
 _KEY = rf"{_NAME}\((?:[^,]*{_P}, )?"
-_FAST_RE = re.compile(
-    rf"(\d+{_P} +{_P}\d\d:\d\d:|\d\d:\d\d:)(\d\d\.\d+{_P}) "
-    rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)"
-    rf"(?:(.*\)) += (.*)|(.* )<unfinished \.\.\.>)"
-    rf"|(\+\+\+ .*|--- .*))\n"
-    rf"|.*\n", re.ASCII)
+_FAST_BODY = (rf"(\d\d\.\d+{_P}) "
+              rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)"
+              rf"(?:(.*\)) += (.*)|(.* )<unfinished \.\.\.>)"
+              rf"|(\+\+\+ .*|--- .*))\n"
+              rf"|.*\n")
+# two layouts, one pattern each (an alternation of the two costs every line): "2603  02:32:" (-f to a
+# file, or [pid N] lines rewritten...) and "02:32:" (one process); a run takes the first line's
+_FAST_RE = re.compile(rf"(\d+{_P} +{_P}\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
+_FAST_NOPID_RE = re.compile(rf"(\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
 _CHUNK = 1024            # lines per findall
 _MEMO_SIZE = 4096        # entries per memo, then it starts again; for what follows " = " (a few
 _TAIL_MEMO_SIZE = 16384  # results times some thousand durations) a larger one: about 3 MB at most
 
 
-class _Memo(dict):
-    """``memo[key]`` = ``make(key)``, computed once; cleared when full, so memory stays bounded."""
+def _fill(memo: dict, key: str, make, size: int | None = None):
+    """``memo[key] = make(key)`` after a miss; the memo is cleared when full, so memory stays bounded.
 
-    __slots__ = ("make", "size")
-
-    def __init__(self, make, size: int = _MEMO_SIZE):
-        super().__init__()
-        self.make, self.size = make, size
-
-    def __missing__(self, key):
-        if len(self) >= self.size:
-            self.clear()
-        value = self[key] = self.make(key)
-        return value
+    The memos are plain dicts read as ``memo[key]`` with this in ``except KeyError``: Python
+    specialises the subscript of an exact dict (a dict subclass with ``__missing__`` costs a third more
+    per look-up, and the fast path makes four or five of them a line)."""
+    if len(memo) >= (size or _MEMO_SIZE):
+        memo.clear()
+    value = memo[key] = make(key)
+    return value
 
 
 def _prefix_of(pre: str) -> tuple[int | None, int]:
@@ -797,12 +796,14 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
     ``-f -tt [-T] [-y]`` lines here, any other line through :func:`_general`. Same records, same
     order, same errors as the general path alone."""
     pending, events = state.pending, state.events
-    prefixes, calls, ints = _Memo(_prefix_of), _Memo(_call_of), _Memo(_int_or_none)
-    tails = _Memo(_tail_of, _TAIL_MEMO_SIZE)
-    findall = _FAST_RE.findall
+    prefixes: dict = {}
+    calls: dict = {}
+    ints: dict = {}
+    tails: dict = {}
+    findall, findall_nopid = _FAST_RE.findall, _FAST_NOPID_RE.findall
     line_no = 0
     for text, chunk in _texts(lines):
-        found = findall(text) if text is not None else ()
+        found = (findall_nopid if text[2:3] == ":" else findall)(text) if text is not None else ()
         if text is None or (chunk is not None and len(found) != len(chunk)) or state.in_summary:
             for line in chunk if chunk is not None else text.split("\n")[:-1]:  # "\n" inside a line,
                 line_no += 1                                                    # "\r" ending one, a -C table
@@ -813,19 +814,31 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
             line_no += 1
             if tail:  # a complete call (key) or a resumed one
                 try:
-                    result, errno, duration = tails[tail]
+                    try:
+                        result, errno, duration = tails[tail]
+                    except KeyError:
+                        result, errno, duration = _fill(tails, tail, _tail_of, _TAIL_MEMO_SIZE)
                     if key:
-                        rec, mode, name = calls[key]
+                        try:
+                            rec, mode, name = calls[key]
+                        except KeyError:
+                            rec, mode, name = _fill(calls, key, _call_of)
                 except TypeError:  # a memo said None
                     pass
                 else:
                     if key:  # name(args) = result <duration>
                         args = args[:-1]
                         rec = {**rec}
-                        rec["pid"], base = prefixes[pre]
+                        try:
+                            rec["pid"], base = prefixes[pre]
+                        except KeyError:
+                            rec["pid"], base = _fill(prefixes, pre, _prefix_of)
                         rec["time"] = base + float(sec)
                     else:  # <... name resumed>args) = result <duration>
-                        pid, base = prefixes[pre]
+                        try:
+                            pid, base = prefixes[pre]
+                        except KeyError:
+                            pid, base = _fill(prefixes, pre, _prefix_of)
                         held = pending.pop(pid, None)
                         if held is not None and held[1] == resumed:
                             t, name, head, known = held
@@ -852,9 +865,17 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                         rec["time"] = t
                     rec["args"] = args
                     if mode == 1:  # as _details: the last argument (all of them when there is one)
-                        rec["size"] = ints[args.rpartition(", ")[2]]
+                        n = args.rpartition(", ")[2]
+                        try:
+                            rec["size"] = ints[n]
+                        except KeyError:
+                            rec["size"] = _fill(ints, n, _int_or_none)
                     elif mode == 2:  # the one before the last (the first of two; "" of one: None)
-                        rec["size"] = ints[args.rpartition(", ")[0].rpartition(", ")[2]]
+                        n = args.rpartition(", ")[0].rpartition(", ")[2]
+                        try:
+                            rec["size"] = ints[n]
+                        except KeyError:
+                            rec["size"] = _fill(ints, n, _int_or_none)
                     elif mode == 3:
                         rec["fd"], rec["path"], rec["size"] = _details(name, args)
                     rec["result"] = result
@@ -863,16 +884,25 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                     yield rec
                     continue
             elif key and head:  # name(args <unfinished ...>
-                known = calls[key]
+                try:
+                    known = calls[key]
+                except KeyError:
+                    known = _fill(calls, key, _call_of)
                 if known is not None:
-                    pid, base = prefixes[pre]
+                    try:
+                        pid, base = prefixes[pre]
+                    except KeyError:
+                        pid, base = _fill(prefixes, pre, _prefix_of)
                     if pid in pending and events:
                         old = pending[pid]
                         yield _event(pid, old[0], "unfinished", args=old[2])
                     pending[pid] = (base + float(sec), known[2], head[:-1], known)
                     continue
             elif other and "syscall" not in other:  # +++ exited with 0 +++ / --- SIGCHLD {...} ---
-                pid, base = prefixes[pre]
+                try:
+                    pid, base = prefixes[pre]
+                except KeyError:
+                    pid, base = _fill(prefixes, pre, _prefix_of)
                 recs = _exit_or_signal(state, pid, base + float(sec), other)
                 if recs is not None:
                     yield from recs
