@@ -26,7 +26,7 @@ them on every recording and on odd lines).
 * The fast path (:func:`_fast_calls`) takes the input in runs of whole lines, one text each: a text
   file in ``read()`` blocks of ``_BLOCK`` characters (where its lines end at "\\n", as it would
   iterate them), any other iterable ``_CHUNK`` lines at a time, joined. One compiled pattern
-  (``_FAST_RE.findall``) cuts every line of a run into its fields in C: pid and hh:mm, seconds, the
+  (``_FAST_RE.findall``, or ``_FAST_NOPID_RE`` for a trace without pids) cuts every line of a run into its fields in C: pid and hh:mm, seconds, the
   call's name with its first argument, the arguments, what follows " = ". Per line, Python then does
   a few dict look-ups: bounded memos turn ``"2603  02:32:"`` into (pid, seconds), ``"read(3</f>, "``
   into a record template (syscall, fd, path) and ``"4096 <0.000012>"`` into (result, errno,
@@ -671,8 +671,9 @@ _FAST_BODY = (rf"(\d\d\.\d+{_P}) "
               rf"(?:(.*\)) += (.*)|(.* )<unfinished \.\.\.>)"
               rf"|(\+\+\+ .*|--- .*))\n"
               rf"|.*\n")
-# two layouts, one pattern each (an alternation of the two costs every line): "2603  02:32:" (-f to a
-# file, or [pid N] lines rewritten...) and "02:32:" (one process); a run takes the first line's
+# One pattern per prefix layout ("2603  02:32:" of -f -o FILE, "02:32:" of one process): an
+# alternation of the two costs every line. A run takes the pattern of its first line's layout; a line
+# of the other layout matches neither and goes to the general path.
 _FAST_RE = re.compile(rf"(\d+{_P} +{_P}\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
 _FAST_NOPID_RE = re.compile(rf"(\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
 _CHUNK = 1024            # lines per findall
