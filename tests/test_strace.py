@@ -1,9 +1,10 @@
 """iolab.tools.strace: argv builders, the two parsers, the runner's errors, and live exact counts.
 
-Golden tests on the real recordings are in tests/golden/strace (run by test_golden.py). The
-4.x-layout tables below are written from the printf formats of strace 4.x's count.c
-("%6.2f %11.6f %11lu %9u %9.u %s", a total row with an empty usecs/call cell): no strace 4.x or
-5.x could be installed here, so those layouts are tested on constructed text, not recordings.
+Golden tests on the real recordings are in tests/golden/strace (run by test_golden.py), among them
+outputs of strace 4.26 and 5.10 built from their git tags (the recordings named *-v4.26, *-v5.10).
+The 4.x-layout tables below are written from the printf formats of strace 4.x's count.c
+("%6.2f %11.6f %11lu %9u %9.u %s", a total row with an empty usecs/call cell): constructed cases
+kept beside the real ones.
 """
 from __future__ import annotations
 
