@@ -28,7 +28,7 @@ def run(path: Path) -> float:
 
 def main(argv: list[str]) -> int:
     root = nbtools.project_root()
-    paths = [Path(a) for a in argv] or sorted((root / "notebooks").rglob("*.ipynb")) + nbtools.solutions()
+    paths = [Path(a).resolve() for a in argv] or sorted((root / "notebooks").rglob("*.ipynb")) + nbtools.solutions()
     print(f"IOLAB_MODE={recordings.mode()}")
     total = 0.0
     for p in paths:
