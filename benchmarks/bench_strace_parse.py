@@ -11,8 +11,9 @@ lines/s by wall clock and by CPU time of this process, median and best of the ru
 a shared VM whose speed swings by a third from minute to minute: see the calibration line; the best
 run is the machine's own speed, the others add what its neighbours took, so the target is judged on
 the best, as timeit's documentation advises), the same for the file given as an iterator of lines
-(`parse_calls(iter(f))`, the way a list or generator of lines is read), then peak Python memory (tracemalloc) for the whole file and
-for a file of its first quarter: with a streaming parser the two are about equal.
+(`parse_calls(iter(f))`, the way a list or generator of lines is read), then peak Python memory
+(tracemalloc) for the whole file and for a file of its first quarter: with a streaming parser the
+two are about equal.
 --vary gives every line a duration of its own (random, 1 to 999 µs) instead of the recording's,
 repeated: a trace that repeats itself flatters any memo of what the lines say. --general also
 times the general path alone (`_fast=False`, one line at a time, as parse_calls worked before).

@@ -26,8 +26,9 @@ them on every recording and on odd lines).
 * The fast path (:func:`_fast_calls`) takes the input in runs of whole lines, one text each: a text
   file in ``read()`` blocks of ``_BLOCK`` characters (where its lines end at "\\n", as it would
   iterate them), any other iterable ``_CHUNK`` lines at a time, joined. One compiled pattern
-  (``_FAST_RE.findall``, or ``_FAST_NOPID_RE`` for a trace without pids) cuts every line of a run into its fields in C: pid and hh:mm, seconds, the
-  call's name with its first argument, the arguments, what follows " = ". Per line, Python then does
+  (``_FAST_RE.findall``, or ``_FAST_NOPID_RE`` for a trace without pids) cuts every line of a run
+  into its fields in C: pid and hh:mm, seconds, the call's name with its first argument, the
+  arguments, what follows " = ". Per line, Python then does
   a few dict look-ups: bounded memos turn ``"2603  02:32:"`` into (pid, seconds), ``"read(3</f>, "``
   into a record template (syscall, fd, path) and ``"4096 <0.000012>"`` into (result, errno,
   duration); a record is a copy of its template with pid, time, args, size, result, errno and
