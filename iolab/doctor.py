@@ -43,16 +43,16 @@ PACKAGES = {
     "moto": "lesson 06 uses SeaweedFS or a recording", "nbval": "make test cannot execute notebooks",
 }
 
-# tool -> (argv that prints its version, what the course does without it)
-TOOLS: dict[str, tuple[list[str], str]] = {
+# tool -> (argv that prints its version, what the course does without it); argv None: the version
+# comes from the tool's banner (IOR and mdtest have no version flag: iolab.tools.banner_version)
+TOOLS: dict[str, tuple[list[str] | None, str]] = {
     "strace": (["strace", "-V"], "lesson 03 replays recorded strace outputs"),
     "fio": (["fio", "--version"], "lesson 06 replays recorded fio runs"),
     "dd": (["dd", "--version"], "lessons use Python reads instead of dd"),
     "vmtouch": (["vmtouch", "-h"], "lessons measure residency with iolab.pagecache (mincore) only"),
     "fincore": (["fincore", "--version"], "tests cannot cross-check residency against fincore"),
-    # IOR and mdtest have no version flag: a DUMMY-backend run prints it (see _banner_version)
-    "ior": (["ior", "-a", "DUMMY"], "lesson 04 replays recorded IOR runs"),
-    "mdtest": (["mdtest", "-a", "DUMMY"], "lesson 05 replays recorded mdtest runs"),
+    "ior": (None, "lesson 04 replays recorded IOR runs"),
+    "mdtest": (None, "lesson 05 replays recorded mdtest runs"),
     "mpirun": (["mpirun", "--version"], "IOR/mdtest cannot run with several ranks; lessons replay"),
     "srun": (["srun", "--version"], "multi-node runs need Slurm: instructors only"),
     "sbatch": (["sbatch", "--version"], "multi-node runs need Slurm: instructors only"),
@@ -73,11 +73,10 @@ def _first_version_line(text: str) -> str:
 
 def _banner_version(tool: str, path: str, without: str) -> Check:
     """IOR / mdtest: the version their own banner prints, from a run that does no I/O."""
-    from .tools import ior, mdtest
+    from .tools import banner_version
 
-    probe = {"ior": ior.installed_version, "mdtest": mdtest.installed_version}[tool]
     try:
-        version = probe()
+        version = banner_version(tool)
     except Exception as e:  # a broken install is still worth reporting
         return Check("tools", tool, LIMITED, f"found at {path}, but it did not run ({e})", without)
     if version is None:
@@ -93,7 +92,7 @@ def tool_checks() -> list[Check]:
         if path is None:
             out.append(Check("tools", tool, MISSING, runner.install_hint(tool).split(":")[0], without))
             continue
-        if tool in ("ior", "mdtest"):
+        if argv is None:
             out.append(_banner_version(tool, path, without))
             continue
         try:

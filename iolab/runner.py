@@ -151,12 +151,9 @@ def tool_version(tool: str) -> str | None:
     if shutil.which(tool) is None:
         return None
     if Path(tool).name in ("ior", "mdtest"):
-        # they refuse every version flag, and exit without MPI_Finalize, which leaves Open MPI's session
-        # directory in /tmp: their banner, from a run that does no I/O, says the version ("4.0.0")
-        from .tools import ior, mdtest
+        from .tools import banner_version
 
-        probe = ior.installed_version if Path(tool).name == "ior" else mdtest.installed_version
-        return probe(tool) or "unknown version"
+        return banner_version(tool) or "unknown version"
     special = _VERSION_ARGS.get(Path(tool).name)
     for args in [special] if special else [(flag,) for flag in ("--version", "-V", "-version", "version")]:
         try:
