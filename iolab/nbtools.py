@@ -14,6 +14,7 @@ from typing import Any
 
 CHECKED = "NBVAL_CHECK_OUTPUT"
 SOLUTION_LINE = "# SOLUTION"
+END_SOLUTION_LINE = "# END SOLUTION"
 SOLUTION_TAG = "solution"
 STUDENT_NOTE = ("*This is the student copy, generated from `exercises/solutions/` by `make exercises`. "
                 "Edit the solution notebook, not this one.*")
@@ -76,20 +77,49 @@ def problems(nb: Notebook) -> list[str]:
     return found
 
 
+def _cut(source: str) -> str:
+    """Remove the lines from each ``# SOLUTION`` line to the next ``# END SOLUTION`` (or the end)."""
+    kept, cutting = [], False
+    for line in source.splitlines(keepends=True):
+        if line.strip() == SOLUTION_LINE:
+            cutting = True
+        elif line.strip() == END_SOLUTION_LINE and cutting:
+            cutting = False
+        elif not cutting:
+            kept.append(line)
+    return "".join(kept).rstrip("\n")
+
+
+def task_problems(solution: Notebook) -> list[str]:
+    """Tasks of an exercise whose student copy shows no check: each code cell with a ``# SOLUTION``
+    must be followed, in the same cell (after ``# END SOLUTION``) or in the next code cell, by an
+    ``iolab.check`` call the student sees."""
+    found = []
+    code = [c for c in student_copy(solution)["cells"] if c.get("cell_type") == "code"]
+    originals = [c for c in solution["cells"] if c.get("cell_type") == "code"
+                 and SOLUTION_TAG not in c.get("metadata", {}).get("tags", [])]
+    for k, (orig, cell) in enumerate(zip(originals, code)):
+        if SOLUTION_LINE not in _source(orig):
+            continue
+        here = _source(cell)
+        after_task = here if END_SOLUTION_LINE in _source(orig) else ""
+        nxt = _source(code[k + 1]) if k + 1 < len(code) else ""
+        if "check." not in after_task and "check." not in nxt:
+            first = (here.splitlines() or ["(empty)"])[0]
+            found.append(f"task cell {k} ({first!r}) is not followed by a check the student sees")
+    return found
+
+
 def student_copy(solution: Notebook) -> Notebook:
-    """The exercise as a student sees it: solution cells removed, code after `# SOLUTION` cut."""
+    """The exercise as a student sees it: solution cells removed, code from ``# SOLUTION`` to
+    ``# END SOLUTION`` (or to the end of the cell) cut."""
     nb = stripped(solution)
     cells = []
     for cell in nb["cells"]:
         if SOLUTION_TAG in cell.get("metadata", {}).get("tags", []):
             continue
-        if cell.get("cell_type") == "code":
-            lines = _source(cell).splitlines(keepends=True)
-            for k, line in enumerate(lines):
-                if line.strip() == SOLUTION_LINE:
-                    kept = "".join(lines[:k]).rstrip("\n")
-                    cell = {**cell, "source": kept, "outputs": [], "execution_count": None}
-                    break
+        if cell.get("cell_type") == "code" and SOLUTION_LINE in _source(cell):
+            cell = {**cell, "source": _cut(_source(cell)), "outputs": [], "execution_count": None}
         cells.append(cell)
     note = {"cell_type": "markdown", "id": "student-copy-note", "metadata": {}, "source": STUDENT_NOTE}
     nb["cells"] = cells[:1] + [note] + cells[1:]

@@ -83,3 +83,23 @@ def test_a_stale_copy_is_detected(tmp_path):
     assert "stale" in nbtools.exercise_problems(tmp_path)[0]
     nbtools.write(sol, tmp_path / "exercises" / "10-orphan.ipynb")
     assert any("no solution" in p for p in nbtools.exercise_problems(tmp_path))
+
+
+def test_end_solution_keeps_the_check_visible():
+    sol = _nb(_code("answer = ...  # your code\n# SOLUTION\nanswer = 42\nprint(answer)\n# END SOLUTION\n"
+                    "check(answer)\n"))
+    code = [c for c in nbtools.student_copy(sol)["cells"] if c["cell_type"] == "code"]
+    assert code[0]["source"] == "answer = ...  # your code\ncheck(answer)"
+    assert nbtools.task_problems(sol) == []
+
+
+def test_a_task_without_a_visible_check_is_found():
+    cut = _nb(_code("answer = ...\n# SOLUTION\nanswer = 42\ncheck(answer)\n"))
+    assert "not followed by a check" in nbtools.task_problems(cut)[0]
+    next_cell = _nb(_code("answer = ...\n# SOLUTION\nanswer = 42\n"), _code("check.check_x(answer)"))
+    assert nbtools.task_problems(next_cell) == []
+
+
+@pytest.mark.parametrize("path", nbtools.solutions(), ids=lambda p: p.name)
+def test_every_exercise_task_ends_in_a_check_the_student_sees(path):
+    assert nbtools.task_problems(nbtools.read(path)) == []
