@@ -87,9 +87,9 @@ def test_a_stale_copy_is_detected(tmp_path):
 
 def test_end_solution_keeps_the_check_visible():
     sol = _nb(_code("answer = ...  # your code\n# SOLUTION\nanswer = 42\nprint(answer)\n# END SOLUTION\n"
-                    "check(answer)\n"))
+                    "check.check_x(answer)\n"))
     code = [c for c in nbtools.student_copy(sol)["cells"] if c["cell_type"] == "code"]
-    assert code[0]["source"] == "answer = ...  # your code\ncheck(answer)"
+    assert code[0]["source"] == "answer = ...  # your code\ncheck.check_x(answer)"
     assert nbtools.task_problems(sol) == []
 
 
