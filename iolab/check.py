@@ -69,10 +69,17 @@ def check_00_speedup(frame, answer: float) -> bool:
         fail("give the DataFrame that firstlook.repeat_reads returned: it needs cold and warm reads.")
     cold = frame[frame["state"] == "cold"]
     if float(cold["cache_before"].iloc[0]) > 0.01:
-        fail("the first read was not cold: the file was still in the page cache before it.")
+        fail("the first read was not cold: the file was still in the page cache before it. If your "
+             "workspace is on tmpfs (memory), nothing can be evicted there: set IOLAB_WORKDIR to a disk.")
     close_to(answer, speedup(frame), rel=0.01, what="the speed-up")
-    return passed(f"the warm reads were {answer:.1f}x faster: they came from the page cache "
-                  "(cache_before = 100 %), the cold one from the layer below it.")
+    warm_from_memory = bool((frame.loc[frame["state"] == "warm", "cache_before"] >= 0.95).all())
+    where = ("they came from the page cache (cache_before = 100 %), the cold one from the layer below it"
+             if warm_from_memory else "but not every warm read found the whole file in memory: look at "
+             "cache_before")
+    if answer < 2:
+        where += (". That is a small gap: the layer below the page cache answered fast here (a virtual "
+                  "disk cached by its host, or a fast SSD)")
+    return passed(f"the warm reads were {answer:.1f}x as fast as the cold one: {where}.")
 
 
 def check_00_rate(answer: float) -> bool:

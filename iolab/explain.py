@@ -106,7 +106,8 @@ def expect(predicted: str, relation: Relation, *, yes: str | Callable = "", no: 
            why: str = "", missing: str = "", show: bool = True) -> Claim:
     """Say whether ``relation`` held, in the sentence that fits.
 
-    ``predicted``: the expectation in words ("the warm read is faster than the cold one").
+    ``predicted``: the expectation as a clause that reads after "As predicted:" and after "we
+    expected that" ("the warm read is faster than the cold one").
     ``yes``: what to add when it held; ``no``: what was seen instead; ``why``: why that can happen
     on some machines (a VM's host cache, a fast device, noise). Templates may use the evidence's
     names, e.g. ``"{warm:.0f} MiB/s against {cold:.0f} MiB/s"``, or be functions of the evidence.
@@ -115,11 +116,12 @@ def expect(predicted: str, relation: Relation, *, yes: str | Callable = "", no: 
     held = relation.holds()
     ev = relation.evidence
     if held is None:
-        text = f"{CANNOT_TELL} we expected {predicted}, but {missing or 'a number it needs was not measured.'}"
+        text = f"{CANNOT_TELL} we expected that {predicted}, but {missing or 'a number it needs was not measured.'}"
     elif held:
-        text = f"{AS_PREDICTED} {predicted}" + (f": {_fill(yes, ev)}" if yes else ".")
+        text = f"{AS_PREDICTED} {predicted}" + (f" — {_fill(yes, ev)}" if yes else "")
+        text += "" if text.endswith((".", "!", "?")) else "."
     else:
-        text = f"{NOT_THIS_TIME} we expected {predicted}, but " + (_fill(no, ev) if no else "the numbers say otherwise")
+        text = f"{NOT_THIS_TIME} we expected that {predicted}, but " + (_fill(no, ev) if no else "the numbers say otherwise")
         text += "" if text.endswith((".", "!", "?")) else "."
         if why:
             text += f" Why it can happen: {why}"

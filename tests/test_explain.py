@@ -9,14 +9,14 @@ def test_as_predicted_fills_the_evidence(capsys):
                        yes="{warm:.0f} against {cold:.0f} MiB/s", no="{warm:.0f} against {cold:.0f} MiB/s")
     assert c.held is True and c.consistent()
     assert capsys.readouterr().out.strip() == \
-        "As predicted: the warm read is faster than the cold one: 900 against 300 MiB/s"
+        "As predicted: the warm read is faster than the cold one — 900 against 300 MiB/s."
 
 
 def test_not_this_time_says_why():
     c = explain.expect("the warm read is faster", explain.greater("warm", 500.0, "cold", 300.0, by=2),
                        no="{warm:.0f} against {cold:.0f}", why="the host caches the disk.", show=False)
     assert c.held is False and c.consistent()
-    assert c.text == ("Not this time: we expected the warm read is faster, but 500 against 300. "
+    assert c.text == ("Not this time: we expected that the warm read is faster, but 500 against 300. "
                       "Why it can happen: the host caches the disk.")
 
 
@@ -33,7 +33,7 @@ def test_within(a, b, rel, held):
 def test_fact_and_callable_template():
     c = explain.expect("rank 1 opened rank 0's file", explain.fact("moved", True),
                        yes=lambda ev: f"moved={ev['moved']:.0f}", show=False)
-    assert c.text.endswith("moved=1") and c.consistent()
+    assert c.text.endswith("moved=1.") and c.consistent()
 
 
 def test_a_tampered_claim_is_inconsistent():
