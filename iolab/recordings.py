@@ -135,8 +135,13 @@ def host_facts(description: str | None = None) -> dict[str, Any]:
 
 def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | None = None,
          tool_version: str | None = None, stream: str = "stdout", fs_path: str | os.PathLike[str] | None = None,
-         host_description: str | None = None, notes: str = "", root: Path | None = None) -> Path:
-    """Write a recording (raw text + .meta.json). Returns the path of the raw file."""
+         host_description: str | None = None, notes: str = "", root: Path | None = None,
+         fs_facts: dict[str, Any] | None = None) -> Path:
+    """Write a recording (raw text + .meta.json). Returns the path of the raw file.
+
+    ``filesystem`` in the meta: path, fstype, source and mount options of ``fs_path``, plus
+    ``fs_facts`` (facts an explanation depends on that the mount options do not show, e.g. whether
+    an ext4 has a journal)."""
     tool, name = _split(ref)
     d = (root or data_dir()) / tool
     d.mkdir(parents=True, exist_ok=True)
@@ -151,7 +156,8 @@ def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | No
     fs = {}
     if fs_path is not None:
         m = fsinfo.mount_of(fs_path)
-        fs = {"path": str(fs_path), "fstype": m.fstype, "source": m.source}
+        fs = {"path": str(fs_path), "fstype": m.fstype, "source": m.source, "options": m.options}
+    fs.update(fs_facts or {})
     meta = {"argv": list(argv or []), "tool": tool, "tool_version": tool_version, "stream": stream,
             "returncode": rc, "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "host": host_facts(host_description), "filesystem": fs, "notes": notes}
