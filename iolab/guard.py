@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 _lock = threading.Lock()
 _fd: int | None = None
@@ -185,22 +186,29 @@ def unmount(path: str | os.PathLike[str], *, lazy: bool = False, timeout: float 
     return False
 
 
-def _remove_except(path: str, keep: set[str]) -> None:
+def _remove_except(path: str, keep: set[str], dir_fd: int | None = None) -> None:
+    """Remove what is under path except the directories in keep (and those above them), relative to
+    open directory descriptors: a directory swapped for a symlink meanwhile is not followed."""
     try:
-        entries = list(os.scandir(path))
+        fd = os.open(path if dir_fd is None else os.path.basename(path),
+                     os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
     except OSError:
         return
-    for e in entries:
-        if e.path in keep:
-            continue
-        try:
-            if e.is_dir(follow_symlinks=False):
-                _remove_except(e.path, keep)
-                os.rmdir(e.path)
-            else:
-                os.unlink(e.path)
-        except OSError:
-            pass
+    try:
+        for e in list(os.scandir(fd)):
+            full = os.path.join(path, e.name)
+            if full in keep:
+                continue
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    _remove_except(full, keep, dir_fd=fd)
+                    os.rmdir(e.name, dir_fd=fd)
+                else:
+                    os.unlink(e.name, dir_fd=fd)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
 
 
 def remove_tree(root: str | os.PathLike[str]) -> list[str]:
@@ -210,9 +218,18 @@ def remove_tree(root: str | os.PathLike[str]) -> list[str]:
     deletes the bucket's objects. So the mounts under root are unmounted first; one that cannot be
     is left in place (with the directories above it). Returns the mount points left.
     """
-    r = os.path.realpath(root)
+    r = os.path.abspath(root)
     if not os.path.lexists(r):
         return []
+    if os.path.islink(r):
+        os.unlink(r)              # swapped for a symlink: remove the link, never what it points to
+        return []
+    if os.path.realpath(r) != r:
+        # a directory above it was swapped for a symlink since the tree was made: removing through it
+        # would remove something else
+        warnings.warn(f"iolab left {r} in place: a directory on its path is now a symlink (it leads to "
+                      f"{os.path.realpath(r)}), and removing through it would remove something else")
+        return [r]
     left = [m for m in mountpoints_under(r) if not unmount(m)]
     if not left:
         shutil.rmtree(r, ignore_errors=True)

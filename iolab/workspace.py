@@ -51,7 +51,8 @@ def base_dir() -> Path:
 
     root = os.environ.get("IOLAB_WORKDIR")
     if root:
-        base = Path(root).expanduser()
+        base = Path(os.path.realpath(Path(root).expanduser()))
+        safe_chain(base.parent)
     else:
         usable = [c for c in _candidates() if c.is_dir() and os.access(c, os.W_OK | os.X_OK)]
         if not usable:
@@ -59,7 +60,37 @@ def base_dir() -> Path:
         disk = [c for c in usable if fstype(c) not in MEMORY_FS]
         return private_dir((disk or usable)[0] / f"iolab-{_user()}")
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    safe_chain(base)
     return base
+
+
+def safe_chain(path: str | os.PathLike[str]) -> Path:
+    """Refuse a directory that someone else could swap or empty under us.
+
+    Every directory from ``/`` down to ``path`` must belong to this user or to root, and one that
+    others may write (group or other write bit) must be sticky, like ``/tmp``: in a directory that
+    another user can write, that user can rename our workspace away and put a symlink in its place,
+    and removing the workspace would then remove the symlink's target.
+    """
+    p = Path(os.path.abspath(path))
+    me = os.geteuid()
+    for d in [*reversed(p.parents), p]:
+        try:
+            st = os.lstat(d)
+        except FileNotFoundError:
+            break                                   # made later by us, with mode 0700
+        if stat.S_ISLNK(st.st_mode):
+            raise PermissionError(f"{d} is a symlink: give the directory it points to "
+                                  f"({os.path.realpath(d)}) after checking who owns it.")
+        if st.st_uid not in (0, me):
+            raise PermissionError(f"{d} belongs to uid {st.st_uid}, not to you (uid {me}) or root: its owner "
+                                  "could replace your workspace with a link to your other files. Set "
+                                  "IOLAB_WORKDIR to a directory of your own.")
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise PermissionError(f"{d} can be written by other users and is not sticky (mode "
+                                  f"{stat.S_IMODE(st.st_mode):o}): they could rename your workspace and put "
+                                  "something else in its place. Set IOLAB_WORKDIR to a directory of your own.")
+    return p
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
@@ -70,6 +101,7 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     else, is refused (its owner could read, replace or remove what is put in it).
     """
     p = Path(path)
+    safe_chain(p.parent)
     p.mkdir(parents=True, exist_ok=True, mode=0o700)
     st = os.lstat(p)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):

@@ -146,3 +146,52 @@ def test_the_default_base_is_refused_when_someone_else_made_it(monkeypatch, tmp_
     monkeypatch.setattr(workspace, "_candidates", lambda: [tmp_path])
     with pytest.raises(PermissionError, match="symlink"):
         workspace.base_dir()
+
+
+def test_a_workdir_in_a_directory_others_can_write_is_refused(monkeypatch, tmp_path):
+    open_dir = tmp_path / "everyone"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)                      # writable by all, not sticky
+    monkeypatch.setenv("IOLAB_WORKDIR", str(open_dir / "mine"))
+    with pytest.raises(PermissionError, match="not sticky"):
+        workspace.base_dir()
+    os.chmod(open_dir, 0o1777)                     # sticky, like /tmp: others cannot rename our entries
+    assert workspace.base_dir() == open_dir / "mine"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
+def test_a_workdir_owned_by_another_user_is_refused(monkeypatch, tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    for workdir in (theirs, theirs / "mine"):      # their directory, or ours inside theirs
+        monkeypatch.setenv("IOLAB_WORKDIR", str(workdir))
+        with pytest.raises(PermissionError, match="belongs to uid 65534"):
+            workspace.base_dir()
+
+
+def test_close_never_follows_a_workspace_swapped_for_a_symlink(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me")
+    ws = workspace.Workspace(budget="1MiB", base=tmp_path / "base")
+    ws.make_file("a.bin", 4096)
+    os.rename(ws.root, tmp_path / "moved-away")    # what the owner of a writable parent could do
+    os.symlink(victim, ws.root)
+    ws.close()
+    assert (victim / "precious.txt").read_text() == "keep me"
+    assert not os.path.lexists(ws.root)            # the link itself is gone
+
+
+def test_close_refuses_a_path_whose_parent_became_a_symlink(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    base = tmp_path / "base"
+    ws = workspace.Workspace(budget="1MiB", base=base)
+    (victim / ws.root.name).mkdir()
+    (victim / ws.root.name / "precious.txt").write_text("keep me")
+    os.rename(base, tmp_path / "base-moved")
+    os.symlink(victim, base)                       # the same path now leads into the victim
+    with pytest.warns(UserWarning, match="symlink"):
+        ws.close()
+    assert (victim / ws.root.name / "precious.txt").read_text() == "keep me"
