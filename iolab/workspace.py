@@ -14,6 +14,7 @@ import socket
 import stat
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from types import TracebackType
 
@@ -129,6 +130,8 @@ def _du(path: Path) -> int:
     return total
 
 
+# the workspaces this process has open, so that a tool run can find the budget its output falls in
+_open: "weakref.WeakSet[Workspace]" = weakref.WeakSet()
 _HOST = socket.gethostname().split(".")[0].replace("-", "_") or "host"
 PREFIXES = ("ws-", "session-")
 # private workspaces made right on a filesystem under test (mdtest on /tmp, /dev/shm, $HOME, ...),
@@ -190,6 +193,24 @@ def reap_orphans(parent: Path, prefixes: tuple[str, ...] = PREFIXES) -> list[Pat
     return removed
 
 
+def holding(path: str | os.PathLike[str]) -> "Workspace | None":
+    """The open workspace of this process that ``path`` lies in (the innermost one), or None."""
+    p = Path(os.path.realpath(path))
+    found = [ws for ws in list(_open) if not ws._closed and (p == ws.root or ws.root in p.parents)]
+    return max(found, key=lambda ws: len(ws.root.parts), default=None)
+
+
+def reserve_for(path: str | os.PathLike[str], nbytes: int | str) -> int:
+    """Before a tool writes ``nbytes`` at ``path``: reserve them in the workspace that holds ``path``
+    (:class:`BudgetExceeded` if they do not fit). A path in no workspace of ours (``/dev/null``, a
+    directory the learner chose) is not ours to budget; returns nbytes either way."""
+    n = parse_size(nbytes)
+    ws = holding(path)
+    if ws is not None and n > 0:
+        ws.reserve(n)
+    return n
+
+
 class Workspace:
     """A private directory for one session's experiments, with a byte budget.
 
@@ -206,6 +227,7 @@ class Workspace:
         # the owner's host and pid in the name let a later session remove it if its process was killed
         self.root = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=parent)).resolve()
         self._closed = False
+        _open.add(self)
         guard.watch_dir(self.root)        # when this process has a guard: removed even if it is killed
 
     # -- paths -------------------------------------------------------------------------------

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
 from ..units import parse_size
@@ -70,12 +72,31 @@ def run(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, bs: int | s
         conv: Sequence[str] = (), timeout: float = 120, locale: str = "C",
         env: Mapping[str, str | None] | None = None) -> Run:
     """Run dd with ``LC_ALL=locale`` (C by default); its summary is in ``Run.stderr``."""
+    if workspace.holding(dst) is not None:       # its output counts against that workspace's budget
+        workspace.reserve_for(dst, bytes_to_write(src, bs=bs, count=count, skip=skip, iflag=iflag))
     full_env: dict[str, str | None] = {"LC_ALL": locale, "LANGUAGE": None}
     full_env.update(env or {})
     r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
              timeout=timeout, env=full_env)
     return Run(argv=r.argv, stdout=r.stdout, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
                started=r.started, host=r.host, tool_version=tool_version("dd"))
+
+
+def bytes_to_write(src: str | os.PathLike[str], *, bs: int | str, count: int | None = None,
+                   skip: int | None = None, iflag: Sequence[str] = ()) -> int:
+    """At most how many bytes dd will write: ``bs`` x ``count``, or what is left of a regular ``src``
+    after ``skip`` blocks (a device such as /dev/zero with no count is refused: it never ends)."""
+    block = parse_size(bs)
+    limit = block * count if count is not None else None
+    if "count_bytes" in iflag and count is not None:
+        limit = count
+    s = Path(src)
+    if s.is_file():
+        left = max(s.stat().st_size - (skip or 0) * (1 if "skip_bytes" in iflag else block), 0)
+        return left if limit is None else min(left, limit)
+    if limit is None:
+        raise ValueError(f"dd from {src} without count= would write until the filesystem is full")
+    return limit
 
 
 def _float(text: str) -> float:

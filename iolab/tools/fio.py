@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
 
@@ -156,10 +157,42 @@ def run(jobs: Job | Iterable[Job], *, workdir: str | os.PathLike[str], timeout: 
     A job without ``directory=`` or ``filename=`` runs in workdir (fio's working directory).
     """
     wd = Path(workdir)
+    jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
+    for where, nbytes in bytes_to_lay_out(jobs, wd, global_options):
+        workspace.reserve_for(where, nbytes)
     path = write_jobfile(jobs, wd / f"{name}.fio", global_options)
     r = _run(argv(path, output_format=output_format), timeout=timeout, cwd=wd, env=env)
     return Run(argv=r.argv, stdout=r.stdout, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
                started=r.started, host=r.host, tool_version=tool_version("fio"))
+
+
+def bytes_to_lay_out(jobs: Iterable[Job], workdir: str | os.PathLike[str],
+                     global_options: Mapping[str, str | int | None] | None = None) -> list[tuple[Path, int]]:
+    """(directory, bytes) that each job's files will take: fio lays out ``filesize`` x ``nrfiles`` (or
+    ``size``), x ``numjobs``, before reading or writing them (files that exist already are counted
+    again: the budget errs on the safe side). A job on a device (``filename=/dev/...``) adds nothing."""
+    out = []
+    for j in jobs:
+        o = {**(global_options or {}), **j.options}
+        kb_base = int(o.get("kb_base") or 1024)
+        nrfiles = int(o.get("nrfiles") or 1)
+        numjobs = int(o.get("numjobs") or 1)
+        if o.get("filesize") is not None:
+            per_job = size_in_bytes(str(o["filesize"]).split("-")[-1], kb_base) * nrfiles
+        elif o.get("size") is not None and not str(o["size"]).endswith("%"):
+            per_job = size_in_bytes(o["size"], kb_base)
+        else:
+            continue
+        directory = str(o.get("directory") or "").split(":")[0]
+        where = Path(directory) if directory else Path(workdir)
+        if o.get("filename"):
+            first = Path(str(o["filename"]).split(":")[0])
+            where = first if first.is_absolute() else where / first
+            existing = first if first.is_absolute() else where
+            if existing.exists() and not existing.is_file():
+                continue                                 # a device: nothing is laid out
+        out.append((where, per_job * numjobs))
+    return out
 
 
 # --- parsing ------------------------------------------------------------------------------------
