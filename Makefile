@@ -21,7 +21,7 @@ $(STAMP)/venv: pyproject.toml
 	@mkdir -p $(STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[lab,objectstore,test]"
+	$(BIN)/python -m pip install -q -e ".[lab,objectstore,grading,test]"
 	@touch $@
 
 # gcsfuse is in no Debian release: build it with Go when Go is here (lesson 06 skips it otherwise).
