@@ -1,0 +1,254 @@
+"""The kernel's own accounting of which layer served an I/O: the witnesses beside a measured number.
+
+A rate compared with the device's is inference. The kernel keeps direct evidence, most of it
+readable without root:
+
+* **task I/O accounting** (``/proc/<pid>/io``): ``read_bytes`` / ``write_bytes`` are the bytes this
+  process made the storage layer fetch or send (block-device I/O it caused, readahead included);
+  ``rchar`` / ``wchar`` are the bytes that passed through read()/write()-like calls, whoever served
+  them. Reads served by the page cache add to ``rchar`` and not to ``read_bytes``. A network
+  filesystem's reads do not count as block I/O at all (``read_bytes`` stays 0 there, which proves
+  nothing). When a child is reaped, the kernel adds its counters to the parent's, so a tool run and
+  waited for (dd, fio, mpirun and its ranks) is in ``/proc/self/io`` too; without task I/O
+  accounting, ``getrusage(RUSAGE_CHILDREN)`` (``ru_inblock`` / ``ru_oublock``, 512-byte units) is
+  the fallback;
+* **the device's counters** (``/sys/dev/block/<major>:<minor>/stat``): sectors read and written by
+  everybody on the machine. Device bytes beyond this process's own are someone else's traffic:
+  another user, write-back of older dirty pages, the journal;
+* **page-cache state of a file** in one call: ``cachestat(2)`` (Linux >= 6.5): cached, dirty,
+  writeback, evicted and *recently evicted* pages. "Evicted" counts pages that reclaim (memory
+  pressure) pushed out and remembers as shadow entries; pages dropped on request
+  (``POSIX_FADV_DONTNEED``, ``drop_caches``) are not counted: so evicted pages are memory pressure's
+  signature, not the student's.
+
+:class:`Witness` takes the snapshots before and after a measurement; :meth:`Witness.result` gives the
+deltas and says in words what could not be read.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import resource
+import stat as stat_
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .units import format_size
+
+SECTOR = 512            # /sys/block/*/stat counts 512-byte sectors whatever the device's block size
+RUSAGE_BLOCK = 512      # ru_inblock / ru_oublock count 512-byte blocks
+# device bytes beyond our own that still count as "quiet": metadata, the journal, a log line
+DISTURBANCE_FLOOR = 1024 * 1024
+
+
+# --- task I/O accounting ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TaskIO:
+    rchar: int
+    wchar: int
+    syscr: int
+    syscw: int
+    read_bytes: int
+    write_bytes: int
+    cancelled_write_bytes: int
+
+
+def task_io(pid: int | str = "self") -> TaskIO | None:
+    """``/proc/<pid>/io``, or None where it cannot be read (no task I/O accounting in this kernel,
+    another user's process)."""
+    try:
+        text = Path(f"/proc/{pid}/io").read_text()
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if value.strip().isdigit():
+            values[key.strip()] = int(value)
+    try:
+        return TaskIO(**{k: values[k] for k in TaskIO.__dataclass_fields__})
+    except KeyError:
+        return None
+
+
+def children_blocks() -> tuple[int, int]:
+    """Bytes read and written from storage by this process's children that were waited for."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_inblock * RUSAGE_BLOCK, ru.ru_oublock * RUSAGE_BLOCK
+
+
+# --- the block device behind a path ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DeviceStat:
+    device: str                 # e.g. "vda", "dm-0", "nvme0n1p2"
+    reads: int
+    sectors_read: int
+    writes: int
+    sectors_written: int
+    in_flight: int
+    busy_ms: int
+    discards: int | None = None
+    sectors_discarded: int | None = None
+
+
+def block_device(path: str | os.PathLike[str]) -> Path | None:
+    """The sysfs directory of the block device that holds ``path``, or None (tmpfs, NFS, FUSE, overlay:
+    filesystems without a block device of their own)."""
+    st = os.stat(path)
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    if major == 0:
+        return None                                    # anonymous device: no block device behind it
+    d = Path(f"/sys/dev/block/{major}:{minor}")
+    return d.resolve() if (d / "stat").exists() else None
+
+
+def device_stat(sysdir: Path) -> DeviceStat:
+    """Counters of a block device (or partition) from its ``stat`` file (Documentation/block/stat.rst)."""
+    fields = [int(x) for x in (sysdir / "stat").read_text().split()]
+    extra = {"discards": fields[11], "sectors_discarded": fields[13]} if len(fields) >= 15 else {}
+    return DeviceStat(sysdir.name, fields[0], fields[2], fields[4], fields[6], fields[8], fields[9], **extra)
+
+
+# --- cachestat(2) ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CacheStat:
+    cached: int
+    dirty: int
+    writeback: int
+    evicted: int
+    recently_evicted: int
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Stat(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted",
+                                                 "nr_recently_evicted")]
+
+
+_SYS_CACHESTAT = {"x86_64": 451, "aarch64": 451, "riscv64": 451, "ppc64le": 451, "s390x": 451}
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def cachestat(path: str | os.PathLike[str], offset: int = 0, length: int = 0) -> CacheStat | None:
+    """Page-cache state of a file range, in pages (``length=0``: to the end), or None where the kernel
+    has no cachestat(2) (Linux < 6.5) or refuses it."""
+    nr = _SYS_CACHESTAT.get(os.uname().machine)
+    if nr is None:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        rng, out = _Range(offset, length), _Stat()
+        if _libc.syscall(nr, fd, ctypes.byref(rng), ctypes.byref(out), 0) != 0:
+            e = ctypes.get_errno()
+            if e in (errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP, errno.EINVAL):
+                return None
+            raise OSError(e, os.strerror(e), os.fspath(path))
+        return CacheStat(out.nr_cache, out.nr_dirty, out.nr_writeback, out.nr_evicted, out.nr_recently_evicted)
+    finally:
+        os.close(fd)
+
+
+# --- a witness around one measurement ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Witnessed:
+    """What the kernel saw during one measurement. Byte counts are None where they could not be read;
+    ``notes`` says why."""
+
+    own_read: int | None            # this process (task I/O accounting) + waited-for children (rusage)
+    own_written: int | None
+    device: str | None
+    device_read: int | None
+    device_written: int | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def others_read(self) -> int | None:
+        if self.device_read is None or self.own_read is None:
+            return None
+        return max(self.device_read - self.own_read, 0)
+
+    @property
+    def others_written(self) -> int | None:
+        if self.device_written is None or self.own_written is None:
+            return None
+        return max(self.device_written - self.own_written, 0)
+
+    @property
+    def disturbed(self) -> bool | None:
+        """Did the device move clearly more than we did (someone else's traffic, write-back, journal)?"""
+        extra = [x for x in (self.others_read, self.others_written) if x is not None]
+        if not extra:
+            return None
+        return max(extra) > DISTURBANCE_FLOOR
+
+    def row(self) -> dict[str, object]:
+        return {"own_read_bytes": self.own_read, "own_write_bytes": self.own_written, "device": self.device,
+                "device_read_bytes": self.device_read, "device_write_bytes": self.device_written,
+                "disturbed": self.disturbed, "witness_notes": "; ".join(self.notes)}
+
+    def __str__(self) -> str:
+        parts = []
+        if self.own_read is not None:
+            parts.append(f"{format_size(self.own_read)} read from storage and {format_size(self.own_written or 0)} "
+                         "written by this measurement")
+        if self.device_read is not None:
+            parts.append(f"device {self.device}: {format_size(self.device_read)} read, "
+                         f"{format_size(self.device_written or 0)} written by everyone")
+        if self.disturbed:
+            parts.append(f"DISTURBED: {format_size(max(self.others_read or 0, self.others_written or 0))} "
+                         "of the device's traffic was not ours")
+        return "; ".join(parts + list(self.notes))
+
+
+class Witness:
+    """Snapshots of the kernel's counters around a measurement::
+
+        with Witness(path) as w:
+            ...                      # read or write, or run a tool and wait for it
+        print(w.result)              # own bytes from storage, the device's bytes, disturbed?
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.result: Witnessed | None = None
+
+    def __enter__(self) -> "Witness":
+        self._dev = block_device(self.path)
+        self._io0 = task_io()
+        self._kids0 = children_blocks()
+        self._dev0 = device_stat(self._dev) if self._dev else None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        dev1 = device_stat(self._dev) if self._dev else None
+        io1 = task_io()
+        kids1 = children_blocks()
+        notes = []
+        own_r = own_w = None
+        if self._io0 is not None and io1 is not None:
+            # a reaped child's counters are added to its parent's (wait_task_zombie): these include
+            # every tool this process ran and waited for
+            own_r = io1.read_bytes - self._io0.read_bytes
+            own_w = io1.write_bytes - self._io0.write_bytes
+        else:
+            notes.append("no task I/O accounting here (/proc/self/io is missing): only the children's "
+                         "block counts (getrusage) witness this process's own storage bytes")
+            own_r, own_w = kids1[0] - self._kids0[0], kids1[1] - self._kids0[1]
+        dev_r = dev_w = None
+        if self._dev0 is not None and dev1 is not None:
+            dev_r = (dev1.sectors_read - self._dev0.sectors_read) * SECTOR
+            dev_w = (dev1.sectors_written - self._dev0.sectors_written) * SECTOR
+        else:
+            mode = os.stat(self.path).st_mode
+            what = "directory" if stat_.S_ISDIR(mode) else "file"
+            notes.append(f"no block device behind this {what} (memory, network or FUSE filesystem): the "
+                         "device's counters cannot witness it")
+        self.result = Witnessed(own_r, own_w, self._dev.name if self._dev else None, dev_r, dev_w, tuple(notes))
