@@ -321,3 +321,116 @@ def trace_one_file(on: str | Path | None, *, recording: str, quiet: bool = False
     """:func:`one_file_trace` live (mdtest and strace here), or its recording; ``.data`` is the calls."""
     return recordings.live_or_recorded(lambda: one_file_trace(on), recording, requires=("mdtest", "strace"),
                                        parse=one_file_calls, quiet=quiet)
+
+
+# --- what -y really does: fsync calls counted, removals timed (strace around the MPI run) --------
+
+# the calls that push data or metadata to the device, and the ones that create and remove mdtest's
+# items (they are always there, so strace -c always has a table to print: 0 fsync is a result)
+SYNC_CALLS = ("fsync", "fdatasync", "sync", "syncfs", "sync_file_range")
+ITEM_CALLS = ("mkdir", "rmdir", "unlink")
+REMOVAL_CALLS = ("unlink", "rmdir", "fsync")
+
+
+def expected_fsyncs(options: Options, tasks: int) -> int:
+    """How many fsync calls mdtest makes for ``options`` with ``tasks`` ranks (POSIX backend).
+
+    In mdtest 3.3 and 4.0 ``-y`` only sets the "fsync after each write" hint inside the branch that
+    writes ``-w`` bytes into a new file (``create_file`` in src/mdtest.c; the write and its fsync are in
+    ``POSIX_Xfer``); with ``-w 0``, the default, nothing is written and nothing is synced. Directories
+    are never synced. Each rank creates ``-n`` files per iteration (fewer with ``-D``: none).
+    """
+    if not options.sync or not options.write_bytes or options.dirs_only:
+        return 0
+    return tasks * options.files * options.iterations
+
+
+def _traced(options: Options, tasks: int, *, on: str | Path, make_argv, launcher: str = "mpirun",
+            exe: str = "mdtest", timeout: float = 300) -> Run:
+    """mdtest under strace (``make_argv(command, output_file)`` builds the strace argv), in a private
+    workspace on ``on``; the Run's stdout is strace's output, ``tool_version`` mdtest's and strace's."""
+    from . import strace
+
+    if runner.which(exe) is None:
+        raise ToolMissing(exe, runner.install_hint(exe))
+    with workspace.Workspace(budget="256MiB", base=on, prefix=".iolab-mdtest-") as space:
+        opts = replace(options, directory=str(space.path("mdtest")))
+        full = mpi.command(opts.argv(exe), tasks, launcher=launcher)
+        env = mpi.runtime_env(space.path(f".mpi-{uuid.uuid4().hex[:8]}"))
+        argv = make_argv(full, space.path("strace.txt"))
+        # strace -E: the MPI runtime's session files stay in the workspace too
+        argv = argv[:1] + [a for k, v in env.items() for a in ("-E", f"{k}={v}")] + argv[1:]
+        r = strace.run(argv, timeout=timeout, cwd=space.root)
+        if r.returncode != 0:
+            raise ToolFailed(argv, r.returncode, r.stderr, message=f"mdtest under strace exited with {r.returncode}")
+        version = installed_version(exe)
+        return replace(r, tool_version=f"mdtest-{version}; {r.tool_version}")
+
+
+def count_syncs(options: Options, tasks: int = 2, *, on: str | Path, **kwargs: Any) -> Run:
+    """``strace -f -c`` of a whole mdtest run (launcher and ranks), counting :data:`SYNC_CALLS` and
+    :data:`ITEM_CALLS`. Parse with :func:`sync_counts`."""
+    from . import strace
+
+    return _traced(options, tasks, on=on, make_argv=lambda cmd, out: strace.count_argv(
+        cmd, output=out, follow=True, syscalls=[*SYNC_CALLS, *ITEM_CALLS]), **kwargs)
+
+
+def sync_counts(text: str) -> pd.DataFrame:
+    """An strace -c table of :func:`count_syncs` -> syscall, calls: every call of SYNC_CALLS and
+    ITEM_CALLS, with 0 for those strace did not list (it prints only calls that happened)."""
+    from . import strace
+
+    rows = {r["syscall"]: int(r["calls"]) for r in strace.parse_summary(text)}
+    names = [*SYNC_CALLS, *ITEM_CALLS, *sorted(set(rows) - set(SYNC_CALLS) - set(ITEM_CALLS))]
+    return pd.DataFrame({"syscall": names, "calls": [rows.get(n, 0) for n in names]})
+
+
+def measure_syncs(path: str | Path, options: Options, *, tasks: int = 2, recording: str,
+                  quiet: bool = False) -> recordings.Outcome:
+    """:func:`count_syncs` on ``path`` live, or its recording; ``.data`` is :func:`sync_counts`."""
+    return recordings.live_or_recorded(lambda: count_syncs(options, tasks, on=path), recording,
+                                       requires=("mdtest", "mpirun", "strace"), parse=sync_counts, quiet=quiet)
+
+
+def trace_removals(options: Options, tasks: int = 2, *, on: str | Path, **kwargs: Any) -> Run:
+    """``strace -f -tt -T`` of a whole mdtest run, only :data:`REMOVAL_CALLS` (each with its time).
+    Parse with :func:`removal_calls`."""
+    from . import strace
+
+    return _traced(options, tasks, on=on, make_argv=lambda cmd, out: strace.trace_argv(
+        cmd, output=out, follow=True, syscalls=list(REMOVAL_CALLS), strsize=256), **kwargs)
+
+
+_ITEM_KIND = (("file.mdtest.", "file"), ("dir.mdtest.", "directory"), ("mdtest_tree.", "tree directory"))
+
+
+def _item_kind(path: Any) -> str | None:
+    name = str(path).rstrip("/").rsplit("/", 1)[-1]
+    if "/test-dir." not in str(path):
+        return None                      # the MPI runtime's own files
+    return next((kind for prefix, kind in _ITEM_KIND if name.startswith(prefix)), "top directory")
+
+
+def removal_calls(text: str) -> pd.DataFrame:
+    """The calls of a :func:`trace_removals` trace on mdtest's own items: syscall, item ("file",
+    "directory", "tree directory", "top directory"), duration (s), pid, path. The MPI runtime's
+    unlink/rmdir calls (its session directory, shared-memory segments) are left out."""
+    from . import strace
+
+    df = strace.calls_frame(strace.parse_calls(text.splitlines(), events=False))
+    if not len(df):
+        raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
+    df = df.assign(item=df["path"].map(_item_kind))
+    df = df[df["item"].notna()]
+    if not len(df):
+        raise ParseError("no call on mdtest's items (test-dir.*) in this trace", line_no=1,
+                         line=text.splitlines()[0])
+    return df[["syscall", "item", "duration", "pid", "path"]].reset_index(drop=True)
+
+
+def measure_removals(path: str | Path, options: Options, *, tasks: int = 2, recording: str,
+                     quiet: bool = False) -> recordings.Outcome:
+    """:func:`trace_removals` on ``path`` live, or its recording; ``.data`` is :func:`removal_calls`."""
+    return recordings.live_or_recorded(lambda: trace_removals(options, tasks, on=path), recording,
+                                       requires=("mdtest", "mpirun", "strace"), parse=removal_calls, quiet=quiet)

@@ -1,0 +1,129 @@
+"""Re-make the recordings lesson 05 replays, with mdtest 3.3.0 and 4.0.0 (real runs only).
+
+For each version (``/tmp/ior-<version>/bin/mdtest``, put first on PATH), 2 ranks under mpirun:
+
+* ``rates-{tmp,shm}-V``: the seed's command scaled down, ``mdtest -n 10 -i 10 -y``, on /tmp and /dev/shm;
+* ``syncs-seed-tmp-V`` / ``syncs-write4k-tmp-V``: ``strace -f -c`` of that command, and of the same
+  with ``-w 4096``, counting the sync calls (fsync ...) and mkdir/rmdir/unlink;
+* ``write4k-{tmp,shm}-V``: ``mdtest -n 10 -i 10 -y -w 4096``;
+* ``strace-one-file-{tmp,shm}-V``: one rank, one 4 KiB file with -y, ``strace -T -P <the file>``;
+* ``removals-tmp-V``, ``removals-shm-V``, ``removals-write4k-tmp-V``: ``strace -f -T`` of the seed's
+  command (and of ``-w 4096 -y``), only unlink/rmdir/fsync, each call with its time;
+* as root only: ``removals-ext4-<variant>-V`` on fresh 512 MiB ext4 images loop-mounted under /tmp:
+  with and without a journal (``mkfs.ext4 -O ^has_journal``), with and without ``-o discard``.
+
+Each recording's meta keeps the filesystem's mount options and, for ext4, whether it has a journal
+(``iolab.labs.metadata.fs_meta``): the lesson's sentences depend on both.
+
+Run: ``.venv/bin/python data/recorded/mdtest/record.py [--versions 3.3.0 4.0.0] [--no-loop]``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent.parent
+sys.path.insert(0, str(ROOT))
+
+from iolab import recordings, runner  # noqa: E402
+from iolab.labs import metadata  # noqa: E402
+from iolab.tools import mdtest  # noqa: E402
+
+HOST = "2-core VM (Debian 12, 24 GiB), virtio disk; Open MPI 4.1.4"
+SEED = mdtest.Options(files=10, iterations=10, sync=True)
+WRITE4K = replace(SEED, write_bytes=4096)
+PLACES = {"tmp": "/tmp", "shm": "/dev/shm"}
+# name: (mkfs.ext4 features, mount options)
+EXT4_VARIANTS = {
+    "journal": ([], []),
+    "journal-discard": ([], ["discard"]),
+    "nojournal": (["-O", "^has_journal"], []),
+    "nojournal-discard": (["-O", "^has_journal"], ["discard"]),
+}
+
+
+def save(run, name: str, path: str, notes: str, *, stream: str = "stdout", tool_version: str | None = None) -> None:
+    out = recordings.save(run, f"mdtest/{name}", fs_path=path, fs_facts=metadata.fs_meta(path),
+                          host_description=HOST, notes=notes, stream=stream, tool_version=tool_version)
+    print(f"  {out.relative_to(ROOT)}")
+
+
+@contextlib.contextmanager
+def loop_ext4(features: list[str], options: list[str]):
+    """A fresh sparse ext4 image under /tmp, loop-mounted; unmounted and removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="iolab-ext4-", dir="/tmp"))
+    img, mnt = base / "fs.img", base / "mnt"
+    mnt.mkdir()
+    try:
+        runner.run(["truncate", "-s", "512M", str(img)], timeout=30)
+        runner.run(["mkfs.ext4", "-q", "-F", *features, str(img)], timeout=120)
+        runner.run(["mount", "-o", ",".join(["loop", *options]), str(img), str(mnt)], timeout=60)
+        try:
+            yield str(mnt)
+        finally:
+            runner.run(["umount", str(mnt)], timeout=60, check=False)
+    finally:
+        img.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            mnt.rmdir()
+            base.rmdir()
+
+
+def record(version: str, loop: bool) -> None:
+    os.environ["PATH"] = f"/tmp/ior-{version}/bin:" + os.environ["PATH"]
+    assert mdtest.installed_version() == version, mdtest.installed_version()
+    seed, w4k = " ".join(SEED.argv()[1:]), " ".join(WRITE4K.argv()[1:])
+    print(f"mdtest {version}")
+    for short, path in PLACES.items():
+        save(mdtest.run(SEED, 2, on=path), f"rates-{short}-{version}", path,
+             f"seed 001's mdtest -n 10 -i 200 -y scaled to `{seed}`, 2 ranks, on {path}")
+        save(mdtest.run(WRITE4K, 2, on=path), f"write4k-{short}-{version}", path,
+             f"`{w4k}`, 2 ranks, on {path}: each file gets 4 KiB, then an fsync")
+        r = mdtest.one_file_trace(path)
+        save(r, f"strace-one-file-{short}-{version}", path, stream="file",
+             tool_version=f"mdtest-{version}; {r.tool_version}",
+             notes=f"strace -f -tt -T -y -P <the file> of one mdtest {version} process (no mpirun) creating one "
+                   f"4 KiB file with -y (fsync) on {path}: only the syscalls on that file")
+        save(mdtest.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
+             notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on {path}: "
+                   "each removal with its time (files are empty: -w 0)")
+    path = PLACES["tmp"]
+    save(mdtest.count_syncs(SEED, 2, on=path), f"syncs-seed-tmp-{version}", path, stream="file",
+         notes=f"strace -f -c of `mpirun -np 2 mdtest {seed}` on {path}: the sync calls (fsync, fdatasync, sync, "
+               "syncfs, sync_file_range) and mkdir/rmdir/unlink; fsync is absent: -y without -w syncs nothing")
+    save(mdtest.count_syncs(WRITE4K, 2, on=path), f"syncs-write4k-tmp-{version}", path, stream="file",
+         notes=f"strace -f -c of `mpirun -np 2 mdtest {w4k}` on {path}: one fsync per file, "
+               f"{mdtest.expected_fsyncs(WRITE4K, 2)} in all")
+    save(mdtest.trace_removals(WRITE4K, 2, on=path), f"removals-write4k-tmp-{version}", path, stream="file",
+         notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {w4k}` on {path}: "
+               "each file owns a 4 KiB block when it is removed")
+    if not loop:
+        return
+    for name, (features, options) in EXT4_VARIANTS.items():
+        with loop_ext4(features, options) as mnt:
+            f = metadata.facts(mnt)
+            save(mdtest.trace_removals(SEED, 2, on=mnt), f"removals-ext4-{name}-{version}", mnt, stream="file",
+                 notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on a fresh "
+                       f"512 MiB ext4 image loop-mounted under /tmp as root ({f.describe()}; mkfs.ext4 "
+                       f"{' '.join(features) or '(defaults)'}, mount -o {','.join(['loop', *options])})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--versions", nargs="+", default=["3.3.0", "4.0.0"])
+    ap.add_argument("--no-loop", action="store_true", help="skip the loop-mounted ext4 images (they need root)")
+    args = ap.parse_args()
+    path0 = os.environ["PATH"]
+    for v in args.versions:
+        os.environ["PATH"] = path0
+        record(v, loop=not args.no_loop and os.geteuid() == 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""Lesson 05's claims follow the numbers: recordings of tmpfs, of this VM's ext4 and of four loop-mounted
+ext4 configurations, with mdtest 3.3.0 and 4.0.0; constructed inputs for devices unlike this one."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from conftest import needs
+from iolab import explain, recordings
+from iolab.labs import metadata as M
+from iolab.tools import mdtest
+
+VERSIONS = ("3.3.0", "4.0.0")
+SEED = mdtest.Options(files=10, iterations=10, sync=True)
+
+
+def rec(name: str, version: str) -> recordings.Recording:
+    return recordings.load(f"mdtest/{name}-{version}")
+
+
+def frame(name: str, version: str) -> pd.DataFrame:
+    return mdtest.to_frame(mdtest.parse(rec(name, version).text))
+
+
+def fs_of(name: str, version: str) -> M.FsFacts:
+    return M.recorded_facts(rec(name, version).meta["filesystem"])
+
+
+def ok(claims):
+    claims = claims if isinstance(claims, list) else [claims]
+    assert claims and all(c.consistent() for c in claims), [c.text for c in claims]
+    return claims
+
+
+# --- the facts the sentences depend on -------------------------------------------------------------
+
+def test_recordings_keep_the_facts_and_they_are_told_apart():
+    tmp, shm = fs_of("rates-tmp", "4.0.0"), fs_of("rates-shm", "4.0.0")
+    assert tmp.ext and tmp.options is not None and tmp.journal is not None
+    assert shm.memory and shm.discard_in_call is False
+    variants = {v: fs_of(f"removals-ext4-{v}", "4.0.0") for v in ("journal", "journal-discard", "nojournal",
+                                                                    "nojournal-discard")}
+    assert [f.journal for f in variants.values()] == [True, True, False, False]
+    assert [f.discard for f in variants.values()] == [False, True, False, True]
+    assert [f.discard_in_call for f in variants.values()] == [False, False, False, True]
+    assert variants["nojournal-discard"].describe() == "ext4 without a journal, mounted with discard"
+    old = M.recorded_facts({"path": "/tmp", "fstype": "ext4", "source": "/dev/vda"})   # before options were kept
+    assert old.options is None and old.discard_in_call is None
+
+
+def test_live_facts_of_this_machine():
+    shm = M.facts("/dev/shm")
+    assert shm.memory and shm.journal is None
+    tmp = M.facts("/tmp")
+    if tmp.ext:
+        assert tmp.options and isinstance(tmp.journal, (bool, type(None)))
+
+
+# --- section 1: -y syncs nothing without -w --------------------------------------------------------
+
+def test_expected_fsyncs_follow_mdtest_c():
+    assert mdtest.expected_fsyncs(SEED, 2) == 0                                   # the seed's -y: nothing
+    assert mdtest.expected_fsyncs(replace(SEED, write_bytes=4096), 2) == 2 * 10 * 10
+    assert mdtest.expected_fsyncs(replace(SEED, write_bytes=4096, sync=False), 2) == 0
+    assert mdtest.expected_fsyncs(replace(SEED, write_bytes=4096, dirs_only=True), 4) == 0
+    assert mdtest.expected_fsyncs(mdtest.Options(files=10, iterations=200, sync=True), 4) == 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_strace_counts_agree_with_the_source(version):
+    seed = mdtest.sync_counts(rec("syncs-seed-tmp", version).text)
+    data = mdtest.sync_counts(rec("syncs-write4k-tmp", version).text)
+    assert list(seed["syscall"][:5]) == list(mdtest.SYNC_CALLS)        # absent calls are listed with 0
+    assert M.fsyncs(seed) == 0 and M.fsyncs(data) == 200
+    claims = ok(M.explain_syncs(seed, data, expected_seed=0, expected_data=200))
+    assert all(c.held for c in claims)
+    assert "strace counted 0 fsync" in claims[0].text
+
+
+def test_a_count_that_disagrees_is_not_called_predicted():
+    seed = pd.DataFrame({"syscall": ["fsync", "unlink"], "calls": [40, 40]})
+    claims = ok(M.explain_syncs(seed, seed, expected_seed=0, expected_data=200))
+    assert [c.held for c in claims] == [False, False]
+    assert claims[0].text.startswith(explain.NOT_THIS_TIME) and "src/mdtest.c" in claims[0].text
+
+
+# --- sections 3 and 4: rates, and what -w 4096 -y costs ---------------------------------------------
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_rates_and_fsync_cost_on_ext4_and_tmpfs(version):
+    fs = {"/tmp": fs_of("rates-tmp", version), "/dev/shm": fs_of("rates-shm", version)}
+    plain = {"/tmp": frame("rates-tmp", version), "/dev/shm": frame("rates-shm", version)}
+    synced = {"/tmp": frame("write4k-tmp", version), "/dev/shm": frame("write4k-shm", version)}
+    rates = ok(M.explain_rates(plain, fs))
+    assert len(rates) == 3 and all(c.held for c in rates)       # stat > create twice; memory > disk
+    cost = ok(M.explain_fsync_cost(plain, synced, fs))
+    ext4, shm = cost
+    assert ext4.held is True and "round trip to the device" in ext4.text
+    assert ("no journal" in ext4.text) == (fs["/tmp"].journal is False)
+    assert shm.held is True and "tmpfs has no device" in shm.text
+
+
+def _rates(create: float, stat: float = 800_000.0) -> pd.DataFrame:
+    return pd.DataFrame([{"operation": "file creation", "unit": "ops/s", "mean": create},
+                         {"operation": "file stat", "unit": "ops/s", "mean": stat}])
+
+
+def test_a_device_that_acks_flushes_at_once_is_not_called_slow():
+    # constructed: an NVMe with a power-loss-protected cache, fsync nearly free
+    fs = {"nvme": M.FsFacts("/scratch", "ext4", ("rw", "relatime"), True)}
+    claims = ok(M.explain_fsync_cost({"nvme": _rates(60_000)}, {"nvme": _rates(45_000)}, fs))
+    assert claims[0].held is False and claims[0].text.startswith(explain.NOT_THIS_TIME)
+    assert "flush" in claims[0].text
+
+
+def test_ext4_close_to_memory_without_fsync_is_said_so():
+    fs = {"mem": M.FsFacts("/dev/shm", "tmpfs"), "fast": M.FsFacts("/scratch", "ext4", ("rw",), True)}
+    claims = ok(M.explain_rates({"mem": _rates(250_000), "fast": _rates(180_000)}, fs))
+    assert claims[-1].held is False and "nothing waits for the device" in claims[-1].text
+
+
+# --- section 5: one file --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_one_file_on_ext4_and_tmpfs(version):
+    fs = {"/tmp": fs_of("strace-one-file-tmp", version), "/dev/shm": fs_of("strace-one-file-shm", version)}
+    traces = {k: mdtest.one_file_calls(rec(f"strace-one-file-{n}", version).text)
+              for k, n in (("/tmp", "tmp"), ("/dev/shm", "shm"))}
+    claims = ok(M.explain_one_file(traces, fs))
+    fsync_ext4, unlink_ext4, fsync_shm = claims
+    assert fsync_ext4.held is True and fsync_shm.held is True
+    if fs["/tmp"].discard_in_call:
+        assert "discard" in unlink_ext4.text and "owns a 4 KiB block" in unlink_ext4.text
+    else:
+        assert "costs less than its fsync" in unlink_ext4.text
+
+
+def test_unlink_on_a_journalled_ext4_is_predicted_cheap():
+    calls = pd.DataFrame({"syscall": ["openat", "lseek", "write", "fsync", "close", "unlink"],
+                          "duration": [20e-6, 2e-6, 8e-6, 900e-6, 3e-6, 25e-6]})
+    f = M.FsFacts("/home", "ext4", ("rw", "relatime", "discard"), True)
+    fsync, unlink = ok(M.explain_one_file({"/home": calls}, {"/home": f}))
+    assert unlink.held is True and "costs less than its fsync" in unlink.text and "commit" in unlink.text
+
+
+# --- section 6: removal ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name,slow", [("removals-tmp", None), ("removals-shm", False),
+                                       ("removals-ext4-journal", False), ("removals-ext4-journal-discard", False),
+                                       ("removals-ext4-nojournal", False), ("removals-ext4-nojournal-discard", True)])
+def test_removal_claims_on_six_filesystems(version, name, slow):
+    r = rec(name, version)
+    f = M.recorded_facts(r.meta["filesystem"])
+    slow = f.discard_in_call if slow is None else slow       # this VM's /tmp: whatever its facts say
+    claim = ok(M.explain_removals(name, mdtest.removal_calls(r.text), f))[0]
+    assert claim.held is True                                  # every recording behaved as its facts predict
+    assert ("at least 3x as long" in claim.text) == bool(slow)
+    assert ("sends the device a discard" in claim.text) == bool(slow)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_written_files_cost_what_directories_cost_when_a_freed_block_costs_a_discard(version):
+    r = rec("removals-write4k-tmp", version)
+    f = M.recorded_facts(r.meta["filesystem"])
+    claim = ok(M.explain_removals("/tmp", mdtest.removal_calls(r.text), f, files_written=True))[0]
+    assert claim.held is True
+    if f.discard_in_call:
+        assert "each frees a block" in claim.text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_removal_rates_agree_with_the_trace(version):
+    for short in ("tmp", "shm"):
+        f = fs_of(f"rates-{short}", version)
+        claim = ok(M.explain_removal_rates(short, frame(f"rates-{short}", version), f))[0]
+        assert claim.held is True
+
+
+def _calls(rmdir_us: float, unlink_us: float) -> pd.DataFrame:
+    rows = [{"syscall": "rmdir", "item": "directory", "duration": rmdir_us * 1e-6}] * 5
+    rows += [{"syscall": "unlink", "item": "file", "duration": unlink_us * 1e-6}] * 5
+    return pd.DataFrame(rows)
+
+
+def test_a_device_with_free_discards_is_not_blamed():
+    f = M.FsFacts("/scratch", "ext4", ("rw", "discard"), False)
+    claim = ok(M.explain_removals("/scratch", _calls(12, 10), f))[0]
+    assert claim.held is False and claim.text.startswith(explain.NOT_THIS_TIME) and "device" in claim.text
+
+
+def test_unknown_filesystems_and_missing_numbers():
+    lustre = M.FsFacts("/lustre", "lustre", ("rw", "flock"))
+    claim = ok(M.explain_removals("/lustre", _calls(600, 300), lustre))[0]
+    assert claim.held is True and "does not know" in claim.text
+    slow_dirs = ok(M.explain_removals("/lustre", _calls(5000, 300), lustre))[0]
+    assert slow_dirs.held is False and "server" in slow_dirs.text
+    no_dirs = pd.DataFrame([{"syscall": "unlink", "item": "file", "duration": 1e-5}])
+    missing = ok(M.explain_removals("/x", no_dirs, M.FsFacts("/x", "ext4", ("rw", "discard"), False)))[0]
+    assert missing.held is None and missing.text.startswith(explain.CANNOT_TELL)
+
+
+def test_small_files_against_one_stream():
+    assert ok(M.explain_small_files(100_000, 4096, 1_000.0, 900.0))[0].held is True
+    assert ok(M.explain_small_files(100_000, 4096, 500_000.0, 900.0))[0].held is False
+
+
+# --- live: the same counts here -------------------------------------------------------------------
+
+@pytest.mark.live
+@needs("mdtest", "mpirun", "strace")
+@pytest.mark.parametrize("base", ["/tmp", "/dev/shm"])
+def test_live_counts_and_removals(base):
+    opts = mdtest.Options(files=5, iterations=2, sync=True)
+    seed = mdtest.sync_counts(mdtest.count_syncs(opts, 2, on=base).stdout)
+    data = mdtest.sync_counts(mdtest.count_syncs(replace(opts, write_bytes=4096), 2, on=base).stdout)
+    claims = ok(M.explain_syncs(seed, data, expected_seed=0, expected_data=mdtest.expected_fsyncs(
+        replace(opts, write_bytes=4096), 2)))
+    assert all(c.held for c in claims)
+    calls = mdtest.removal_calls(mdtest.trace_removals(opts, 2, on=base).stdout)
+    assert set(calls["item"]) >= {"file", "directory"} and (calls["item"] == "file").sum() == 20
+    ok(M.explain_removals(base, calls, M.facts(base)))
