@@ -394,32 +394,74 @@ def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
     return fig
 
 
-def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem",
-                 title: str = "mdtest: metadata operations per second, per filesystem") -> go.Figure:
-    """Mean rate per operation (log axis, error bar = std dev over iterations), one colour per ``by``."""
+def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[str] | None = None,
+                 title: str = "mdtest: operations per second on each filesystem") -> go.Figure:
+    """One small panel per operation: a dot per ``by`` at its mean rate, a line from the slowest to
+    the fastest iteration. Each panel has its own linear axis from 0 (rates of different operations
+    differ by 100x: one shared axis, or a log one, would hide or distort the comparison that matters,
+    the same operation on each filesystem)."""
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
     d = df[df["unit"] == "ops/s"]
-    fig = go.Figure()
-    for name, part in d.groupby(by, sort=False):
-        fig.add_bar(x=part["operation"], y=part["mean"], name=str(name),
-                    error_y=dict(type="data", array=part["stddev"], visible=True, thickness=1),
-                    customdata=part[["min", "max"]],
-                    hovertemplate="%{x}: mean %{y:,.0f} ops/s (min %{customdata[0]:,.0f}, max %{customdata[1]:,.0f})"
-                                  "<extra>" + str(name) + "</extra>")
-    fig.update_layout(title=title, barmode="group", yaxis_type="log", yaxis_title="operations per second (log)",
-                      xaxis_title="mdtest operation", legend_title=by)
+    ops = [o for o in (operations or list(dict.fromkeys(d["operation"]))) if o in set(d["operation"])]
+    groups = list(dict.fromkeys(d[by]))
+    cols = 1 if len(ops) < 3 else 2
+    rows = -(-len(ops) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=ops, horizontal_spacing=0.12,
+                        vertical_spacing=min(0.5 / rows, 0.12))
+    colours = {g: qualitative.Plotly[i % len(qualitative.Plotly)] for i, g in enumerate(groups)}
+    for i, op in enumerate(ops):
+        r, c = i // cols + 1, i % cols + 1
+        part = d[d["operation"] == op]
+        for g in groups:
+            row = part[part[by] == g]
+            if not len(row):
+                continue
+            mean, lo, hi = (float(row[k].iloc[0]) for k in ("mean", "min", "max"))
+            fig.add_scatter(x=[mean], y=[str(g)], mode="markers", marker=dict(size=10, color=colours[g]),
+                            error_x=dict(type="data", symmetric=False, array=[hi - mean], arrayminus=[mean - lo],
+                                         thickness=1.5, width=4),
+                            name=str(g), legendgroup=str(g), showlegend=i == 0,
+                            hovertemplate=f"{op}<br>{g}<br>mean %{{x:,.0f}} ops/s<br>"
+                                          f"iterations from {lo:,.0f} to {hi:,.0f}<extra></extra>",
+                            row=r, col=c)
+        fig.update_xaxes(rangemode="tozero", tickformat=",.0f", row=r, col=c,
+                         title_text="operations per second" if r == rows else None)
+        fig.update_yaxes(showticklabels=False, row=r, col=c)
+    fig.update_layout(title=title, height=150 + 130 * rows, legend_title=by, legend=dict(orientation="h", y=-0.12))
     return fig
 
 
 def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
-                      title: str = "The system calls behind one file, and what each cost") -> go.Figure:
-    """Duration of each syscall (log axis, µs) in the order they ran, one colour per ``by``."""
+                      title: str = "The system calls behind one file, in order, and the time each took") -> go.Figure:
+    """A dot per call (top to bottom in the order they ran) at its duration in µs, linear axis from 0:
+    the calls that wait for a device stand out, the others sit near 0 as they should."""
     fig = go.Figure()
     for name, part in df.groupby(by, sort=False):
         labels = [f"{i + 1}. {s}" for i, s in enumerate(part["syscall"])]
-        fig.add_bar(x=labels, y=part["duration"] * 1e6, name=str(name),
-                    hovertemplate="%{x}: %{y:,.0f} µs<extra>" + str(name) + "</extra>")
-    fig.update_layout(title=title, barmode="group", yaxis_type="log", yaxis_title="time in the syscall (µs, log)",
-                      xaxis_title="system call, in order", legend_title=by)
+        fig.add_scatter(x=part["duration"] * 1e6, y=labels, mode="markers", marker=dict(size=10), name=str(name),
+                        hovertemplate="%{y}: %{x:,.0f} µs<extra>" + str(name) + "</extra>")
+    fig.update_layout(title=title, legend_title=by, height=420)
+    fig.update_xaxes(title_text="time in the system call (µs)", rangemode="tozero", tickformat=",.0f")
+    fig.update_yaxes(title_text="system call, in order", autorange="reversed", type="category")
+    return fig
+
+
+def removal_durations(summary: pd.DataFrame, *, by: str = "filesystem",
+                      title: str = "What one removal costs: median time in the call") -> go.Figure:
+    """Median µs of each kind of removal (``iolab.labs.metadata.removal_summary`` rows with a ``by``
+    column), a dot per filesystem, linear axis from 0; the hover gives the count and the slowest call."""
+    fig = go.Figure()
+    for name, part in summary.groupby(by, sort=False):
+        labels = [f"{s} of a {i}" for s, i in zip(part["syscall"], part["item"])]
+        fig.add_scatter(x=part["median_us"], y=labels, mode="markers", marker=dict(size=11), name=str(name),
+                        customdata=part[["calls", "max_us"]],
+                        hovertemplate="%{y}: median %{x:,.0f} µs over %{customdata[0]} calls, slowest "
+                                      "%{customdata[1]:,.0f} µs<extra>" + str(name) + "</extra>")
+    fig.update_layout(title=title, legend_title=by, height=360)
+    fig.update_xaxes(title_text="median time in the call (µs)", rangemode="tozero", tickformat=",.0f")
+    fig.update_yaxes(title_text="", type="category")
     return fig
 
 # --- lesson 06 ----------------------------------------------------------------------------------
