@@ -136,8 +136,11 @@ def host_facts(description: str | None = None) -> dict[str, Any]:
 def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | None = None,
          tool_version: str | None = None, stream: str = "stdout", fs_path: str | os.PathLike[str] | None = None,
          host_description: str | None = None, notes: str = "", root: Path | None = None,
-         fs_facts: dict[str, Any] | None = None) -> Path:
+         fs_facts: dict[str, Any] | None = None, data: bytes | None = None) -> Path:
     """Write a recording (raw text + .meta.json). Returns the path of the raw file.
+
+    ``data``: bytes to store as the raw file instead of the Run's text (a binary file the tool wrote,
+    such as a Darshan log; say which with ``stream="file"``); the Run (or text) still gives the meta.
 
     ``filesystem`` in the meta: path, fstype, source and mount options of ``fs_path``, plus
     ``fs_facts`` (facts an explanation depends on that the mount options do not show, e.g. whether
@@ -162,7 +165,10 @@ def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | No
             "returncode": rc, "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "host": host_facts(host_description), "filesystem": fs, "notes": notes}
     raw = d / f"{name}.{ext}"
-    raw.write_text(text)
+    if data is not None:
+        raw.write_bytes(bytes(data))
+    else:
+        raw.write_text(text)
     (d / f"{name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return raw
 
