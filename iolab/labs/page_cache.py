@@ -1,0 +1,444 @@
+"""Lesson 01 (the page cache): the experiments, and what their numbers showed, as claims.
+
+Every function that explains takes what was measured (``measure.Measurement`` objects, a
+``pagecache.Residency``, dd records) and returns the list of :class:`iolab.explain.Claim` it printed.
+The sentences are chosen by the numbers, so the lesson reads right on a laptop SSD, on a VM whose
+host caches the disk, on tmpfs (where nothing can be evicted) and on a cluster's network filesystem.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import explain, measure, pagecache, recordings, runner
+from ..errors import ToolFailed, ToolMissing
+from ..explain import Claim
+from ..pagecache import Residency
+from ..units import KiB, MiB, format_rate, format_size, parse_size
+
+MEMORY_FS = pagecache._MEMORY_FS
+
+# what "faster" has to mean before the lesson calls it faster: rates on a shared machine are noisy
+FASTER = 2.0
+
+
+def _mibs(bytes_per_s: float | None) -> float | None:
+    return None if bytes_per_s is None else bytes_per_s / MiB
+
+
+def _memory_fs(*residencies: Residency | None) -> str:
+    for r in residencies:
+        if r is not None and r.fstype in MEMORY_FS:
+            return r.fstype
+    return ""
+
+
+# --- 1 · cold and warm --------------------------------------------------------------------------
+
+def seed004_ratios() -> dict[str, float]:
+    """Seed 004's `time cat *` after drop_caches: cold seconds / warm seconds, per filesystem."""
+    pub = recordings.published("seed004-cold-warm-cat")
+    out = {}
+    for fs, part in pub.groupby("filesystem", sort=False):
+        cold = float(part[part["state"].str.startswith("cold")]["seconds"].iloc[0])
+        warm = float(part[part["state"].str.startswith("warm")]["seconds"].iloc[0])
+        out[str(fs)] = cold / warm
+    return out
+
+
+def cold_warm(cold: measure.Measurement, warm: measure.Measurement, device_bps: float | None, *,
+              show: bool = True) -> list[Claim]:
+    """What the cold read (after an eviction) and the warm read (right after it) showed."""
+    mem = _memory_fs(cold.before, warm.before)
+    before = cold.before.fraction if cold.before.reliable else None
+    claims = [explain.expect(
+        "the first read was cold: none of the file was in the page cache before it",
+        explain.fact("nothing resident before the cold read", None if before is None else before == 0),
+        yes=f"0 of {cold.before.pages:,} pages were resident",
+        no=lambda ev: f"{cold.before.fraction:.0%} of its pages were resident",
+        why=(f"{mem} keeps files in memory: their pages are the file, and an eviction cannot drop them"
+             if mem else "the eviction was refused or undone (pages under write-back, a process that has "
+                          "the file mapped, or another reader)"),
+        missing="the kernel would not tell this process the file's residency", show=show)]
+    warm_mib, cold_mib = _mibs(warm.bytes_per_s), _mibs(cold.bytes_per_s)
+    ratio = warm.bytes_per_s / cold.bytes_per_s
+    claims.append(explain.expect(
+        f"the warm read ran at least {FASTER:g}x as fast as the cold one",
+        explain.greater("warm", warm_mib, "cold", cold_mib, by=FASTER),
+        yes=f"{warm_mib:,.0f} MiB/s against {cold_mib:,.0f} MiB/s, {ratio:.1f}x",
+        no=f"{warm_mib:,.0f} MiB/s against {cold_mib:,.0f} MiB/s, only {ratio:.1f}x",
+        why=(f"on {mem} both reads come from memory, so there is no cold read to compare with." if mem else
+             "whatever served the 'cold' read was nearly as fast as memory: a cache below this machine's page "
+             "cache (a VM host's memory, a storage server's cache, the disk's own cache) or a very fast "
+             "device. The residency only sees this machine's page cache, not the layers below it."),
+        show=show))
+    dev = _mibs(device_bps)
+    no_dev = ("there is no device rate to compare with: " + (f"{mem} has no device behind it" if mem else
+              "the device's uncached rate was not measured"))
+    claims.append(explain.expect(
+        f"the cold read was no faster than the device delivers uncached (at most {measure.TOLERANCE:g}x "
+        "its rate)",
+        explain.greater("device limit", None if dev is None else dev * measure.TOLERANCE, "cold", cold_mib),
+        yes=lambda ev: f"{cold_mib:,.0f} MiB/s against the device's {dev:,.0f} MiB/s",
+        no=lambda ev: f"it ran at {cold_mib:,.0f} MiB/s, {cold_mib / dev:.1f}x the device's {dev:,.0f} MiB/s",
+        why="something below the page cache kept this file's blocks (they were written moments ago): a VM "
+            "host's memory or a disk cache serves them faster than the fresh probe file the device rate "
+            "was measured with.", missing=no_dev, show=show))
+    claims.append(explain.expect(
+        f"the warm read ran faster than any device read could (more than {measure.TOLERANCE:g}x the "
+        "device's uncached rate)",
+        explain.greater("warm", warm_mib, "device limit", None if dev is None else dev * measure.TOLERANCE),
+        yes=lambda ev: f"{warm_mib:,.0f} MiB/s is {warm_mib / dev:.1f}x the device's {dev:,.0f} MiB/s: "
+                       "memory served it",
+        no=lambda ev: f"{warm_mib:,.0f} MiB/s is only {warm_mib / dev:.1f}x the device's {dev:,.0f} MiB/s",
+        why="the device (or a cache in front of it) is nearly as fast as copying from memory here, so the "
+            "rate alone cannot tell the two apart; the residency before the read still can.",
+        missing=no_dev, show=show))
+    return claims
+
+
+def cold_warm_report(cold: measure.Measurement, warm: measure.Measurement) -> str:
+    """One line: this machine's warm/cold ratio beside seed 004's (a report, not an explanation)."""
+    seed = seed004_ratios()
+    ours = warm.bytes_per_s / cold.bytes_per_s
+    theirs = ", ".join(f"{fs} {r:.2f}x" if r < 2 else f"{fs} {r:.1f}x" for fs, r in seed.items())
+    return f"warm / cold here: {ours:.1f}x. Seed 004's cat, second read / first read: {theirs}."
+
+
+def rates_frame(named: Sequence[tuple[str, measure.Measurement]]) -> pd.DataFrame:
+    """Measurement rows labelled for :func:`iolab.plot.read_rates`."""
+    return pd.DataFrame([m.row() | {"label": name} for name, m in named])
+
+
+# --- 2 · see the pages arrive -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RegionsRun:
+    """Reads of a few regions of one evicted file, and the residency they left behind."""
+
+    evicted: Residency              # right after the eviction, before the reads
+    after: Residency                # after the reads (and a short wait for readahead to land)
+    reads: tuple[tuple[int, int], ...]   # (offset, length) in bytes, in the order they were made
+    read_ahead_kb: int | None       # the readahead maximum of the device behind the file
+
+
+def read_regions(path: str | os.PathLike[str], reads: Sequence[tuple[int | str, int | str]], *,
+                 settle: float = 0.25) -> RegionsRun:
+    """Evict ``path``, pread each (offset, length) in turn on ONE open file, wait ``settle`` seconds
+    (readahead runs in the background and a page counts as resident only once its read completed),
+    then take the residency."""
+    from .. import readahead as ra
+
+    regions = tuple((parse_size(o), parse_size(n)) for o, n in reads)
+    evicted = pagecache.evict(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for off, n in regions:
+            os.pread(fd, n, off)
+    finally:
+        os.close(fd)
+    if settle > 0:
+        time.sleep(settle)
+    kb = ra.read_ahead_kb(path).kb
+    return RegionsRun(evicted, pagecache.residency(path), regions, kb)
+
+
+def regions_frame(res: Residency, reads: Sequence[tuple[int, int]]) -> pd.DataFrame:
+    """Per region read: pages asked for, how many of them are resident, and ``ahead``: the run of
+    resident pages that starts right after the region's end (stopping at the next region read)."""
+    if res.map is None:
+        raise ValueError("need a residency with its per-page map (pagecache.residency(path))")
+    pmap = res.map
+    ps = res.page_size
+    starts = sorted(off // ps for off, _ in reads)
+    rows = []
+    for i, (off, n) in enumerate(reads):
+        first, end = off // ps, -(-(off + n) // ps)
+        limit = min([s for s in starts if s >= end] + [len(pmap)])
+        ahead = 0
+        while end + ahead < limit and pmap[end + ahead]:
+            ahead += 1
+        rows.append({"region": i + 1, "offset": off, "length": n, "pages_asked": end - first,
+                     "resident_in_region": int(pmap[first:end].sum()), "ahead": ahead,
+                     "ahead_bytes": ahead * ps})
+    return pd.DataFrame(rows)
+
+
+def expects_readahead(index: int, reads: Sequence[tuple[int, int]], read_ahead_kb: int | None,
+                      page_size: int = pagecache.PAGE_SIZE) -> tuple[bool | None, str]:
+    """Does Linux's readahead (mm/readahead.c, page_cache_sync_ra) open a window for read ``index``
+    of ``reads`` on one freshly opened, fully evicted file? (answer, reason in words).
+
+    A cache miss gets a readahead window when the read starts at offset 0, starts where the previous
+    read on the same open file ended, or is larger than the readahead maximum ("oversize"). Otherwise
+    it is taken for a random read and exactly the pages asked for are read. (The kernel also looks at
+    cached pages just before the read; on an evicted file there are none.)
+    """
+    if read_ahead_kb is None:
+        return None, "there is no readahead setting for this file"
+    if read_ahead_kb == 0:
+        return False, "readahead is switched off for this device (read_ahead_kb = 0)"
+    off, n = reads[index]
+    req_pages = -(-(off % page_size + n) // page_size)
+    max_pages = read_ahead_kb * KiB // page_size
+    if off == 0:
+        return True, "it starts at offset 0, which the kernel takes for the start of a sequential read"
+    if index > 0:
+        p_off, p_n = reads[index - 1]
+        if (off // page_size) - ((p_off + p_n) // page_size) <= 1 and off >= p_off:
+            return True, "it starts where the previous read ended: a sequential read"
+    if req_pages > max_pages:
+        return True, (f"at {format_size(n)} it is larger than the readahead maximum ({read_ahead_kb:,} KiB), "
+                      "and the kernel reads ahead for such 'oversize' reads too")
+    return False, (f"it neither starts the file nor continues the previous read, and its {format_size(n)} is "
+                   f"within the readahead maximum ({read_ahead_kb:,} KiB): the kernel takes it for a random "
+                   "read and reads only the pages asked for")
+
+
+def regions_readahead(run: RegionsRun, *, show: bool = True) -> tuple[pd.DataFrame, list[Claim]]:
+    """For each region read: did readahead bring in pages after it, as the kernel's rule predicts?"""
+    frame = regions_frame(run.after, run.reads)
+    mem = _memory_fs(run.evicted, run.after)
+    evicted_ok = run.evicted.reliable and run.evicted.resident == 0
+    claims = []
+    for i, row in frame.iterrows():
+        where = f"the read of {format_size(row.length)} at {format_size(row.offset)}"
+        predicted, because = expects_readahead(i, run.reads, run.read_ahead_kb, run.after.page_size)
+        ahead = int(row.ahead)
+        missing = ""
+        if not evicted_ok:
+            value = None
+            missing = ("the file could not be evicted first (" + (f"{mem} keeps files in memory" if mem else
+                       run.evicted.note or "pages stayed") + "), so resident pages say nothing about readahead.")
+        elif predicted is None:
+            value = None
+            missing = because + "."
+        else:
+            value = (ahead > 0) if predicted else (ahead == 0)
+        if predicted is False:
+            text = f"no page after {where}, because {because}"
+        else:
+            text = f"pages read ahead after {where}, because {because or 'of its position'}"
+        claims.append(explain.expect(
+            text, explain.fact(f"region {i + 1}: {'some' if predicted is not False else 'no'} pages ahead", value),
+            yes=(f"{ahead:,} pages ({format_size(ahead * run.after.page_size)}) beyond its end" if ahead else
+                 "the resident pages end exactly where the read ended"),
+            no=(f"{ahead:,} pages ({format_size(ahead * run.after.page_size)}) were resident beyond its end"
+                if ahead else "no page beyond its end was resident"),
+            why=("readahead runs in the background and a page counts as resident only once its read has "
+                 "completed: on a slow device it may still be on its way. Other kernels, and filesystems "
+                 "with their own readahead (NFS, Lustre, FUSE daemons), decide differently."),
+            missing=missing, show=show))
+    return frame, claims
+
+
+# --- 3 · drop_caches, only when asked ------------------------------------------------------------
+
+def drop_all_caches(allowed: bool) -> dict[str, Any]:
+    """Empty this machine's whole page cache (drop_caches=1) only when ``allowed`` and root.
+
+    Prints what was done, or what would be done and to whom. Returns Cached before/after (bytes).
+    """
+    cached = pagecache.meminfo()["Cached"]
+    out: dict[str, Any] = {"cached_before": cached, "cached_after": None, "dropped": False}
+    if not allowed:
+        print(f"Not done. The page cache holds {format_size(cached)} right now, most of it other people's "
+              "and other programs' files. drop_caches would throw all of it away, and their next reads "
+              "would go to the disk. Set DROP_ALL_CACHES = True only on a machine of your own.")
+        return out
+    if os.geteuid() != 0:
+        print(f"DROP_ALL_CACHES is set, but you are uid {os.geteuid()}, not root: drop_caches needs root. "
+              "pagecache.evict(path) above is the way without it.")
+        return out
+    try:
+        pagecache.drop_caches(1)
+    except PermissionError as e:
+        print(f"DROP_ALL_CACHES is set, but the kernel refused: {e}")
+        return out
+    after = pagecache.meminfo()["Cached"]
+    out.update(cached_after=after, dropped=True)
+    print(f"Done, as root: Cached went from {format_size(cached)} to {format_size(after)}, for every user "
+          "of this machine.")
+    return out
+
+
+# --- 4 · write-back: fsync, dd oflag=dsync, hdparm ------------------------------------------------
+
+def writeback(plain: measure.Measurement, synced: measure.Measurement, *, show: bool = True) -> list[Claim]:
+    """What a timed write without fsync and one with fsync (same size, same place) showed."""
+    mem = _memory_fs(plain.after, synced.after)
+    a, b = _mibs(plain.bytes_per_s), _mibs(synced.bytes_per_s)
+    by = 1.5
+    claims = [explain.expect(
+        f"write() without fsync returned at least {by:g}x sooner than write + fsync",
+        explain.greater("no fsync", a, "fsync", b, by=by),
+        yes=f"{a:,.0f} MiB/s against {b:,.0f} MiB/s ({a / b:.1f}x)",
+        no=f"{a:,.0f} MiB/s against {b:,.0f} MiB/s, only {a / b:.1f}x",
+        why=(f"{mem} has no device: fsync has nothing to wait for." if mem else
+             "the device said 'written' almost as fast as memory takes a copy. fsync waits until the device "
+             "reports the data safe, and a write cache in a VM's host, a RAID controller or the disk itself "
+             "can report that early. fsync cannot see past that answer."),
+        show=show)]
+    growth = plain.options.get("dirty_growth")
+    claims.append(explain.expect(
+        "Dirty (the machine's not-yet-written pages) grew by about what was written when write() returned",
+        explain.within("Dirty growth", None if growth is None else growth / MiB, "written", plain.nbytes / MiB,
+                       rel=0.5),
+        yes=lambda ev: f"+{growth / MiB:,.0f} MiB for {plain.nbytes / MiB:,.0f} MiB written",
+        no=lambda ev: f"Dirty moved by {growth / MiB:+,.0f} MiB for {plain.nbytes / MiB:,.0f} MiB written",
+        why=(f"{mem} pages are never written back, so they are not counted as Dirty." if mem else
+             "Dirty counts the whole machine: other programs' writes raise it and the kernel's background "
+             "write-back lowers it while you watch (it starts early once dirty memory passes "
+             "vm.dirty_background_ratio)."),
+        missing="Dirty was not sampled around the write", show=show))
+    return claims
+
+
+def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = "1MiB", dsync: bool,
+             recording: str, ws=None, quiet: bool = False) -> recordings.Outcome:
+    """dd if=/dev/zero of=DST bs=1M count=N [oflag=dsync], within the workspace budget; the file is removed
+    afterwards. Live when dd is here, else (or with IOLAB_MODE=replay) the recording."""
+    from .. import workspace
+    from ..tools import dd
+
+    ws = ws or workspace.session()
+    target = ws.inside(dst)
+
+    def live():
+        ws.reserve(count * parse_size(block))
+        try:
+            r = dd.run(src, target, bs=block, count=count, oflag=["dsync"] if dsync else ())
+        finally:
+            target.unlink(missing_ok=True)
+        return runner.Run(argv=r.argv, stdout=r.stderr, stderr=r.stderr, returncode=r.returncode,
+                          seconds=r.seconds, started=r.started, host=r.host, tool_version=r.tool_version)
+
+    return recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+
+
+def dd_sync(buffered: recordings.Outcome, dsync: recordings.Outcome, *, fstype: str = "",
+            show: bool = True) -> list[Claim]:
+    """Buffered dd against dd oflag=dsync (each write waits for the device)."""
+    a = buffered.data["bytes_per_s"] / 1e6
+    b = dsync.data["bytes_per_s"] / 1e6
+    mixed = buffered.mode != dsync.mode
+    mem = fstype if fstype in MEMORY_FS else ""
+    return [explain.expect(
+        f"dd with oflag=dsync wrote at most half as fast as plain dd",
+        explain.greater("buffered", None if mixed else a, "dsync", b, by=FASTER),
+        yes=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without ({a / b:.1f}x)",
+        no=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without, only {a / b:.1f}x",
+        why=(f"{mem} has no device: a synchronous write has nothing to wait for." if mem else
+             "each synchronous write waits until the device reports the data safe, and a write cache below "
+             "the page cache (a VM's host, a RAID controller, the disk) can report that at once."),
+        missing="one of the two runs was replayed and the other ran here: they are not comparable.",
+        show=show)]
+
+
+# seed 002: `hdparm -Tt` and dd on a cloud VM's local disk (data/published/seed002-local-disk.csv)
+
+def seed002() -> pd.DataFrame:
+    return recordings.published("seed002-local-disk")
+
+
+def seed002_dd_read_verdict() -> measure.Verdict:
+    """Seed 002 read back with dd the file it had just written; hdparm -t gave the disk's uncached rate."""
+    pub = seed002().set_index("test")
+    return measure.judge(float(pub.loc["dd read", "mb_per_s"]) * 1e6,
+                         device_bps=float(pub.loc["hdparm -t", "mb_per_s"]) * 1e6)
+
+
+_HDPARM_RE = re.compile(r"Timing (cached|buffered disk) reads:\s+([\d.]+) MB in\s+([\d.]+) seconds = ([\d.]+) MB/sec")
+
+
+def parse_hdparm(text: str) -> list[dict[str, Any]]:
+    """hdparm -T/-t lines -> [{"test": "hdparm -T"|"hdparm -t", "mb": .., "seconds": .., "mb_per_s": ..}]."""
+    out = []
+    for m in _HDPARM_RE.finditer(text):
+        out.append({"test": "hdparm -T" if m.group(1) == "cached" else "hdparm -t", "mb": float(m.group(2)),
+                    "seconds": float(m.group(3)), "mb_per_s": float(m.group(4))})
+    return out
+
+
+def block_device(path: str | os.PathLike[str]) -> str | None:
+    """The /dev/... device behind ``path``'s filesystem, or None (tmpfs, overlay, network)."""
+    from .. import fsinfo
+
+    src = fsinfo.mount_of(path).source
+    return src if src.startswith("/dev/") else None
+
+
+def hdparm(path: str | os.PathLike[str], allowed: bool) -> list[dict[str, Any]] | None:
+    """Run ``hdparm -Tt`` on the device behind ``path`` when ``allowed``, root, and the device opens;
+    otherwise print why not. hdparm flushes the device's buffer cache and reads it for several seconds."""
+    dev = block_device(path)
+    if dev is None:
+        print(f"{path} is not on a local block device: hdparm has nothing to measure here.")
+        return None
+    if runner.which("hdparm") is None:
+        print(f"hdparm is not installed here ({runner.install_hint('hdparm')})")
+        return None
+    if os.geteuid() != 0:
+        print(f"hdparm needs root to open {dev}; you are uid {os.geteuid()}.")
+        return None
+    try:
+        fd = os.open(dev, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        print(f"This machine does not let even root open {dev} ({e.strerror}), so hdparm cannot run here; "
+              "a VM or container often keeps its disk device to itself.")
+        return None
+    os.close(fd)
+    if not allowed:
+        print(f"hdparm could run here on {dev}. It flushes the device's buffer cache and reads the disk for "
+              "about 6 seconds: set RUN_HDPARM = True to run it.")
+        return None
+    try:
+        r = runner.run(["hdparm", "-Tt", dev], timeout=60)
+    except (ToolFailed, ToolMissing) as e:
+        print(f"hdparm failed: {e}")
+        return None
+    print(r.stdout.strip())
+    return parse_hdparm(r.stdout)
+
+
+# --- 5 · O_DIRECT -------------------------------------------------------------------------------
+
+def odirect(direct: measure.Measurement | None, warm: measure.Measurement, device_bps: float | None, *,
+            show: bool = True) -> list[Claim]:
+    """An O_DIRECT read of a file that is entirely in the page cache, against the warm read and the device."""
+    mem = _memory_fs(warm.before)
+    d = None if direct is None else _mibs(direct.bytes_per_s)
+    w = _mibs(warm.bytes_per_s)
+    dev = _mibs(device_bps)
+    refused = "this filesystem refused O_DIRECT" if direct is None else ""
+    claims = [explain.expect(
+        f"O_DIRECT went around the page cache: at most half the warm read's rate, although every page was cached",
+        explain.greater("warm", w, "O_DIRECT", d, by=FASTER),
+        yes=lambda ev: f"{d:,.0f} MiB/s with O_DIRECT against {w:,.0f} MiB/s from the page cache",
+        no=lambda ev: f"{d:,.0f} MiB/s with O_DIRECT against {w:,.0f} MiB/s from the page cache",
+        why=(f"on {mem} the file's pages are the file: O_DIRECT reads the same memory." if mem else
+             "what O_DIRECT read from is as fast as the page cache: a cache below this machine (a VM "
+             "host's memory, a server's cache) holding this file."),
+        missing=refused, show=show)]
+    claims.append(explain.expect(
+        f"the O_DIRECT read was no faster than the device delivers uncached (at most {measure.TOLERANCE:g}x)",
+        explain.greater("device limit", None if dev is None else dev * measure.TOLERANCE, "O_DIRECT", d),
+        yes=lambda ev: f"{d:,.0f} MiB/s against the device's {dev:,.0f} MiB/s",
+        no=lambda ev: f"{d:,.0f} MiB/s is {d / dev:.1f}x the device's uncached {dev:,.0f} MiB/s",
+        why="a cache below this machine's page cache served it: the host of a VM, a storage server, a "
+            "controller. O_DIRECT skips only the cache of the machine that reads (seed 003's 1,480 MiB/s "
+            "over a 10 GbE link).",
+        missing=refused or ("there is no device rate to compare with" + (f": {mem} has no device" if mem else "")),
+        show=show))
+    return claims
+
+
+def fstype_of(path: str | os.PathLike[str]) -> str:
+    return pagecache._fstype(Path(path))

@@ -1,0 +1,253 @@
+"""Lesson 02 (readahead): the experiments, and what their numbers showed, as claims.
+
+The functions that explain take what was measured (the read-size sweep, dd's summary, residencies,
+the window-growth frame, the read_ahead_kb setting) and return the :class:`iolab.explain.Claim`
+list they printed, so the lesson reads right on tmpfs, on a VM's disk and on a network filesystem.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from .. import explain, pagecache, readahead, recordings
+from ..explain import Claim
+from ..pagecache import Residency
+from ..units import MiB, format_size
+
+MEMORY_FS = pagecache._MEMORY_FS
+
+# the sweep's sizes: 1 B up to 1 MiB
+SIZES = (1, 16, 256, 1024, 4096, 8192, 65536, MiB)
+
+# a pass this much slower than the one before it (next smaller read size) breaks "gets faster"
+NOISE = 1.25
+
+
+def _memory(fstype: str) -> bool:
+    return fstype in MEMORY_FS
+
+
+def sweep(path: str | os.PathLike[str], sizes: Sequence[int] = SIZES) -> pd.DataFrame:
+    """The read-size sweep of lesson 02: each size cold (after an eviction) then each size warm.
+    On a filesystem that cannot evict (tmpfs) the "cold" passes run anyway and say so in
+    ``resident_before``."""
+    return pd.concat([readahead.read_size_sweep(path, sizes, cache="cold", strict=False),
+                      readahead.read_size_sweep(path, sizes, cache="warm")], ignore_index=True)
+
+
+def _row(frame: pd.DataFrame, cache: str, size: int) -> pd.Series | None:
+    part = frame[(frame["cache"] == cache) & (frame["read_size"] == size)]
+    return None if part.empty else part.iloc[0]
+
+
+def sweep_claims(frame: pd.DataFrame, *, fstype: str = "", show: bool = True) -> list[Claim]:
+    """What the cold and warm read-size sweep showed."""
+    small, big = int(frame["read_size"].min()), int(frame["read_size"].max())
+    c_small, w_small = _row(frame, "cold", small), _row(frame, "warm", small)
+    c_big, w_big = _row(frame, "cold", big), _row(frame, "warm", big)
+    n = int(frame["file_size"].iloc[0])
+    expected = frame["read_size"].map(lambda s: -(-n // int(s)) + 1)
+    exact = bool((frame["calls"] == expected).all())
+    claims = [explain.expect(
+        "each pass makes file size / read size calls (rounded up), plus the one that returns 0 bytes",
+        explain.fact("every count as predicted", exact),
+        yes=f"from {int(frame['calls'].max()):,} calls at {format_size(small)} down to "
+            f"{int(frame['calls'].min()):,} at {format_size(big)}",
+        no="some counts differ", why="the file changed size while it was read.", show=show)]
+    cold = frame[frame["cache"] == "cold"].sort_values("read_size")
+    was_cold = bool(len(cold)) and bool((cold["resident_before"] == 0).all())
+    not_cold = ("the 'cold' passes found the file in memory (" + (f"{fstype} keeps files in memory and "
+                "nothing can be evicted" if _memory(fstype) else "the eviction did not work") +
+                "), so there is nothing cold to compare with.")
+
+    def if_cold(row: pd.Series | None) -> float | None:
+        return None if row is None or not was_cold else float(row["seconds"])
+
+    claims.append(explain.expect(
+        f"the {format_size(small)} pass takes about as long cold as warm (within 50%): the calls set its time, "
+        "not the device",
+        explain.within(f"cold {small} B", if_cold(c_small),
+                       f"warm {small} B", None if w_small is None else float(w_small["seconds"]), rel=0.5),
+        yes=lambda ev: f"{ev[f'cold {small} B']:.3f} s cold, {ev[f'warm {small} B']:.3f} s warm",
+        no=lambda ev: f"{ev[f'cold {small} B']:.3f} s cold against {ev[f'warm {small} B']:.3f} s warm",
+        why="the device is slow enough that even a million calls' worth of time does not hide it (a network "
+            "filesystem: seed 004's BeeGFS), or other work on this machine slowed one of the passes.",
+        missing=not_cold, show=show))
+    ratio_big = (float(c_big["seconds"]) / float(w_big["seconds"])) if c_big is not None and w_big is not None else None
+    claims.append(explain.expect(
+        f"the {format_size(big)} pass is at least 2x slower cold than warm: with few calls, the device sets "
+        "the time",
+        explain.greater(f"cold {format_size(big)}", if_cold(c_big),
+                        f"warm {format_size(big)}", None if w_big is None else float(w_big["seconds"]), by=2),
+        yes=lambda ev: f"{float(c_big['seconds']) * 1e3:.2f} ms cold, {float(w_big['seconds']) * 1e3:.2f} ms "
+                       f"warm ({ratio_big:.0f}x)",
+        no=lambda ev: f"{float(c_big['seconds']) * 1e3:.2f} ms cold against {float(w_big['seconds']) * 1e3:.2f} ms "
+                      f"warm",
+        why="what served the cold reads is nearly as fast as memory (a VM host's cache, a fast device).",
+        missing=not_cold, show=show))
+    secs = list(cold["seconds"])
+    worst = max(range(1, len(secs)), key=lambda i: secs[i] / secs[i - 1]) if len(secs) > 1 else 0
+    monotonic = all(secs[i] <= NOISE * secs[i - 1] for i in range(1, len(secs)))
+    sizes = list(cold["read_size"])
+    claims.append(explain.expect(
+        "the cold pass gets faster (or stays level) as the read size grows",
+        explain.fact("cold time never rises with the read size", monotonic if len(secs) > 1 and was_cold else None),
+        yes=f"from {secs[0]:.3f} s at {format_size(sizes[0])} to {secs[-1] * 1e3:.2f} ms at "
+            f"{format_size(sizes[-1])}" if secs else "",
+        no=(f"it rose from {secs[worst - 1] * 1e3:.2f} ms at {format_size(sizes[worst - 1])} to "
+            f"{secs[worst] * 1e3:.2f} ms at {format_size(sizes[worst])}") if len(secs) > 1 else "",
+        why="once the calls are few, the device sets the time, and then what matters is how readahead "
+            "overlaps the device's work with your program's. Small reads let the kernel fetch the next "
+            "window while your program is still copying the last one; one large read waits for all of its "
+            "pages before its copy starts. A pass that lasts a millisecond or two also moves with anything "
+            "else this machine is doing.",
+        missing=not_cold, show=show))
+    return claims
+
+
+# --- the cost of one call: Python's loop against dd's ---------------------------------------------
+
+def dd_one_byte(path: str | os.PathLike[str], *, recording: str, quiet: bool = False) -> recordings.Outcome:
+    """``dd if=PATH of=/dev/null bs=1``: one read(2) and one write(2) per byte, from a C program.
+    Live when dd is here, else (or with IOLAB_MODE=replay) the recording."""
+    from ..runner import Run
+    from ..tools import dd
+
+    def live():
+        r = dd.run(path, "/dev/null", bs=1, timeout=300)
+        return Run(argv=r.argv, stdout=r.stderr, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
+                   started=r.started, host=r.host, tool_version=r.tool_version)
+
+    return recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+
+
+def call_cost(frame: pd.DataFrame, dd_out: recordings.Outcome, *, show: bool = True) -> list[Claim]:
+    """Python's cost per 1-byte read() (warm sweep) against dd's cost per system call: each dd record
+    of ``bs=1`` is one read(2) of the file and one write(2) to /dev/null, from a C program."""
+    one = _row(frame, "warm", 1)
+    py = None if one is None else float(one["us_per_call"])
+    rec = dd_out.data
+    per_record = rec["seconds"] / max(rec["records_in"], 1) * 1e6
+    per_call = per_record / 2
+    comparable = dd_out.mode == "live"
+    return [explain.expect(
+        "a 1-byte f.read() in Python costs more than one system call does in a C program: the rest is the "
+        "interpreter's own work per call",
+        explain.greater("Python, per call", py, "dd, per system call", per_call if comparable else None),
+        yes=lambda ev: (f"{py:.2f} µs per call in Python; dd took {per_record:.2f} µs per record, a read(2) and "
+                        f"a write(2), so about {per_call:.2f} µs per system call. Roughly {py - per_call:.2f} µs "
+                        f"({(py - per_call) / py:.0%}) of each Python call is the loop around the system call"),
+        no=lambda ev: (f"{py:.2f} µs per call in Python, and dd {per_record:.2f} µs per record of two system "
+                       f"calls ({per_call:.2f} µs each)"),
+        why="entering the kernel is expensive on this machine (speculative-execution mitigations, a kernel "
+            "that audits every call, a busy virtual CPU) and dominates both programs, or other work slowed "
+            "the Python pass.",
+        missing=("dd was replayed from a recording made on another machine; a per-call cost only compares "
+                 "with one measured on the same machine" if not comparable else "the sweep has no warm 1-byte pass"),
+        show=show)]
+
+
+# --- the readahead window -------------------------------------------------------------------------
+
+def windows(path: str | os.PathLike[str], advices: Sequence[str] = ("normal", "sequential", "random")
+            ) -> dict[str, Residency]:
+    """One 1-byte read at offset 0 of the evicted file, once per posix_fadvise advice."""
+    return {a: readahead.window(path, 1, a, strict=False) for a in advices}
+
+
+def window_claims(wins: Mapping[str, Residency], ra_kb: int | None, *, show: bool = True) -> list[Claim]:
+    """The pages one 1-byte read brought in, against the kernel's rule (get_init_ra_size)."""
+    some = next(iter(wins.values()))
+    ps = some.page_size
+    full = some.pages
+    mem = some.fstype in MEMORY_FS
+    claims = []
+    max_pages = None if ra_kb is None else ra_kb * 1024 // ps
+    why_mem = (f"{some.fstype} keeps the whole file in memory: it cannot be evicted, and every page is resident "
+               "whatever you read.")
+    for advice in ("normal", "sequential"):
+        if advice not in wins:
+            continue
+        r = wins[advice]
+        mp = None if max_pages is None else (2 * max_pages if advice == "sequential" else max_pages)
+        want = None if not mp else min(readahead.initial_window_pages(1, mp), full)
+        claims.append(explain.expect(
+            f"with {advice.upper()} advice, one 1-byte read brings in the kernel's first window: "
+            + (f"{want} pages" if want else "a few pages"),
+            explain.within("resident", r.resident if r.reliable and not mem else None, "kernel's first window",
+                           want, rel=0),
+            yes=f"{r.resident:,} pages ({format_size(r.resident_bytes)}) resident",
+            no=f"{r.resident:,} pages were resident",
+            why=(why_mem if mem else "a filesystem that caches in large folios rounds the window up to a folio, "
+                 "and a filesystem with its own readahead (NFS, Lustre, FUSE) decides differently."),
+            missing=(why_mem if mem else "there is no readahead setting for this file" if max_pages is None else
+                     "the kernel would not tell this process the file's residency"),
+            show=show))
+    if "random" in wins:
+        r = wins["random"]
+        claims.append(explain.expect(
+            "with RANDOM advice readahead is off: only the page that holds the byte is read",
+            explain.within("resident", r.resident if r.reliable and not mem else None, "one page", 1, rel=0),
+            yes="1 page resident", no=f"{r.resident:,} pages were resident",
+            why="the filesystem reads ahead on its own (NFS, Lustre, a FUSE daemon).",
+            missing=why_mem if mem else "the kernel would not tell this process the file's residency", show=show))
+    return claims
+
+
+def growth_claims(growth: pd.DataFrame, *, fstype: str = "", show: bool = True) -> list[Claim]:
+    """Sequential 4 KiB reads after an eviction: normal advice runs ahead, RANDOM follows exactly."""
+    claims = []
+    mem = fstype in MEMORY_FS
+    why_mem = f"{fstype} keeps the whole file in memory: nothing is read ahead, every page is there already."
+    normal = growth[growth["advice"] == "normal"]
+    if len(normal):
+        last = normal.iloc[-1]
+        claims.append(explain.expect(
+            "after the sequential reads, the cache holds at least twice the pages asked for (readahead "
+            "ran ahead)",
+            explain.greater("resident", None if mem else int(last["resident"]), "asked for",
+                            int(last["pages_read"]), by=2),
+            yes=f"{int(last['resident']):,} pages resident after asking for {int(last['pages_read']):,}, "
+                f"in {normal['resident'].nunique()} steps",
+            no=f"{int(last['resident']):,} pages resident after asking for {int(last['pages_read']):,}",
+            why="readahead was still in flight when the residency was taken (a page counts only once "
+                "its read completed), or readahead is off for this device (read_ahead_kb = 0).",
+            missing=why_mem, show=show))
+    rnd = growth[growth["advice"] == "random"]
+    if len(rnd):
+        exact = bool((rnd["resident"] == rnd["pages_read"]).all())
+        last = rnd.iloc[-1]
+        claims.append(explain.expect(
+            "with RANDOM advice the cache holds exactly the pages asked for, read after read",
+            explain.fact("resident == asked for, every read", None if mem else exact),
+            yes=f"{int(last['resident']):,} pages for {int(last['pages_read']):,} asked",
+            no=f"{int(last['resident']):,} pages resident for {int(last['pages_read']):,} asked",
+            why="the filesystem prefetches on its own, whatever the advice.", missing=why_mem, show=show))
+    return claims
+
+
+def read_ahead_kb_claim(ra: readahead.ReadAhead, *, show: bool = True) -> list[Claim]:
+    """This device's readahead maximum against the kernel's default (VM_READAHEAD_PAGES, 128 KiB)."""
+    default = readahead.KERNEL_DEFAULT_KB
+    return [explain.expect(
+        f"this device keeps the kernel's default readahead maximum, {default} KiB",
+        explain.within("read_ahead_kb", ra.kb, "kernel default", default, rel=0),
+        yes=f"read_ahead_kb = {ra.kb} KiB",
+        no=lambda ev: (f"read_ahead_kb = {ra.kb:,} KiB here, {ra.kb / default:g}x the default" if ra.kb else
+                       "read_ahead_kb = 0 here: readahead is off"),
+        why="a driver, a udev rule or an administrator can change it (blockdev --setra, or "
+            "/sys/block/DEVICE/queue/read_ahead_kb). Network and parallel filesystems often use several "
+            "MiB, to keep a long pipe full; some cloud images raise it for their virtual disks.",
+        missing=ra.reason, show=show)]
+
+
+# --- seed 004's read-size demo --------------------------------------------------------------------
+
+def seed004_sweep() -> pd.DataFrame:
+    """Seed 004's published read-demo times (10 MiB file, unbuffered f.read(n)) with calls and µs per call."""
+    pub = recordings.published("seed004-read-size-demo")
+    pub["calls"] = -(-pub["file_size"] // pub["read_size"]) + 1
+    pub["us_per_call"] = pub["seconds"] / pub["calls"] * 1e6
+    return pub
