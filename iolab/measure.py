@@ -271,13 +271,16 @@ def timed_read(path: str | os.PathLike[str], *, block_size: int | str = "1MiB", 
         verdict = judge(rate, device_bps=device_bps,
                         resident_fraction=before.fraction if before.reliable else None)
     else:
-        verdict = _judge_direct(rate, device_bps)
+        verdict = _judge_direct(rate, device_bps, before.fstype)
     return Measurement("read", str(p), got, seconds, calls, bs, before, after, verdict, device_bps,
                        {"cache": cache, "direct": direct})
 
 
-def _judge_direct(rate: float, device_bps: float | None) -> Verdict:
+def _judge_direct(rate: float, device_bps: float | None, fstype: str = "") -> Verdict:
     """O_DIRECT skips this machine's page cache, so residency says nothing; only the rate is left."""
+    if fstype in pagecache._MEMORY_FS:
+        return Verdict(CACHE, f"{fstype} keeps files in memory: an O_DIRECT read of it copies that memory, "
+                              "there is no device below it")
     if device_bps is not None and rate > device_bps * TOLERANCE:
         return Verdict(UNCLEAR, f"O_DIRECT bypassed this machine's page cache, yet {format_rate(rate)} is "
                                 f"{rate / device_bps:,.1f}x the device's uncached rate: a cache below this "

@@ -46,8 +46,10 @@ def _advice(advice: str) -> int:
     return ADVICE[advice]
 
 
-def _make_cold(p: Path) -> Residency:
+def _make_cold(p: Path, strict: bool = True) -> Residency:
     left = pagecache.evict(p)
+    if not strict:
+        return left
     if not left.reliable:
         raise IolabError(f"cannot verify that {p} is out of the page cache: {left.note}")
     if left.resident:
@@ -75,13 +77,14 @@ def _read_whole(p: Path, size: int) -> tuple[float, int, int]:
 
 
 def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *, cache: str = "cold",
-                    max_calls: int = MAX_CALLS) -> pd.DataFrame:
+                    max_calls: int = MAX_CALLS, strict: bool = True) -> pd.DataFrame:
     """Read the whole file once per read size with unbuffered ``read()`` calls, and time each pass.
 
     ``cache="cold"`` evicts the file before each pass (and checks it worked); ``"warm"`` reads it
     once first, so every pass is served from memory. Columns: read_size, file_size (bytes), seconds,
     calls (including the last one that returns 0 at end of file), bytes_per_s, mib_per_s,
-    us_per_call, cache, resident_before (fraction).
+    us_per_call, cache, resident_before (fraction). ``strict=False``: a file that cannot be evicted
+    (tmpfs) is read anyway, and ``resident_before`` says it was not cold.
     """
     if cache not in ("cold", "warm"):
         raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
@@ -101,7 +104,7 @@ def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *,
     rows = []
     for size in sizes:
         if cache == "cold":
-            _make_cold(p)
+            _make_cold(p, strict)
         else:
             _read_whole(p, MiB)
         before = pagecache.residency(p, keep_map=False)
@@ -115,16 +118,17 @@ def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *,
 
 
 def window(path: str | os.PathLike[str], nbytes: int | str = 1, advice: str = "normal", *,
-           offset: int | str = 0) -> Residency:
+           offset: int | str = 0, strict: bool = True) -> Residency:
     """Evict ``path``, read ``nbytes`` at ``offset`` with that posix_fadvise advice, and return
-    the residency: the pages the kernel brought in for that one read (its readahead window)."""
+    the residency: the pages the kernel brought in for that one read (its readahead window).
+    ``strict=False`` reads even when the eviction left pages (tmpfs)."""
     p = _file(path)
     n = parse_size(nbytes)
     off = parse_size(offset)
     if n <= 0:
         raise ValueError("nbytes must be at least 1")
     code = _advice(advice)
-    _make_cold(p)
+    _make_cold(p, strict)
     fd = os.open(p, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, code)
@@ -135,7 +139,7 @@ def window(path: str | os.PathLike[str], nbytes: int | str = 1, advice: str = "n
 
 
 def window_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", reads: int = 64,
-                  advice: str = "normal") -> pd.DataFrame:
+                  advice: str = "normal", *, strict: bool = True) -> pd.DataFrame:
     """Evict, then make ``reads`` sequential reads of ``read_size``, probing residency after each.
 
     Columns: read (1..reads), bytes_read, pages_read (pages the program asked for), resident (pages in
@@ -149,7 +153,7 @@ def window_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", r
         raise ValueError(f"reads must be a positive int, got {reads!r}")
     code = _advice(advice)
     size = p.stat().st_size
-    _make_cold(p)
+    _make_cold(p, strict)
     rows = []
     fd = os.open(p, os.O_RDONLY)
     try:
@@ -167,6 +171,25 @@ def window_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", r
     finally:
         os.close(fd)
     return pd.DataFrame(rows, columns=["read", "bytes_read", "pages_read", "resident", "ahead", "advice"])
+
+
+def initial_window_pages(req_pages: int, max_pages: int) -> int:
+    """The first readahead window (pages) Linux opens for a read of ``req_pages`` at the start of a
+    file, with a readahead maximum of ``max_pages``: ``get_init_ra_size`` in mm/readahead.c. The
+    request is rounded up to a power of two, then x4 while small (<= max/32), x2 while medium
+    (<= max/4), else the maximum. (A larger page-cache folio can round it up on some filesystems.)"""
+    if req_pages < 1 or max_pages < 1:
+        raise ValueError("need req_pages >= 1 and max_pages >= 1")
+    size = 1 << (int(req_pages) - 1).bit_length()
+    if size <= max_pages / 32:
+        return size * 4
+    if size <= max_pages / 4:
+        return size * 2
+    return int(max_pages)
+
+
+# the kernel's default readahead maximum: VM_READAHEAD_PAGES = SZ_128K / PAGE_SIZE (include/linux/pagemap.h)
+KERNEL_DEFAULT_KB = 128
 
 
 # --- the readahead setting ---------------------------------------------------------------------

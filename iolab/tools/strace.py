@@ -1160,6 +1160,31 @@ def forks_demo_argv(path: str | os.PathLike[str], read_sizes: Sequence[int], pyt
             READ_LOOP]
 
 
+WRITE_FSYNC = (
+    "import os, sys\n"
+    "path, n, block = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+    "buf = os.urandom(block)\n"
+    "fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+    "try:\n"
+    "    for _ in range(n // block):\n"
+    "        os.write(fd, buf)\n"
+    "    os.fsync(fd)\n"
+    "finally:\n"
+    "    os.close(fd)\n"
+    "    os.unlink(path)\n"
+)
+
+
+def write_fsync_argv(path: str | os.PathLike[str], nbytes: int, block: int = 1 << 20,
+                     python: str | None = None) -> list[str]:
+    """A Python process that writes ``nbytes`` to ``path`` in ``block``-byte write() calls, calls fsync()
+    once, closes and removes the file: write() copies into the page cache (CPU work), fsync() waits
+    for the device."""
+    if int(block) < 1 or int(nbytes) < int(block):
+        raise ValueError("need nbytes >= block >= 1")
+    return [python or sys.executable, "-c", WRITE_FSYNC, os.fspath(path), str(int(nbytes)), str(int(block))]
+
+
 WALK_DEMO = (
     "import os, sys\n"
     "n = 0\n"
