@@ -81,6 +81,25 @@ def _size(nbytes: float) -> str:
     return format_size(nbytes)
 
 
+def decade_ticks(lo: float, hi: float, fmt=lambda v: f"{v:,g}") -> dict:
+    """Tick values and full labels at every power of 10 from ``lo`` to ``hi`` (a log axis without
+    plotly's bare "2" and "5" minor labels)."""
+    import math
+
+    lo, hi = max(float(lo), 1e-12), max(float(hi), 1e-12)
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    vals = [10.0 ** e for e in range(first, last + 1)]
+    return dict(tickvals=vals, ticktext=[fmt(v) for v in vals])
+
+
+def _seconds_label(v: float) -> str:
+    if v >= 1:
+        return f"{v:,g} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:g} ms"
+    return f"{v * 1e6:g} µs"
+
+
 SIZE_TICKS = dict(tickvals=[1, 16, 256, 4096, 65536, 2**20, 2**24],
                   ticktext=["1 B", "16 B", "256 B", "4 KiB", "64 KiB", "1 MiB", "16 MiB"])
 
@@ -115,8 +134,11 @@ def read_size_sweep(frame: pd.DataFrame, title: str = "Reading one file with rea
                             row=1, col=1)
     for col in (1, 2):
         fig.update_xaxes(type="log", title_text="read size (bytes per read() call)", row=1, col=col, **SIZE_TICKS)
-    fig.update_yaxes(type="log", title_text="seconds", row=1, col=1)
-    fig.update_yaxes(type="log", title_text="throughput (MiB/s)", row=1, col=2)
+    secs = pd.concat([frame["seconds"]] + ([published["seconds"]] if published is not None and len(published) else []))
+    fig.update_yaxes(type="log", title_text="time for the whole file (log)", row=1, col=1,
+                     **decade_ticks(secs.min(), secs.max(), _seconds_label))
+    fig.update_yaxes(type="log", title_text="throughput (MiB/s, log)", row=1, col=2,
+                     **decade_ticks(frame["mib_per_s"].min(), frame["mib_per_s"].max()))
     fig.update_layout(title=title, legend_title="page cache", height=420)
     return fig
 
@@ -167,17 +189,28 @@ def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while
     return fig
 
 
-def verdicts(frame: pd.DataFrame, title: str = "Timed reads, and which layer served them") -> go.Figure:
-    """Bars of MiB/s per measurement (measure.Measurement.row() dicts), coloured by verdict, log y."""
+def verdicts(frame: pd.DataFrame, title: str = "Timed reads, and which layer served them", *,
+             device_bps: float | None = None) -> go.Figure:
+    """Bars of MiB/s per measurement (measure.Measurement.row() dicts with a ``label``), coloured by
+    verdict, on a LINEAR axis from zero (a log axis would make a 3x gap look like 20x); a dashed line
+    at the device's uncached read rate when ``device_bps`` is given."""
     colors = {"served from page cache": "#ff7f0e", "from the device": "#1f77b4", "unclear": "#7f7f7f"}
     label = frame["label"] if "label" in frame.columns else frame.index.astype(str)
+    frame = frame.assign(label=label)
     fig = go.Figure()
-    for verdict, part in frame.assign(label=label).groupby("verdict", sort=False):
+    for verdict, part in frame.groupby("verdict", sort=False):
         fig.add_bar(x=part["label"], y=part["mib_per_s"], name=str(verdict), marker_color=colors.get(str(verdict)),
-                    customdata=part[["reason"]],
+                    customdata=part[["reason"]], text=[f"{v:,.0f}" for v in part["mib_per_s"]],
+                    textposition="outside",
                     hovertemplate="%{x}: %{y:,.0f} MiB/s<br>%{customdata[0]}<extra></extra>")
-    fig.update_layout(title=title, yaxis_type="log", yaxis_title="throughput (MiB/s)", xaxis_title="measurement",
-                      legend_title="verdict")
+    if device_bps:
+        fig.add_hline(y=device_bps / 2**20, line_dash="dash", line_color="#444",
+                      annotation_text=f"device, uncached: {device_bps / 2**20:,.0f} MiB/s",
+                      annotation_position="top left")
+    top = max([float(frame["mib_per_s"].max())] + ([device_bps / 2**20] if device_bps else []))
+    fig.update_layout(title=title, yaxis_title="throughput (MiB/s)", xaxis_title="measurement",
+                      legend_title="verdict", yaxis=dict(rangemode="tozero", range=[0, top * 1.15]),
+                      xaxis=dict(categoryorder="array", categoryarray=list(frame["label"])))
     return fig
 
 
@@ -203,14 +236,15 @@ def syscall_counts_vs_read_size(frame: pd.DataFrame, *, file_size: int | None = 
         fig.add_scatter(x=part["read_size"], y=part["calls"], mode="markers", name=str(label), marker_size=10,
                         hovertemplate="read size %{x:,} B: %{y:,} read(2) calls<extra>" + f"{label}</extra>")
     fig.update_xaxes(type="log", title_text="read size n (bytes per f.read)", **SIZE_TICKS)
-    fig.update_yaxes(type="log", title_text="read(2) calls (log)")
+    fig.update_yaxes(type="log", title_text="read(2) calls (log)",
+                     **decade_ticks(min(frame["calls"].min(), 2), max(frame["calls"].max(), n_file + 1)))
     fig.update_layout(title=f"{title} (N = {n_file:,} bytes)", height=420, legend_title="")
     return fig
 
 
 def syscall_time(frame: pd.DataFrame, *, top: int = 12, by: str | None = None,
                  title: str = "Where the time in system calls went") -> go.Figure:
-    """Seconds spent in each syscall (horizontal bars, log axis) from strace -c rows
+    """Seconds spent in each syscall (horizontal bars, linear axis from zero) from strace -c rows
     (``syscall``, ``seconds``, ``calls``); ``by`` names a column to compare runs (e.g. "clock")."""
     fig = go.Figure()
     groups = frame.groupby(by, sort=False) if by else [("", frame)]
@@ -221,7 +255,7 @@ def syscall_time(frame: pd.DataFrame, *, top: int = 12, by: str | None = None,
                     customdata=part[["calls"]].fillna(0).astype(int),
                     hovertemplate="%{y}: %{x:,.3f} ms in %{customdata[0]:,} calls<extra>" + f"{name}</extra>")
     fig.update_layout(title=title, barmode="group", height=120 + 28 * len(order) * max(1, len(list(groups))),
-                      xaxis=dict(type="log", title="time in the syscall (ms, log)"), yaxis_title="syscall",
+                      xaxis=dict(title="time in the syscall (ms)", rangemode="tozero"), yaxis_title="syscall",
                       legend_title=by or "")
     return fig
 
@@ -243,7 +277,8 @@ def syscall_latency_histogram(frame: pd.DataFrame, *, by: str = "label", syscall
         fig.add_bar(x=np.sqrt(edges[:-1] * edges[1:]), y=counts, width=np.diff(edges), name=str(name),
                     opacity=0.7, hovertemplate="~%{x:,.1f} µs: %{y:,} calls<extra>" + f"{name}</extra>")
     fig.update_layout(title=title, barmode="overlay", height=380, legend_title=by,
-                      xaxis=dict(type="log", title=f"time in {syscall or 'each syscall'} (µs, log)"),
+                      xaxis=dict(type="log", title=f"time in {syscall or 'each syscall'} (µs, log)",
+                                 **decade_ticks(edges[0], edges[-1])),
                       yaxis_title="number of calls")
     return fig
 
@@ -276,7 +311,7 @@ def strace_overhead(frame: pd.DataFrame, *, title: str = "What watching costs: t
                 hovertemplate="%{x}: median %{y:.3f} s<extra></extra>")
     fig.add_scatter(x=frame["how"], y=frame["seconds"], mode="markers", name="each run",
                     marker=dict(color="#08519c", size=8), hovertemplate="%{x}: %{y:.3f} s<extra></extra>")
-    fig.update_layout(title=title, height=380, yaxis=dict(type="log", title="elapsed time (s, log)"),
+    fig.update_layout(title=title, height=380, yaxis=dict(title="elapsed time (s)", rangemode="tozero"),
                       xaxis_title="how the program ran")
     return fig
 
@@ -298,50 +333,64 @@ def _ior_best(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
-                  title: str = "IOR bandwidth per configuration (best iteration)") -> go.Figure:
-    """Bars of IOR's best write and read bandwidth per run, on a log axis, each labelled with its verdict
-    (from ``ior.add_verdicts``); a dashed line at the device's uncached read rate when given."""
+                  title: str = "IOR bandwidth per run: every iteration, and the best one") -> go.Figure:
+    """A dot plot on a linear axis from zero: one small dot per iteration, a large one for each run's best
+    (IOR's "Max Write"/"Max Read"), labelled with its verdict (from ``ior.add_verdicts``); a dashed line at
+    the device's uncached read rate when given. Writes and reads side by side in each run's column."""
+    key = "run" if "run" in df else "config"
+    d = df[df["access"].isin(["write", "read"]) & df["bw_mib"].notna()]
     best = _ior_best(df)
+    order = list(dict.fromkeys(d[key]))
     fig = go.Figure()
     for access in ("write", "read"):
+        every = d[d["access"] == access]
+        fig.add_scatter(x=every[key], y=every["bw_mib"], mode="markers", name=f"{access}, each iteration",
+                        legendgroup=access, offsetgroup=access,
+                        marker=dict(color=ACCESS_COLORS[access], size=7, opacity=0.45),
+                        customdata=every["iteration"],
+                        hovertemplate="%{x} " + access + ", iteration %{customdata}: %{y:,.0f} MiB/s<extra></extra>")
         part = best[best["access"] == access]
-        if not len(part):
-            continue
         labels = [VERDICT_SHORT.get(v, "") if isinstance(v, str) else "" for v in part.get("verdict", [None] * len(part))]
         reasons = list(part["reason"]) if "reason" in part else [""] * len(part)
-        fig.add_bar(x=part["x"], y=part["bw_mib"], name=access, marker_color=ACCESS_COLORS[access],
-                    text=labels, textposition="outside", customdata=list(zip(part["config"], reasons)),
-                    hovertemplate="%{x} " + access + ": %{y:,.0f} MiB/s<br>options: %{customdata[0]}"
-                                  "<br>%{customdata[1]}<extra></extra>")
+        fig.add_scatter(x=part["x"], y=part["bw_mib"], mode="markers+text", name=f"{access}, best iteration",
+                        legendgroup=access, offsetgroup=access, text=labels, textposition="middle right",
+                        marker=dict(color=ACCESS_COLORS[access], size=14, symbol="diamond"),
+                        customdata=list(zip(part["config"], reasons)),
+                        hovertemplate="%{x} " + access + ", best: %{y:,.0f} MiB/s<br>options: %{customdata[0]}"
+                                      "<br>%{customdata[1]}<extra></extra>")
     if device_mib:
         fig.add_hline(y=device_mib, line_dash="dash", line_color="#555",
                       annotation_text=f"device, uncached read: {device_mib:,.0f} MiB/s",
                       annotation_position="top left")
-    fig.update_layout(title=title, barmode="group", yaxis_type="log", yaxis_title="bandwidth (MiB/s, log)",
-                      xaxis_title="run", legend_title="access", uniformtext_minsize=9)
+    fig.update_layout(title=title, scattermode="group", yaxis_title="bandwidth (MiB/s)", xaxis_title="run",
+                      yaxis=dict(rangemode="tozero", tickformat=",d"), legend_title="access",
+                      xaxis=dict(categoryorder="array", categoryarray=order))
     return fig
 
 
 def ior_vs_published(ours: pd.DataFrame, published: pd.DataFrame, *, ours_title: str = "this machine",
                      published_title: str = "published") -> go.Figure:
-    """Side by side, same log axis: our best bandwidth per configuration and a seed's published figures
-    (``published`` has columns config, access, bw_mib)."""
+    """Side by side, each panel on its own linear axis from zero: our best bandwidth per configuration
+    and a seed's published figures (``published`` has columns config, access, bw_mib). Each dot carries
+    its value: compare the shapes, and read the numbers."""
     from plotly.subplots import make_subplots
 
-    mine = _ior_best(ours)
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=(ours_title, published_title),
-                        horizontal_spacing=0.04)
-    for col, part_df, xcol in ((1, mine, "config"), (2, published, "config")):
+    mine = _ior_best(ours).rename(columns={"x": "label"})
+    theirs = published.assign(label=published["config"])
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(ours_title, published_title), horizontal_spacing=0.1)
+    for col, part_df in ((1, mine), (2, theirs)):
         for access in ("write", "read"):
             part = part_df[part_df["access"] == access]
-            fig.add_bar(x=part[xcol], y=part["bw_mib"], name=access, marker_color=ACCESS_COLORS[access],
-                        showlegend=col == 1, legendgroup=access, row=1, col=col,
-                        hovertemplate="%{x} " + access + ": %{y:,.0f} MiB/s<extra></extra>")
-    fig.update_yaxes(type="log", title_text="bandwidth (MiB/s, log)", col=1)
-    fig.update_yaxes(type="log", col=2)
+            fig.add_scatter(x=part["label"], y=part["bw_mib"], mode="markers+text", name=access,
+                            marker=dict(color=ACCESS_COLORS[access], size=11), offsetgroup=access,
+                            text=[f"{v:,.0f}" for v in part["bw_mib"]], textposition="middle right",
+                            showlegend=col == 1, legendgroup=access, row=1, col=col,
+                            hovertemplate="%{x} " + access + ": %{y:,.0f} MiB/s<extra></extra>")
+    for col in (1, 2):
+        fig.update_yaxes(rangemode="tozero", tickformat=",d", title_text="bandwidth (MiB/s)", col=col)
     fig.update_xaxes(title_text="IOR options")
-    fig.update_layout(barmode="group", title="The same sequence of options, here and in the seed",
-                      legend_title="access")
+    fig.update_layout(scattermode="group", title="The same sequence of options, here and in the seed "
+                      "(each panel has its own scale)", legend_title="access")
     return fig
 
 
@@ -355,9 +404,20 @@ def ior_iterations(df: pd.DataFrame, title: str = "Every iteration: how much do 
         fig.add_scatter(x=part[key], y=part["bw_mib"], mode="markers", name=access,
                         marker=dict(color=ACCESS_COLORS[access], size=9, opacity=0.75), customdata=part["iteration"],
                         hovertemplate="%{x} " + access + ", iteration %{customdata}: %{y:,.0f} MiB/s<extra></extra>")
-    fig.update_layout(title=title, yaxis_type="log", yaxis_title="bandwidth (MiB/s, log)", xaxis_title="run",
-                      legend_title="access")
+    fig.update_layout(title=title, yaxis_title="bandwidth (MiB/s)", xaxis_title="run", legend_title="access",
+                      yaxis=dict(rangemode="tozero", tickformat=",d"))
     return fig
+
+
+def _log_ticks_125(lo: float, hi: float) -> dict:
+    """Ticks at 1, 2 and 5 times each power of 10 between ``lo`` and ``hi``, every one with its full label
+    (plotly's own labels on a log axis are a bare "2" and "5" between the decades)."""
+    import math
+
+    lo, hi = max(float(lo), 1e-9), max(float(hi), 1e-9)
+    vals = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for m in (1, 2, 5)]
+    vals = [v for v in vals if lo / 1.5 <= v <= hi * 1.5] or [lo, hi]
+    return dict(tickvals=vals, ticktext=[f"{v:,g}" for v in vals])
 
 
 SWEEP_AXES = {"transfer_size": ("transfer size (-t, bytes, log)", "log"),
@@ -388,9 +448,13 @@ def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
             fig.add_scatter(x=hit[by], y=hit["bw_mib"], mode="markers", showlegend=False, hoverinfo="skip",
                             marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(width=2, color="black")))
     xtitle, xtype = SWEEP_AXES[by]
+    xs = sorted(set(d[by]))
+    xticks = dict(tickvals=xs, ticktext=[_size(v) if by == "transfer_size" else f"{int(v):,}" for v in xs])
+    ys = d["bw_mib"].dropna()
+    yticks = _log_ticks_125(ys.min(), ys.max()) if len(ys) else {}
     fig.update_layout(title=title or f"IOR -F -C -e: bandwidth against {by.replace('_', ' ')}",
-                      xaxis_title=xtitle, xaxis_type=xtype, yaxis_type="log",
-                      yaxis_title="bandwidth (MiB/s, log)", legend_title="access")
+                      xaxis=dict(title=xtitle, type=xtype, **xticks),
+                      yaxis=dict(title="bandwidth (MiB/s, log)", type="log", **yticks), legend_title="access")
     return fig
 
 
