@@ -530,41 +530,81 @@ def removal_durations(summary: pd.DataFrame, *, by: str = "filesystem",
 
 # --- lesson 06 ----------------------------------------------------------------------------------
 
-def fuse_fio_vs_seed(df: pd.DataFrame, direction: str = "read") -> go.Figure:
+def _ticks06(lo: float, hi: float, unit: str = "") -> dict:
+    """Every power of 10 from lo to hi, labelled in full ("1", "10", "100" ...): no bare 2 and 5."""
+    import math
+
+    lo, hi = max(float(lo), 1e-9), max(float(hi), 1e-9)
+    vals = [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+    return dict(tickvals=vals, ticktext=[f"{v:,g}{unit}" for v in vals])
+
+
+def _link_line(fig: go.Figure, link_mb_per_s: float | None, *, vertical: bool = False, **where) -> None:
+    """A dashed reference line at the slow link's cap."""
+    if not link_mb_per_s:
+        return
+    text = f"link cap {link_mb_per_s:g} MB/s"
+    if vertical:
+        fig.add_vline(x=link_mb_per_s, line_dash="dash", line_color="grey", annotation_text=text,
+                      annotation_position="top", **where)
+    else:
+        fig.add_hline(y=link_mb_per_s, line_dash="dash", line_color="grey", annotation_text=text,
+                      annotation_position="top left", **where)
+
+
+def fuse_fio_vs_seed(df: pd.DataFrame, direction: str = "read", *, link_mb_per_s: float | None = None) -> go.Figure:
     """Seed 000's fio job: MB/s per s3fs configuration, measured here beside the seed's figures.
 
-    df: configuration, direction, mb_per_s, source ("measured here" or the seed's name).
+    Linear axis from 0 (bars). df: configuration, direction, mb_per_s, source ("measured here" or
+    the seed's name). link_mb_per_s: this run's link cap, drawn as a dashed line (the seed's link
+    is another one).
     """
     d = df[df["direction"] == direction]
     fig = go.Figure()
     for src, part in d.groupby("source", sort=False):
         fig.add_bar(name=str(src), x=part["configuration"], y=part["mb_per_s"],
                     text=[f"{v:.1f}" for v in part["mb_per_s"]], textposition="outside")
-    fig.update_layout(barmode="group", title=f"fio {direction} through s3fs-fuse (bs=4k rw=readwrite): "
-                                             "no cache vs use_cache", legend_title_text="")
+    _link_line(fig, link_mb_per_s)
+    fig.update_layout(barmode="group", title=f"fio {direction} through s3fs-fuse (bs=4k rw=readwrite), "
+                                             "here and in seed 000", legend_title_text="")
     fig.update_xaxes(title_text="configuration")
-    fig.update_yaxes(title_text=f"{direction} bandwidth (MB/s, 10^6 bytes/s)")
+    fig.update_yaxes(title_text=f"{direction} bandwidth (MB/s, 10^6 bytes/s)", rangemode="tozero")
     return fig
 
 
-def fuse_cold_warm(df: pd.DataFrame) -> go.Figure:
-    """Three reads of one object per client configuration (cold, warm, page cache dropped), log scale.
+READ_SYMBOLS = ("circle", "diamond", "x")
 
-    df: label, read, mb_per_s, layer.
+
+def fuse_cold_warm(df: pd.DataFrame, *, link_mb_per_s: float | None = None) -> go.Figure:
+    """Three reads of one object per client configuration (cold, warm, page cache dropped): a dot
+    per read on a log rate axis (the rates span three orders of magnitude; dots, not bars, so that
+    no bar length is read off a cut log base), with the link's cap as a dashed line.
+
+    df: label, read, mb_per_s, layer (and link_down when measured).
     """
     fig = go.Figure()
-    for read, part in df.groupby("read", sort=False):
-        fig.add_bar(name=str(read), x=part["label"], y=part["mb_per_s"], customdata=part["layer"],
-                    hovertemplate="%{x}<br>%{y:,.1f} MB/s<br>served by %{customdata}<extra>" + str(read) + "</extra>")
-    fig.update_layout(barmode="group", title="Reading one object through each FUSE client: which layer served it?",
-                      legend_title_text="read")
-    fig.update_xaxes(title_text="client and cache setting")
-    fig.update_yaxes(title_text="read rate (MB/s, log scale)", type="log")
+    has_down = "link_down" in df
+    for i, (read, part) in enumerate(df.groupby("read", sort=False)):
+        down = part["link_down"].tolist() if has_down else [None] * len(part)
+        hover = [f"served by {layer}" + (f"<br>{dn:,.0f} bytes over the link" if dn is not None and dn == dn else "")
+                 for layer, dn in zip(part["layer"], down)]
+        fig.add_scatter(name=str(read), y=part["label"], x=part["mb_per_s"], mode="markers",
+                        marker=dict(size=11, symbol=READ_SYMBOLS[i % len(READ_SYMBOLS)]), customdata=hover,
+                        hovertemplate="%{y}<br>%{x:,.1f} MB/s<br>%{customdata}<extra>" + str(read) + "</extra>")
+    _link_line(fig, link_mb_per_s, vertical=True)
+    fig.update_layout(title="Reading one object through each FUSE client, three times", legend_title_text="read",
+                      height=140 + 40 * df["label"].nunique())
+    fig.update_yaxes(title_text="", autorange="reversed")
+    fig.update_xaxes(title_text="read rate (MB/s, log scale)", type="log",
+                     **_ticks06(df["mb_per_s"].min(), df["mb_per_s"].max()))
     return fig
 
 
-def dd_block_sweep(df: pd.DataFrame) -> go.Figure:
-    """dd iflag=direct through s3fs-fuse: MB/s against block size, one line per configuration.
+def dd_block_sweep(df: pd.DataFrame, *, link_mb_per_s: float | None = None,
+                   round_trip_mb_per_s: float | None = None) -> go.Figure:
+    """dd iflag=direct through s3fs-fuse: MB/s against block size (log x: a sweep), one line per
+    configuration, linear y from 0. Reference lines: the link's cap, and what one link latency per
+    1 MiB run allows (round_trip_mb_per_s).
 
     df: configuration, block_size (bytes), mb_per_s.
     """
@@ -572,20 +612,69 @@ def dd_block_sweep(df: pd.DataFrame) -> go.Figure:
     for conf, part in df.groupby("configuration", sort=False):
         part = part.sort_values("block_size")
         fig.add_scatter(name=str(conf), x=part["block_size"], y=part["mb_per_s"], mode="lines+markers")
-    fig.update_layout(title="dd read with iflag=direct through s3fs-fuse: block size matters")
-    fig.update_xaxes(title_text="dd block size (bytes, log scale)", type="log")
-    fig.update_yaxes(title_text="read rate (MB/s, log scale)", type="log")
+    _link_line(fig, link_mb_per_s)
+    if round_trip_mb_per_s:
+        fig.add_hline(y=round_trip_mb_per_s, line_dash="dot", line_color="grey",
+                      annotation_text=f"1 MiB per link latency: {round_trip_mb_per_s:.0f} MB/s",
+                      annotation_position="bottom right")
+    sizes = sorted(df["block_size"].unique())
+    fig.update_layout(title="dd iflag=direct through s3fs-fuse: 1 MiB read at each block size")
+    fig.update_xaxes(title_text="dd block size (log scale)", type="log", tickvals=sizes,
+                     ticktext=[_size(s) for s in sizes])
+    fig.update_yaxes(title_text="dd's rate (MB/s)", rangemode="tozero")
     return fig
 
 
 def staging_vs_streaming(df: pd.DataFrame) -> go.Figure:
-    """Seconds to stage + work (seed 004's choice), stacked per strategy. df: strategy, stage_s, work_s."""
+    """Seconds to stage + work (seed 004's choice), stacked per strategy, linear from 0.
+    df: strategy, stage_s, work_s."""
     fig = go.Figure()
-    fig.add_bar(name="stage (copy to scratch)", x=df["strategy"], y=df["stage_s"])
-    fig.add_bar(name="work (read the inputs)", x=df["strategy"], y=df["work_s"])
-    fig.update_layout(barmode="stack", title="Stage the inputs, or read them from the store each time?")
-    fig.update_xaxes(title_text="strategy")
-    fig.update_yaxes(title_text="time (s)")
+    fig.add_bar(name="stage (copy to scratch)", y=df["strategy"], x=df["stage_s"], orientation="h")
+    fig.add_bar(name="work (read the inputs)", y=df["strategy"], x=df["work_s"], orientation="h")
+    fig.update_layout(barmode="stack", title="Stage the inputs, or read them from the store each time?",
+                      height=160 + 50 * len(df))
+    fig.update_yaxes(title_text="", autorange="reversed")
+    fig.update_xaxes(title_text="time (s)", rangemode="tozero")
+    return fig
+
+
+def gcsfuse_copy(df: pd.DataFrame, published: pd.DataFrame | None = None, *,
+                 link_mb_per_s: float | None = None) -> go.Figure:
+    """Seed 002's copy through gcsfuse: per file, the write rate, the read right after, and the read
+    after dropping its pages (here), beside the seed's write and read rates. Dots on a log rate
+    axis (they span three orders of magnitude), the link's cap dashed.
+
+    df: file, nbytes, write_mb_per_s, read_mb_per_s, reread_mb_per_s. published: file, size_mb,
+    write_mb_per_s, read_mb_per_s (the seed's Table I, its 'Total' row left out).
+    """
+    from plotly.subplots import make_subplots
+
+    here = [("write_mb_per_s", "write (copy in)", "circle"), ("read_mb_per_s", "read right after", "diamond"),
+            ("reread_mb_per_s", "read after its pages were dropped", "x")]
+    panels = 2 if published is not None and len(published) else 1
+    fig = make_subplots(rows=1, cols=panels, shared_xaxes=True, horizontal_spacing=0.25,
+                        subplot_titles=("here (files of lesson size)", "seed 002 (its Table I)")[:panels])
+    ylab = [f"{f} ({_size(n)})" for f, n in zip(df["file"], df["nbytes"])]
+    for col, name, symbol in here:
+        fig.add_scatter(x=df[col], y=ylab, mode="markers", name=name, marker=dict(size=11, symbol=symbol),
+                        legendgroup=name, hovertemplate="%{y}: %{x:,.1f} MB/s<extra>" + name + "</extra>", row=1, col=1)
+    values = list(df["write_mb_per_s"]) + list(df["read_mb_per_s"]) + list(df["reread_mb_per_s"])
+    if panels == 2:
+        seed = published[published["file"] != "Total"]
+        sl = [f"{f} ({s:g} MB)" for f, s in zip(seed["file"], seed["size_mb"])]
+        for col, name, symbol in here[:2]:
+            fig.add_scatter(x=seed[col], y=sl, mode="markers", name=name, marker=dict(size=11, symbol=symbol),
+                            legendgroup=name, showlegend=False,
+                            hovertemplate="%{y}: %{x:,.2f} MB/s<extra>seed 002, " + name + "</extra>", row=1, col=2)
+        values += list(seed["write_mb_per_s"]) + list(seed["read_mb_per_s"])
+    if link_mb_per_s:
+        fig.add_vline(x=link_mb_per_s, line_dash="dash", line_color="grey", row=1, col=1,
+                      annotation_text=f"link cap {link_mb_per_s:g} MB/s", annotation_position="top")
+    ticks = _ticks06(min(values), max(values))
+    for c in range(1, panels + 1):
+        fig.update_xaxes(type="log", title_text="MB/s (log scale)", row=1, col=c, **ticks)
+        fig.update_yaxes(autorange="reversed", row=1, col=c)
+    fig.update_layout(title="Copying files into a gcsfuse mount and back", legend_title_text="", height=380)
     return fig
 
 
