@@ -10,6 +10,7 @@ import os
 import stat
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -407,3 +408,154 @@ def test_live_ior_two_ranks(ws):
 def test_live_ior_missing_directory(ws):
     with pytest.raises(ToolFailed, match="IOR failed: .*ERROR"):
         ior.run(ior.Options(test_file=str(ws.path("no-such-dir") / "t")), 2, ws=ws, timeout=120)
+
+
+# --- -C: IOR's rule, its layout, and which file each rank opened (strace) ------------------------
+
+def test_tasks_per_node_is_an_ior_directive():
+    argv = ior.Options(file_per_process=True, reorder_tasks=True, tasks_per_node=1).argv("3.3.0")
+    assert argv[argv.index("-C") + 1:argv.index("-C") + 3] == ["-O", "numTasksOnNode0=1"]
+    assert "numTasksOnNode0" not in " ".join(ior.Options(reorder_tasks=True).argv())
+    for bad in (0, True, "1"):
+        with pytest.raises(ValueError):
+            ior.Options(tasks_per_node=bad)
+
+
+@pytest.mark.parametrize("offset,per_node,tasks,by_slot,shift", [
+    (1, 2, 2, True, 0),       # this lesson: one node, 2 ranks -> nobody moves
+    (1, 1, 2, True, 1),       # -O numTasksOnNode0=1
+    (1, 24, 24, True, 0),     # the seed's 24 ranks, had they shared one node
+    (1, 6, 24, True, 6),      # 24 ranks on 4 nodes, by slot: one node further
+    (1, 6, 24, False, 1),     # the same dealt round-robin: the next rank is on the next node
+    (2, 6, 24, True, 12),
+])
+def test_reorder_rule(offset, per_node, tasks, by_slot, shift):
+    assert ior.reorder_rule(offset, per_node, tasks, by_slot=by_slot) == shift
+
+
+def test_reorder_rule_refuses_nonsense():
+    for args in ((1, 0, 2), (-1, 1, 2), (1, 1, 0), (1.0, 1, 2)):
+        with pytest.raises(ValueError):
+            ior.reorder_rule(*args)
+
+
+@pytest.mark.parametrize("name,per_node", [("lesson-ext4-3.3.0-reorder-summary", 2),
+                                           ("lesson-ext4-4.0.0-neighbour-summary", 1),
+                                           ("fpp-reorder-3.3.0", 2), ("fpp-reorder-4.0.0", 2)])
+def test_reorder_facts_from_json_and_text(name, per_node):
+    facts = ior.reorder_facts(rec(name))
+    assert facts == {"tasks": 2, "nodes": 1, "tasks_per_node": per_node, "task_offset": 1,
+                     "ordering": "constant task offset"}
+
+
+def test_reorder_facts_without_c():
+    facts = ior.reorder_facts(rec("naive-4.0.0"))
+    assert facts["task_offset"] is None and facts["ordering"] == "no tasks offsets" and facts["tasks_per_node"] == 2
+
+
+@pytest.mark.parametrize("name,moved,read_flag", [("lesson-ext4-3.3.0-reorder-opens", False, "O_RDWR <unfinished"),
+                                                  ("lesson-ext4-3.3.0-neighbour-opens", True, "O_RDWR"),
+                                                  ("lesson-tmpfs-4.0.0-reorder-opens", False, "O_RDONLY"),
+                                                  ("lesson-tmpfs-4.0.0-neighbour-opens", True, "O_RDONLY")])
+def test_opens_of_both_versions(name, moved, read_flag):
+    text = rec(name)
+    assert read_flag in text                       # 3.3.0 reads with O_RDWR (no O_CREAT), 4.0.0 with O_RDONLY
+    opens = ior.parse_opens(text)
+    assert len(opens) == 12 and sum(o["create"] for o in opens) == 6
+    t = ior.opens_table(opens)
+    assert list(t.columns) == ["rank", "pid", "iteration", "wrote", "read", "shift", "moved"]
+    assert sorted(t["rank"]) == [0, 0, 0, 1, 1, 1] and sorted(set(t["iteration"])) == [0, 1, 2]
+    assert t["moved"].tolist() == [moved] * 6
+    assert t.groupby("rank")["pid"].nunique().tolist() == [1, 1]       # one process per rank
+
+
+TRACE = """\
+101 10:00:00.000001 openat(AT_FDCWD</w>, "/w/d/testfile.00000001", O_RDWR|O_CREAT, 0664) = 3</w/d/testfile.00000001> <0.000010>
+100 10:00:00.000002 openat(AT_FDCWD</w>, "/w/d/testfile.00000000", O_RDWR|O_CREAT, 0664 <unfinished ...>
+100 10:00:00.000003 <... openat resumed>) = 3</w/d/testfile.00000000> <0.000010>
+100 10:00:00.000004 openat(AT_FDCWD</w>, "/w/d/other.00000000", O_RDONLY) = 4</w/d/other.00000000> <0.000010>
+100 10:00:00.000005 openat(AT_FDCWD</w>, "/w/d/testfile.00000005", O_RDONLY) = -1 ENOENT (No such file or directory) <0.000010>
+100 10:00:00.000006 openat(AT_FDCWD</w>, "/w/d/testfile.00000001", O_RDONLY) = 4</w/d/testfile.00000001> <0.000010>
+101 10:00:00.000007 openat(AT_FDCWD</w>, "/w/d/testfile.00000000", O_RDONLY) = 4</w/d/testfile.00000000> <0.000010>
+102 10:00:00.000008 openat(AT_FDCWD</w>, "/w/d/testfile.00000000", O_RDONLY) = 4</w/d/testfile.00000000> <0.000010>
+100 10:00:00.000009 +++ exited with 0 +++
+"""
+
+
+def test_opens_keep_only_successful_opens_of_the_test_files():
+    opens = ior.parse_opens(TRACE)
+    assert [(o["pid"], o["file_rank"], o["create"]) for o in opens] == [
+        (101, 1, True), (100, 0, True), (100, 1, False), (101, 0, False), (102, 0, False)]
+    assert len(ior.parse_opens(TRACE, stem=None)) == 6           # other.00000000 too
+    t = ior.opens_table(opens)
+    # pid 102 only read: no rank can be given to it, so it is not in the table
+    assert t[["rank", "pid", "wrote", "read", "shift", "moved"]].values.tolist() == [
+        [0, 100, "testfile.00000000", "testfile.00000001", 1, True],
+        [1, 101, "testfile.00000001", "testfile.00000000", 1, True]]
+    assert ior.opens_table([]).empty
+
+
+def test_trace_opens_argv(monkeypatch):
+    from iolab.tools import strace
+    for has in (True, False):
+        monkeypatch.setattr(strace, "supports", lambda opt, has=has: has)
+        argv = ior.trace_opens_argv(["mpirun", "-np", "2", "ior"], "/w/t.txt", paths=["/w/f.00000000", "/w/f.00000001"])
+        assert argv[0] == "strace" and ("--seccomp-bpf" in argv) is has
+        assert argv[argv.index("-e") + 1] == "trace=openat" and argv[argv.index("-s") + 1] == "4096"
+        assert [argv[i + 1] for i, a in enumerate(argv) if a == "-P"] == ["/w/f.00000000", "/w/f.00000001"]
+        assert argv[argv.index("--") + 1:] == ["mpirun", "-np", "2", "ior"]
+
+
+def test_experiment_replays_the_trace(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    e = ior.experiment(ior.Options(), recording="ior/lesson-ext4-4.0.0-neighbour", trace=True, quiet=True)
+    assert e.opens()["moved"].all() and e.layout()["tasks_per_node"] == 1
+    assert e.during["device"] == "vda" and e.bytes_moved("read") == 3 * 128 * units.MiB
+    assert ior.experiment(ior.Options(), recording="ior/lesson-ext4-4.0.0-fpp", quiet=True).opens() is None
+
+
+# --- what the machine did while IOR ran -----------------------------------------------------------
+
+def test_block_device_of_memory_and_disk():
+    from iolab import fsinfo
+    if fsinfo.fstype("/dev/shm") in fsinfo.MEMORY_FS:
+        assert ior.block_device("/dev/shm") is None
+    dev = ior.block_device("/tmp")
+    assert dev is None or Path(f"/sys/class/block/{dev}/stat").exists()
+
+
+def test_system_watch_counts_an_fsynced_write(tmp_path):
+    watch = ior.SystemWatch(tmp_path)
+    with watch:
+        with open(tmp_path / "f", "wb") as f:
+            f.write(os.urandom(8 * units.MiB))
+            f.flush()
+            os.fsync(f.fileno())
+    facts = watch.facts()
+    assert set(facts) >= {"seconds", "device", "device_read_bytes", "device_written_bytes", "dirty_before",
+                          "dirty_peak", "writeback_peak", "cpu_wait_s", "io_wait_s", "dirty_background_threshold",
+                          "direct_reclaim_stalls", "compaction_stalls"}
+    assert facts["seconds"] > 0 and facts["samples"] >= 2
+    if facts["device"] is not None:
+        assert facts["device_written_bytes"] >= 8 * units.MiB
+    else:
+        assert facts["device_written_bytes"] is None
+
+
+def test_verdicts_on_a_memory_filesystem():
+    df = ior.to_frame(ior.parse(rec("lesson-tmpfs-4.0.0-odirect-summary")))
+    out = ior.add_verdicts(df, device_bps=None, fstype="tmpfs")
+    assert set(out["verdict"].dropna()) == {measure.CACHE}
+    assert "tmpfs" in out["reason"].dropna().iloc[0]
+
+
+@pytest.mark.live
+@needs("ior", "mpirun", "strace")
+def test_live_reorder_on_one_node(ws):
+    opts = ior.Options(transfer_size="1MiB", block_size="2MiB", segments=1, file_per_process=True, reorder_tasks=True)
+    plain = ior.experiment(opts, recording="ior/none", ws=ws, trace=True, quiet=True)
+    moved = ior.experiment(replace(opts, tasks_per_node=1), recording="ior/none", ws=ws, trace=True, quiet=True)
+    assert plain.mode == moved.mode == "live"
+    assert not plain.opens()["moved"].any() and moved.opens()["moved"].all()
+    assert plain.layout()["tasks_per_node"] == 2 and moved.layout()["tasks_per_node"] == 1
+    assert plain.during["seconds"] > 0

@@ -138,6 +138,7 @@ class Options:
     file_per_process: bool = False        # -F
     reorder_tasks: bool = False           # -C: read back what a task on another node wrote
     task_offset: int | None = None        # -Q: the shift used by -C, in nodes
+    tasks_per_node: int | None = None     # -O numTasksOnNode0=N: what IOR believes (None: what MPI says)
     fsync: bool = False                   # -e: fsync() at the end of each write phase (inside the timing)
     odirect: bool = False                 # --posix.odirect (3.3+) or -B (up to 3.2): bypass the page cache
     iterations: int = 1                   # -i
@@ -168,6 +169,9 @@ class Options:
             raise ValueError("odirect is an option of the POSIX backend (use api='POSIX')")
         if isinstance(self.extra, str):
             raise TypeError("extra must be a tuple of argv items, not a string")
+        if self.tasks_per_node is not None and (isinstance(self.tasks_per_node, bool)
+                                                or not isinstance(self.tasks_per_node, int) or self.tasks_per_node < 1):
+            raise ValueError(f"tasks_per_node must be a positive int or None, got {self.tasks_per_node!r}")
 
     @property
     def bytes_per_task(self) -> int:
@@ -204,6 +208,9 @@ class Options:
             argv.append("-C")
             if self.task_offset is not None:
                 argv += ["-Q", str(self.task_offset)]
+        if self.tasks_per_node is not None:
+            # IOR 3.3.0 and 4.0.0 both read this directive (parse_options.c); -C shifts by it (see reorder_rule)
+            argv += ["-O", f"numTasksOnNode0={self.tasks_per_node}"]
         if self.fsync:
             argv.append("-e")
         if self.keep_file:
@@ -258,13 +265,15 @@ def _files_of(test_file: Path) -> list[Path]:
 
 def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str = "json",
         ws: workspace.Workspace | None = None, timeout: float = 300, exe: str = "ior",
-        inspect: Callable[[list[Path]], Any] | None = None, launcher_kwargs: dict[str, Any] | None = None) -> IorRun:
+        inspect: Callable[[list[Path]], Any] | None = None, launcher_kwargs: dict[str, Any] | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None) -> IorRun:
     """Run IOR with ``tasks`` ranks; test files inside the workspace, within its budget, removed after.
 
     fmt="json" (default) adds ``-O summaryFormat=JSON -O summaryFile=...`` and returns that file's
     text as ``.summary_json``; fmt="text" leaves IOR's usual text on stdout.
     ``inspect(files)`` is called with the test files after IOR ends and before they are removed
-    (e.g. to measure their page-cache residency); its result is ``.inspected``. With
+    (e.g. to measure their page-cache residency); its result is ``.inspected``. ``wrap(argv)`` may put
+    a tracer in front of the launcher's argv (see :func:`trace_opens_argv`). With
     ``options.keep_file`` and an ``options.test_file`` of yours, the files stay for a later run.
     Raises ToolMissing, or ToolFailed whose message is IOR's own ERROR line.
     """
@@ -290,6 +299,8 @@ def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str 
         if fmt == "json":
             argv += ["-O", "summaryFormat=JSON", "-O", f"summaryFile={summary_file}"]
         full = mpi.command(argv, tasks, launcher=launcher, **(launcher_kwargs or {}))
+        if wrap is not None:
+            full = list(wrap(full))
         r = runner.run(full, timeout=timeout, check=False, env=mpi.runtime_env(own_dir / "mpi"))
         r = replace(r, tool_version=version)
         if r.returncode != 0:
@@ -600,6 +611,248 @@ def summary(text: str) -> list[dict[str, Any]]:
     return out
 
 
+# --- -C: the shift IOR applies, and which file each rank really opened ----------------------------
+
+def reorder_facts(text: str) -> dict[str, Any]:
+    """What IOR says about the layout -C works on, from its Options (JSON summary or text):
+    ``tasks``, ``nodes``, ``tasks_per_node`` ("clients per node", IOR's numTasksOnNode0),
+    ``task_offset`` (-Q, taskPerNodeOffset) and ``ordering`` ("constant task offset" with -C).
+    Values IOR did not print are None. Of the first test."""
+    keys = {"tasks": "tasks", "nodes": "nodes", "clients per node": "tasks_per_node",
+            "task offset": "task_offset", "ordering inter file": "ordering"}
+    out: dict[str, Any] = {k: None for k in keys.values()}
+    if _is_json(text):
+        tests = _parse_json(text)["tests"]
+        opts = tests[0].get("Options", {}) if tests else {}
+        for jk, k in keys.items():
+            if jk in opts:
+                out[k] = opts[jk]
+        return out
+    in_options = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("Options:"):
+            if in_options:
+                break
+            in_options = True
+            continue
+        if in_options:
+            if not line:
+                break
+            key, sep, value = (part.strip() for part in raw.partition(":"))
+            if sep and key in keys:
+                out[keys[key]] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+def reorder_rule(task_offset: int, tasks_per_node: int, tasks: int, *, by_slot: bool = True) -> int:
+    """The shift (in ranks) -C gives the read phase: rank r reads the file of rank (r + shift) mod tasks.
+
+    IOR 3.3.0 and 4.0.0 (ior.c, the read phase of TestIoSys) compute ``taskPerNodeOffset x shift mod
+    numTasks``, where shift is numTasksOnNode0 when rank 1 runs on the same host as rank 0
+    (QueryNodeMapping in utilities.c: a by-slot mapping, always so on one node) and 1 otherwise
+    (round-robin). So on one node with every task on it the shift is a whole multiple of the task
+    count: 0, no rank moves.
+    """
+    for name, v in (("task_offset", task_offset), ("tasks_per_node", tasks_per_node), ("tasks", tasks)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "task_offset" else 1):
+            raise ValueError(f"{name} must be a {'non-negative' if name == 'task_offset' else 'positive'} int, got {v!r}")
+    return (task_offset * (tasks_per_node if by_slot else 1)) % tasks
+
+
+def trace_opens_argv(argv: Sequence[str], output: str | os.PathLike[str], *,
+                     paths: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
+    """``strace -f -e trace=openat`` in front of a launcher's argv, the trace written to ``output``.
+
+    ``paths``: ``-P`` each, so only opens of those files are kept (strace matches a path that does
+    not exist yet too), not the hundreds of libraries MPI opens. Long strings (``-s 4096``) so the
+    paths are never cut; ``--seccomp-bpf`` where strace has it, so only openat stops the ranks
+    (their I/O runs at full speed).
+    """
+    from . import strace
+
+    out = strace.trace_argv(list(argv), output=output, syscalls="openat", strsize=4096, paths=paths)
+    if strace.supports("--seccomp-bpf"):
+        out.insert(1, "--seccomp-bpf")
+    return out
+
+
+_RANK_FILE = re.compile(r"(?:^|/)(?P<stem>[^/]*)\.(?P<rank>\d{8})$")
+
+
+def parse_opens(text: str, stem: str | None = "testfile") -> list[dict[str, Any]]:
+    """The test files each process opened, from a ``strace -f -e trace=openat`` trace of an IOR run.
+
+    One record per successful open of ``<stem>.NNNNNNNN`` (IOR's file-per-process names): pid, file
+    (the name), file_rank (NNNNNNNN), create (O_CREAT: IOR's write phase creates; its read phase
+    opens without it), in the order strace saw them. ``stem=None`` accepts any such name.
+    """
+    from . import strace
+
+    out = []
+    for c in strace.parse_calls(text.splitlines(), events=False):
+        if c["syscall"] not in ("open", "openat", "openat2") or not c["path"]:
+            continue
+        m = _RANK_FILE.search(c["path"])
+        if not m or (stem is not None and m.group("stem") != stem):
+            continue
+        if c["result"] is None or c["result"] < 0:
+            continue
+        out.append({"pid": c["pid"], "file": c["path"].rpartition("/")[2], "file_rank": int(m.group("rank")),
+                    "create": "O_CREAT" in c["args"]})
+    return out
+
+
+def opens_table(opens: Iterable[dict[str, Any]], tasks: int | None = None) -> pd.DataFrame:
+    """Who read what: one row per rank and iteration, from :func:`parse_opens`.
+
+    A process's rank is the number of the file it created (IOR's write phase has no shift: rank r
+    writes ``.r``); each create starts an iteration, the open that follows it is that iteration's
+    read. Columns: rank, pid, iteration, wrote, read, shift ((read's rank - rank) mod tasks; tasks
+    defaults to the number of ranks seen), moved (another rank's file). Empty when nothing matched.
+    """
+    per_pid: dict[Any, list[dict[str, Any]]] = {}
+    for o in opens:
+        per_pid.setdefault(o["pid"], []).append(o)
+    rows = []
+    for pid, seq in per_pid.items():
+        creates = [o for o in seq if o["create"]]
+        if not creates:
+            continue                          # a process that only read (e.g. a read-only run): rank unknown
+        rank = creates[0]["file_rank"]
+        iteration, wrote = -1, None
+        for o in seq:
+            if o["create"]:
+                iteration, wrote = iteration + 1, o
+                rows.append({"rank": rank, "pid": pid, "iteration": iteration, "wrote": o["file"],
+                             "read": None, "read_rank": None})
+            elif rows and rows[-1]["pid"] == pid and rows[-1]["read"] is None:
+                rows[-1]["read"], rows[-1]["read_rank"] = o["file"], o["file_rank"]
+    cols = ["rank", "pid", "iteration", "wrote", "read", "shift", "moved"]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    n = tasks or len({r["rank"] for r in rows})
+    for r in rows:
+        r["shift"] = None if r["read_rank"] is None else (r["read_rank"] - r["rank"]) % n
+        r["moved"] = None if r["read_rank"] is None else r["read_rank"] != r["rank"]
+    df = pd.DataFrame(rows).sort_values(["iteration", "rank"], kind="stable").reset_index(drop=True)
+    return df[cols]
+
+
+# --- what the machine did while IOR ran -----------------------------------------------------------
+
+def block_device(path: str | os.PathLike[str]) -> str | None:
+    """The block device behind ``path`` as /sys/class/block names it (vda, nvme0n1p2, dm-0), or None
+    (tmpfs, NFS, FUSE, overlay: nothing whose I/O counters iolab can read)."""
+    from .. import fsinfo
+
+    try:
+        source = fsinfo.mount_of(path).source
+    except Exception:           # noqa: BLE001 (no mount table: nothing to count)
+        return None
+    if not source or not source.startswith("/dev/"):
+        return None
+    name = os.path.basename(os.path.realpath(source))
+    return name if Path(f"/sys/class/block/{name}/stat").exists() else None
+
+
+def _disk_bytes(name: str | None) -> tuple[int, int] | None:
+    """(bytes read, bytes written) by the device since boot (sectors of 512 bytes in its stat file)."""
+    if name is None:
+        return None
+    try:
+        f = Path(f"/sys/class/block/{name}/stat").read_text().split()
+        return int(f[2]) * 512, int(f[6]) * 512
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _stall_seconds(kind: str) -> float | None:
+    """Pressure stall information: seconds some task waited for ``kind`` (cpu, io) since boot."""
+    try:
+        for line in Path(f"/proc/pressure/{kind}").read_text().splitlines():
+            if line.startswith("some "):
+                return int(line.rpartition("total=")[2]) / 1e6
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _vmstat() -> dict[str, int]:
+    try:
+        text = Path("/proc/vmstat").read_text()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if v.strip().isdigit():
+            out[k] = int(v)
+    return out
+
+
+def _reclaim_counts(vm: dict[str, int]) -> tuple[int | None, int | None]:
+    """(direct reclaim stalls, compaction stalls) since boot: allocations that had to wait for memory."""
+    stalls = [v for k, v in vm.items() if k.startswith("allocstall")]
+    return (sum(stalls) if stalls else None), vm.get("compact_stall")
+
+
+class SystemWatch:
+    """What the machine did while something ran: the device's bytes read and written (its I/O
+    counters, /sys/class/block/<dev>/stat), /proc/meminfo Dirty and Writeback (sampled) beside the
+    kernel's background write-back threshold (/proc/vmstat), allocations that stalled for memory
+    (direct reclaim, compaction), and the time tasks stalled waiting for a CPU or for I/O
+    (/proc/pressure). All system-wide: other programs count too. :meth:`facts` is a flat dict
+    (None where the machine cannot tell).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], interval: float = 0.01):
+        from .. import pagecache
+
+        self.device = block_device(path)
+        self._sampler = pagecache.MeminfoSampler(interval, ("Dirty", "Writeback"))
+        self._facts: dict[str, Any] = {}
+
+    def __enter__(self) -> "SystemWatch":
+        import time
+
+        self._disk0 = _disk_bytes(self.device)
+        self._cpu0, self._io0 = _stall_seconds("cpu"), _stall_seconds("io")
+        self._vm0 = _vmstat()
+        self._t0 = time.perf_counter()
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import time
+
+        self._sampler.stop()
+        seconds = time.perf_counter() - self._t0
+        disk1, cpu1, io1 = _disk_bytes(self.device), _stall_seconds("cpu"), _stall_seconds("io")
+        vm1 = _vmstat()
+        m = self._sampler.frame()
+        both = self._disk0 is not None and disk1 is not None
+        (r0, c0), (r1, c1) = _reclaim_counts(self._vm0), _reclaim_counts(vm1)
+        page = os.sysconf("SC_PAGE_SIZE")
+        self._facts = {
+            "seconds": seconds, "device": self.device,
+            "device_read_bytes": disk1[0] - self._disk0[0] if both else None,      # type: ignore[index]
+            "device_written_bytes": disk1[1] - self._disk0[1] if both else None,   # type: ignore[index]
+            "dirty_before": int(m["Dirty"].iloc[0]), "dirty_peak": int(m["Dirty"].max()),
+            "dirty_after": int(m["Dirty"].iloc[-1]), "writeback_peak": int(m["Writeback"].max()),
+            "samples": len(m),
+            "cpu_wait_s": cpu1 - self._cpu0 if cpu1 is not None and self._cpu0 is not None else None,
+            "io_wait_s": io1 - self._io0 if io1 is not None and self._io0 is not None else None,
+            "dirty_background_threshold": (vm1["nr_dirty_background_threshold"] * page
+                                           if "nr_dirty_background_threshold" in vm1 else None),
+            "direct_reclaim_stalls": r1 - r0 if r0 is not None and r1 is not None else None,
+            "compaction_stalls": c1 - c0 if c0 is not None and c1 is not None else None,
+        }
+
+    def facts(self) -> dict[str, Any]:
+        return dict(self._facts)
+
+
 # --- frames, verdicts ---------------------------------------------------------------------------
 
 def label(row: dict[str, Any] | pd.Series) -> str:
@@ -626,18 +879,23 @@ def to_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:
 
 
 def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
-            resident_fraction: float | None = None) -> Any:
+            resident_fraction: float | None = None, fstype: str | None = None) -> Any:
     """Which layer served one write or read row (an ``iolab.measure.Verdict``); None for remove.
 
-    Reads: ``measure.judge`` with the test files' residency before the read (after an O_DIRECT run,
-    nothing went through the page cache, so it counts as 0). Writes: with O_DIRECT the device took
-    each write; else ``measure.judge_write`` (the page cache, unless -e put fsync inside the timing).
+    On a memory filesystem (``fstype`` tmpfs, ramfs...) every row is the page cache: there is no
+    device, so neither fsync nor O_DIRECT can reach one. Elsewhere, reads: ``measure.judge`` with the
+    test files' residency before the read (after an O_DIRECT run, nothing went through the page
+    cache, so it counts as 0). Writes: with O_DIRECT the device took each write; else
+    ``measure.judge_write`` (the page cache, unless -e put fsync inside the timing).
     """
-    from .. import measure
+    from .. import fsinfo, measure
 
     bw = row["bw_mib"]
     if row["access"] == "remove" or bw is None or not bw > 0:
         return None
+    if fstype in fsinfo.MEMORY_FS:
+        return measure.Verdict(measure.CACHE, f"the files are on {fstype}: memory only, there is no device "
+                                              "(fsync has nothing to write, O_DIRECT nothing to bypass)")
     rate = float(bw) * units.MiB
     if row["access"] == "write":
         if row["odirect"]:
@@ -648,10 +906,12 @@ def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
     return measure.judge(rate, device_bps=device_bps, resident_fraction=fraction)
 
 
-def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fraction: float | None = None) -> pd.DataFrame:
+def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fraction: float | None = None,
+                 fstype: str | None = None) -> pd.DataFrame:
     """A copy of ``df`` with ``verdict`` (label) and ``reason`` columns."""
     out = df.copy()
-    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction) for r in out.to_dict("records")]
+    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction, fstype=fstype)
+          for r in out.to_dict("records")]
     out["verdict"] = [v.label if v is not None else None for v in vs]
     out["reason"] = [v.reason if v is not None else None for v in vs]
     return out
@@ -667,11 +927,36 @@ class Experiment:
     options: Options
     tasks: int
     outcome: recordings.Outcome
-    cache: dict[str, Any] = field(default_factory=dict)   # resident_fraction, device_bps, fstype, ...
+    cache: dict[str, Any] = field(default_factory=dict)   # resident_fraction, device_bps, fstype, during...
+    opens_text: str | None = None     # the strace -e trace=openat of the run (trace=True), raw
+    trace_run: Run | None = None      # live and traced: strace's argv and the trace, to record
 
     @property
     def mode(self) -> str:
         return self.outcome.mode
+
+    @property
+    def during(self) -> dict[str, Any]:
+        """What the machine did while IOR ran (:class:`SystemWatch` facts; empty if not measured)."""
+        return dict(self.cache.get("during") or {})
+
+    def opens(self) -> pd.DataFrame | None:
+        """Which file each rank wrote and read (:func:`opens_table`), or None when the run was not traced."""
+        if self.opens_text is None:
+            return None
+        return opens_table(parse_opens(self.opens_text), tasks=self.tasks)
+
+    def layout(self) -> dict[str, Any]:
+        """IOR's own account of the layout -C works on (:func:`reorder_facts`)."""
+        return reorder_facts(self.outcome.text)
+
+    def bytes_moved(self, access: str) -> int:
+        """Bytes IOR wrote or read over all iterations (block x segments x tasks per iteration)."""
+        total = 0
+        for r in self.rows:
+            if r["access"] == access and r["block_kib"]:
+                total += int(r["block_kib"] * 1024) * int(r["segments"] or 1) * int(r["tasks"] or self.tasks)
+        return total
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -680,7 +965,7 @@ class Experiment:
     def frame(self) -> pd.DataFrame:
         df = to_frame(self.rows, run=self.name, mode=self.mode)
         return add_verdicts(df, device_bps=self.cache.get("device_bps"),
-                            resident_fraction=self.cache.get("resident_fraction"))
+                            resident_fraction=self.cache.get("resident_fraction"), fstype=self.cache.get("fstype"))
 
     def table(self) -> pd.DataFrame:
         """Per access: the best and the worst iteration (MiB/s), and the verdict on the best."""
@@ -738,32 +1023,60 @@ def _device_facts(ws: workspace.Workspace) -> dict[str, Any]:
 
 def experiment(options: Options, *, tasks: int = 2, recording: str, name: str | None = None,
                ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
-               quiet: bool = False) -> Experiment:
+               quiet: bool = False, trace: bool = False) -> Experiment:
     """Run ``options`` live (IOR and mpirun here) or replay ``recording``, and say which.
 
     Live: measures the device's uncached rate behind the workspace (iolab.measure, once per
     session), runs IOR with ``-k`` so that the test files' page-cache residency can be read right
-    after the run (iolab.pagecache), then removes them. Replay: ``<recording>-summary`` (IOR's JSON
-    summary) and ``<recording>-cache`` (the residency and device rate measured when it was recorded).
+    after the run (iolab.pagecache), then removes them; while IOR runs, a :class:`SystemWatch`
+    counts what the device read and wrote, samples Dirty/Writeback and the CPU and I/O stalls
+    (``.cache["during"]``). ``trace=True`` runs the launcher under ``strace -f -e trace=openat``
+    (strace needed too): ``.opens()`` says which file each rank wrote and read.
+    Replay: ``<recording>-summary`` (IOR's JSON summary), ``<recording>-cache`` (what iolab measured
+    around it) and, traced, ``<recording>-opens`` (the raw strace output).
     """
     ws = ws or workspace.session()
     cache: dict[str, Any] = {}
+    traced: dict[str, Any] = {}
 
     def live() -> Run:
         cache.update(_device_facts(ws))
         opts = options if options.keep_file else replace(options, keep_file=True)
-        r = run(opts, tasks, launcher=launcher, ws=ws, timeout=timeout, inspect=_residency_facts)
+        wrap = None
+        trace_file = ws.root / f".ior-opens-{uuid.uuid4().hex[:8]}.txt"
+        if trace:
+            def wrap(argv: list[str]) -> list[str]:
+                test_file = argv[len(argv) - 1 - argv[::-1].index("-o") + 1]      # IOR's -o (the last one)
+                names = [f"{test_file}.{i:08d}" for i in range(tasks)] if options.file_per_process else [test_file]
+                traced["argv"] = trace_opens_argv(argv, trace_file, paths=names)
+                return traced["argv"]
+        try:
+            with SystemWatch(ws.root) as watch:
+                r = run(opts, tasks, launcher=launcher, ws=ws, timeout=timeout, inspect=_residency_facts, wrap=wrap)
+            if trace:
+                traced["text"] = trace_file.read_text(errors="replace") if trace_file.exists() else ""
+                traced["run"] = replace(r.run, argv=traced["argv"], stdout=traced["text"],
+                                        tool_version=runner.tool_version("strace"))
+        finally:
+            trace_file.unlink(missing_ok=True)
         cache.update(r.inspected or {})
+        cache["during"] = watch.facts()
         return r.as_run()
 
-    out = recordings.live_or_recorded(live, f"{recording}-summary", requires=("ior", launcher),
-                                      parse=parse, quiet=quiet)
+    requires = ("ior", launcher, "strace") if trace else ("ior", launcher)
+    out = recordings.live_or_recorded(live, f"{recording}-summary", requires=requires, parse=parse, quiet=quiet)
     if out.mode == "replay":
         try:
             cache.update(json.loads(recordings.load(f"{recording}-cache").text))
         except FileNotFoundError:
             pass
-    return Experiment(name or recording.rpartition("/")[2], options, tasks, out, cache)
+        if trace:
+            try:
+                traced["text"] = recordings.load(f"{recording}-opens").text
+            except FileNotFoundError:
+                pass
+    return Experiment(name or recording.rpartition("/")[2], options, tasks, out, cache,
+                      opens_text=traced.get("text"), trace_run=traced.get("run"))
 
 
 def split_phases(options: Options, *, tasks: int = 2, recording: str, evict: bool = True,

@@ -1,0 +1,717 @@
+"""Lesson 04 (IOR pitfalls): what each IOR run showed, in sentences computed from its numbers.
+
+Every function takes what the lesson measured (``iolab.tools.ior.Experiment`` objects, a sweep
+frame) and returns the :class:`iolab.explain.Claim` list it printed. The evidence is what the
+machine itself counted while IOR ran (``Experiment.during``: the device's bytes read and written,
+Dirty/Writeback, CPU and I/O stalls), the test files' page-cache residency, IOR's own per-iteration
+times and, for ``-C``, which file each rank opened (a strace trace, ``Experiment.opens()``).
+
+Nothing here assumes a machine: on tmpfs there is no device, on a VM the "device" is partly the
+host's memory, on a busy machine iterations scatter. Each claim says what happened and, when the
+prediction failed, why it can (with this run's numbers where there are some).
+
+Recording the lesson's runs (IOR and mpirun on PATH, strace for the -C runs)::
+
+    python -m iolab.labs.ior_pitfalls record --dir /tmp --label ext4
+    python -m iolab.labs.ior_pitfalls record --dir /dev/shm --label tmpfs
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from .. import explain, fsinfo, mpi
+from ..explain import Claim
+from ..tools import ior
+from ..units import MiB, format_size
+
+# iterations whose fastest is more than this times the slowest "vary widely"
+SPREAD = 1.5
+# a cached read: IOR read at least this many times what the device read meanwhile
+FROM_MEMORY = 10
+# "the device took it": it wrote (or read) at least this share of what IOR wrote (or read)
+MOST = 0.9
+# at most this share of the test files' pages resident counts as "nothing cached"
+HARDLY = 0.05
+# a rate this many times the device's uncached rate cannot have come from the device (measure.TOLERANCE)
+BEYOND = 2.0
+
+# the lesson's runs: name -> Options changes from the base (-t 1m -b 16m -s 4 -i 3); see runs()
+BASE = ior.Options(transfer_size="1MiB", block_size="16MiB", segments=4, iterations=3)
+TASKS = 2
+
+
+def runs(base: ior.Options = BASE) -> dict[str, ior.Options]:
+    """The lesson's sequence, in order. From "neighbour" on, -C comes with ``-O numTasksOnNode0=1``
+    so that each rank really reads the file the other one wrote (on one node, plain -C moves no rank)."""
+    fpp = replace(base, file_per_process=True)
+    neighbour = replace(fpp, reorder_tasks=True, tasks_per_node=1)
+    return {
+        "shared": base,
+        "fpp": fpp,
+        "reorder": replace(fpp, reorder_tasks=True),
+        "neighbour": neighbour,
+        "fsync": replace(neighbour, fsync=True),
+        "odirect": replace(neighbour, fsync=True, odirect=True),
+    }
+
+
+TRACED = ("reorder", "neighbour")
+EVICT = replace(BASE, file_per_process=True, fsync=True, iterations=1)
+
+
+def recording(run: str, version: str = "4.0.0", fs: str = "ext4") -> str:
+    """The recording a run replays: ``ior/lesson-<fs>-<version>-<run>`` (+ -summary, -cache, -opens)."""
+    return f"ior/lesson-{fs}-{version}-{run}"
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+def _size(n: float | None) -> str:
+    return "?" if n is None else format_size(max(float(n), 0.0))
+
+
+def _mib(v: float) -> str:
+    return f"{v:,.0f} MiB/s" if v >= 10 else f"{v:,.1f} MiB/s"
+
+
+def _memory_fs(e: ior.Experiment) -> bool:
+    return (e.cache.get("fstype") or "") in fsinfo.MEMORY_FS
+
+
+def _fs(e: ior.Experiment) -> str:
+    return e.cache.get("fstype") or "this filesystem"
+
+
+def _rates(e: ior.Experiment, access: str) -> list[dict[str, Any]]:
+    return [r for r in e.rows if r["access"] == access and r["bw_mib"]]
+
+
+def _flag(e: ior.Experiment, key: str) -> bool:
+    return any(r.get(key) for r in e.rows)
+
+
+def _cpus(e: ior.Experiment) -> int | None:
+    """Cores of the machine the run was made on (this one live, the recording's host replayed)."""
+    if e.mode == "live":
+        return mpi.cores()
+    rec = e.outcome.recording
+    return (rec.meta.get("host", {}) or {}).get("cpus") if rec is not None else None
+
+
+def _no_device(e: ior.Experiment) -> str:
+    return (f"iolab found no block device behind {_fs(e)} whose I/O counters it can read (a network or FUSE "
+            "filesystem, or a run recorded without them)")
+
+
+# --- 1 · sizes ----------------------------------------------------------------------------------
+
+def dataset(options: ior.Options, tasks: int, mem_bytes: int, *, show: bool = True) -> list[Claim]:
+    """Is the data set small next to this machine's memory (so all of it can stay cached)?"""
+    data = options.total_bytes(tasks)
+    c = explain.expect(
+        "the data set is less than a tenth of this machine's memory, so every page IOR writes can stay in "
+        "the page cache",
+        explain.greater("memory", mem_bytes, "data set", data, by=10),
+        yes=lambda ev: f"{_size(data)} against {_size(mem_bytes)} of memory ({mem_bytes / data:,.0f} times the data set)",
+        no=lambda ev: f"this machine has {_size(mem_bytes)} of memory, only {mem_bytes / data:,.1f} times the "
+                      f"{_size(data)} data set",
+        why="a machine with little memory (a small VM, a busy laptop) cannot keep the whole data set cached: "
+            "part of the reads below may then come from the device.",
+        show=show)
+    return [c]
+
+
+# --- which layer took the writes and served the reads -------------------------------------------
+
+def _write_claim(e: ior.Experiment, show: bool) -> Claim | None:
+    written = e.bytes_moved("write")
+    if not written:
+        return None
+    d = e.during
+    dev_w = d.get("device_written_bytes")
+    fsync, odirect = _flag(e, "fsync"), _flag(e, "odirect")
+    iters = len(_rates(e, "write"))
+    if not (fsync or odirect):
+        predicted = ("the write phase ended in the page cache: while IOR ran, the device wrote less than half of "
+                     "what IOR wrote")
+        if _memory_fs(e):
+            return explain.expect("the write phase ended in the page cache",
+                                  explain.fact("the files are on a memory filesystem", True),
+                                  yes=f"the files are on {_fs(e)}, which has no device at all: the page cache is "
+                                      "where the data lives", show=show)
+        if dev_w is None:
+            return explain.expect(predicted, explain.greater("written by IOR", written, "written by the device", None,
+                                                             by=2), missing=_no_device(e) + ".", show=show)
+        dirty = ""
+        if d.get("dirty_peak") is not None and d.get("dirty_before") is not None:
+            dirty = (f"; /proc/meminfo Dirty rose from {_size(d['dirty_before'])} to {_size(d['dirty_peak'])} "
+                     "while it ran")
+        wb = d.get("writeback_peak") or 0
+        return explain.expect(
+            predicted, explain.greater("written by IOR", written, "written by the device", dev_w, by=2),
+            yes=lambda ev: f"IOR wrote {_size(written)} ({iters} iterations), the device {_size(dev_w)}{dirty}",
+            no=lambda ev: f"the device wrote {_size(dev_w)} while IOR wrote {_size(written)} (Writeback peaked at "
+                          f"{_size(wb)})",
+            why="the kernel began writing dirty pages back while IOR ran: it does so once dirty data passes "
+                "vm.dirty_background_ratio (or _bytes) of memory or is older than vm.dirty_expire_centisecs, "
+                "and the counters are the whole device's, so other programs' writes count too.",
+            show=show)
+    how = "O_DIRECT sent every write() to the device" if odirect else \
+        "-e (fsync) made the device take the data inside the timing"
+    predicted = f"{how}: the device wrote at least {MOST:.0%} of what IOR wrote"
+    if _memory_fs(e):
+        return explain.expect(predicted, explain.fact("a device behind the files", False),
+                              no=f"the files are on {_fs(e)}: there is no device to write to",
+                              why=f"{_fs(e)} keeps files only in memory; fsync() has nothing to write and O_DIRECT "
+                                  "copies into the very pages that are the file.", show=show)
+    if dev_w is None:
+        return explain.expect(predicted, explain.greater("written by the device", None, "written by IOR", written * MOST),
+                              missing=_no_device(e) + ".", show=show)
+    return explain.expect(
+        predicted, explain.greater("written by the device", dev_w, f"{MOST:.0%} of what IOR wrote", written * MOST),
+        yes=lambda ev: f"IOR wrote {_size(written)} ({iters} iterations), the device {_size(dev_w)}",
+        no=lambda ev: f"the device wrote only {_size(dev_w)} while IOR wrote {_size(written)}",
+        why="a filesystem may ignore fsync() or O_DIRECT (some FUSE and network filesystems do), or a cache below "
+            "the page cache (a RAID controller, a file server) acknowledged the data first.",
+        show=show)
+
+
+def _read_claim(e: ior.Experiment, show: bool, *, source: str = "memory", predicted: str | None = None) -> Claim | None:
+    read = e.bytes_moved("read")
+    if not read:
+        return None
+    d = e.during
+    dev_r = d.get("device_read_bytes")
+    resident = e.cache.get("resident_fraction")
+    res = f"; {resident:.0%} of the test files' pages were in the page cache afterwards" if resident is not None else ""
+    if source == "memory":
+        predicted = predicted or (f"the read phase came from memory: the device read less than a tenth of what IOR "
+                                  "read")
+        if _memory_fs(e):
+            return explain.expect(predicted.partition(":")[0], explain.fact("the files are on a memory filesystem", True),
+                                  yes=f"the files are on {_fs(e)}: memory is all there is", show=show)
+        if dev_r is None:
+            return explain.expect(predicted, explain.greater("read by IOR", read, "read by the device", None,
+                                                             by=FROM_MEMORY), missing=_no_device(e) + ".", show=show)
+        return explain.expect(
+            predicted, explain.greater("read by IOR", read, "read by the device", dev_r, by=FROM_MEMORY),
+            yes=lambda ev: f"IOR read {_size(read)}, the device {_size(dev_r)}{res}",
+            no=lambda ev: f"the device read {_size(dev_r)} while IOR read {_size(read)}{res}",
+            why="the page cache did not keep the whole data set (too little free memory, or pages dropped), or "
+                "other programs read from the same device meanwhile: its counters are the whole device's.",
+            show=show)
+    predicted = predicted or f"the read phase came from the device: it read at least {MOST:.0%} of what IOR read"
+    if _memory_fs(e):
+        return explain.expect(predicted, explain.fact("a device behind the files", False),
+                              no=f"the files are on {_fs(e)}: there is no device, every read is a copy from memory",
+                              why=f"{_fs(e)} keeps files only in memory: nothing can make its reads come from a "
+                                  "device.", show=show)
+    if dev_r is None:
+        return explain.expect(predicted, explain.greater("read by the device", None, "read by IOR", read * MOST),
+                              missing=_no_device(e) + ".", show=show)
+    return explain.expect(
+        predicted, explain.greater("read by the device", dev_r, f"{MOST:.0%} of what IOR read", read * MOST),
+        yes=lambda ev: f"IOR read {_size(read)}, the device {_size(dev_r)}{res}",
+        no=lambda ev: f"the device read only {_size(dev_r)} while IOR read {_size(read)}{res}",
+        why="part of the data was still in the page cache (eviction left pages behind, or the filesystem ignored "
+            "O_DIRECT).",
+        show=show)
+
+
+def _beyond_device_claim(e: ior.Experiment, show: bool) -> Claim | None:
+    best = e.best("read")
+    if best is None:
+        return None
+    dev = e.cache.get("device_bps")
+    predicted = (f"the best read ran more than {BEYOND:g} times the device's uncached rate, faster than any read "
+                 "from the device")
+    if dev is None:
+        missing = (f"there is no device behind {_fs(e)} to compare with." if _memory_fs(e)
+                   else "the device's uncached rate was not measured.")
+        return explain.expect(predicted, explain.greater("best read (MiB/s)", best, "device's uncached rate (MiB/s)",
+                                                         None, by=BEYOND), missing=missing, show=show)
+    dev_mib = dev / MiB
+    return explain.expect(
+        predicted, explain.greater("best read (MiB/s)", best, "device's uncached rate (MiB/s)", dev_mib, by=BEYOND),
+        yes=lambda ev: f"{_mib(best)} against {_mib(dev_mib)} uncached ({best / dev_mib:,.1f} times)",
+        no=lambda ev: f"the best read ran at {_mib(best)}, {best / dev_mib:,.1f} times the device's uncached "
+                      f"{_mib(dev_mib)}",
+        why="a fast device, or a VM whose 'device' is partly its host's memory, reads nearly as fast as two ranks "
+            "copy pages on busy cores: the rate alone cannot tell memory from the device here; the device's "
+            "counters above can.",
+        show=show)
+
+
+def layers(e: ior.Experiment, *, read_from: str = "memory", read_predicted: str | None = None,
+           yardstick: bool = False, show: bool = True) -> list[Claim]:
+    """Where this run's writes ended and where its reads came from, from what the device counted.
+
+    ``read_from``: what the lesson expects of the read ("memory" or "device"). ``yardstick``: also
+    compare the best read with the device's uncached rate (the seed's argument: nothing reads from
+    a device faster than the device).
+    """
+    out = [_write_claim(e, show), _read_claim(e, show, source=read_from, predicted=read_predicted)]
+    if yardstick and read_from == "memory" and not _flag(e, "odirect"):
+        out.append(_beyond_device_claim(e, show))
+    return [c for c in out if c is not None]
+
+
+# --- do the iterations agree? -------------------------------------------------------------------
+
+def _causes(e: ior.Experiment, access: str, rows: list[dict[str, Any]]) -> str:
+    """What this run's own numbers say about why its iterations scattered."""
+    lo = min(rows, key=lambda r: r["bw_mib"])
+    hi = max(rows, key=lambda r: r["bw_mib"])
+    d = e.during
+    bits = []
+    call = "write()" if access == "write" else "read()"
+    if lo.get("wrrd_s") is not None and hi.get("wrrd_s") is not None:
+        bits.append(f"IOR times each phase from the first rank starting it to the last one finishing: the {call} "
+                    f"calls of the slowest iteration ({lo['iteration']}) took {lo['wrrd_s']:.3f} s, those of the "
+                    f"fastest ({hi['iteration']}) {hi['wrrd_s']:.3f} s")
+    totals = [r["total_s"] for r in rows if r.get("total_s")]
+    if totals:
+        bits.append(f"each iteration lasted {min(totals) * 1000:,.0f} to {max(totals) * 1000:,.0f} ms, so a pause "
+                    "of a few milliseconds moves its rate a lot")
+    if access == "write" and not _flag(e, "fsync") and not _flag(e, "odirect"):
+        wb, dev_w = d.get("writeback_peak"), d.get("device_written_bytes")
+        if wb is not None or dev_w is not None:
+            if (wb or 0) > MiB or (dev_w or 0) > 0.1 * e.bytes_moved("write"):
+                bits.append(f"write-back was under way while IOR ran (/proc/meminfo Writeback peaked at {_size(wb)}, "
+                            f"the device wrote {_size(dev_w)}): flushing dirty pages competes for the CPU and the "
+                            "device")
+            else:
+                thr = d.get("dirty_background_threshold")
+                below = (f"; Dirty peaked at {_size(d.get('dirty_peak'))}, below the kernel's background write-back "
+                         f"threshold of {_size(thr)}" if thr and d.get("dirty_peak") is not None else "")
+                bits.append(f"no write-back to speak of was under way (Writeback peaked at {_size(wb)}, the device "
+                            f"wrote {_size(dev_w)}{below})")
+        if lo["iteration"] == min(r["iteration"] for r in rows):
+            bits.append("the slowest was the first iteration, the only one that had to allocate the files' pages "
+                        "(iolab keeps the files between iterations with -k)")
+    stalls = [d.get("direct_reclaim_stalls"), d.get("compaction_stalls")]
+    if any(x is not None for x in stalls):
+        n = sum(x or 0 for x in stalls)
+        bits.append(f"{n:,} allocation{'s' * (n != 1)} stalled to reclaim or compact memory (/proc/vmstat)"
+                    if n else "no allocation stalled for memory (/proc/vmstat allocstall, compact_stall)")
+    cpu, secs = d.get("cpu_wait_s"), d.get("seconds")
+    if cpu is not None and secs:
+        cores = _cpus(e)
+        on = f" on {cores} core{'s' * (cores != 1)}" if cores else ""
+        bits.append(f"some task waited for a CPU during {cpu / secs:.0%} of the run (/proc/pressure/cpu): "
+                    f"{e.tasks} ranks, mpirun and everything else on this machine shared the CPUs{on}")
+    io = d.get("io_wait_s")
+    if io is not None and secs and io / secs > 0.05:
+        bits.append(f"some task waited for I/O during {io / secs:.0%} of it (/proc/pressure/io)")
+    return "; ".join(bits) + "." if bits else "this run recorded nothing that points to a cause."
+
+
+def spread(e: ior.Experiment, *, factor: float = SPREAD, show: bool = True) -> list[Claim]:
+    """For each access with several iterations: do they agree within ``factor``? If not, the causes
+    this run's numbers can check (write-back, CPU stalls, iteration length, the first iteration)."""
+    out = []
+    for access in ("write", "read"):
+        rows = _rates(e, access)
+        if len(rows) < 2:
+            continue
+        vals = [r["bw_mib"] for r in rows]
+        lo, hi = min(vals), max(vals)
+        out.append(explain.expect(
+            f"the {len(rows)} {access} iterations agree within a factor {factor:g}",
+            explain.greater("slowest (MiB/s)", lo, "fastest (MiB/s)", hi, by=1 / factor),
+            yes=lambda ev, a=access, lo=lo, hi=hi: f"{a} from {_mib(lo)} to {_mib(hi)}",
+            no=lambda ev, a=access, lo=lo, hi=hi: f"the {a} iterations ran from {_mib(lo)} to {_mib(hi)} "
+                                                  f"({hi / lo:,.{2 if hi / lo < 2 else 1}f} times)",
+            why=_causes(e, access, rows), show=show))
+    return out
+
+
+# --- 3 · -F against the shared file --------------------------------------------------------------
+
+def file_per_process(shared: ior.Experiment, fpp: ior.Experiment, published: pd.DataFrame | None = None, *,
+                     show: bool = True) -> list[Claim]:
+    """-F against one shared file: Linux serializes write() calls to one file (its inode lock)."""
+    s, f = shared.best("write"), fpp.best("write")
+    d = fpp.during
+    cpu, secs, cores = d.get("cpu_wait_s"), d.get("seconds"), _cpus(fpp)
+    busy = (f"during the -F run some task waited for a CPU {cpu / secs:.0%} of the time (/proc/pressure/cpu)"
+            if cpu is not None and secs else "the CPU stalls were not measured")
+    out = [explain.expect(
+        "-F wrote faster than the shared file: Linux takes a file's inode lock for every write(), so two ranks "
+        "writing one file take turns, while with -F each rank has a file and a lock of its own",
+        explain.greater("-F write (MiB/s)", f, "shared-file write (MiB/s)", s, by=1.2),
+        yes=lambda ev: f"{_mib(f)} against {_mib(s)} (best iterations, {f / s:,.1f} times)",
+        no=lambda ev: f"the best -F iteration wrote {_mib(f)}, the best shared-file one {_mib(s)} ({f / s:,.2f} times)",
+        why=f"two ranks write at the same time only when both get a core ({cores or '?'} here, shared with mpirun "
+            f"and everything else; {busy}), and one lucky or unlucky iteration moves a best figure.",
+        show=show)]
+    if published is not None and s and f:
+        p = published.set_index(["config", "access"])["bw_mib"]
+        gain = float(p[("-F", "write")]) / float(p[("shared", "write")])
+        ours = f / s
+        out.append(explain.expect(
+            "-F gained far less here than on the seed's CephFS, where a shared file's locks travel over the network",
+            explain.greater("seed's gain", gain, "our gain", ours, by=5),
+            yes=lambda ev: f"{gain:,.0f} times on ORFEO (seed 001), {ours:,.1f} times here",
+            no=lambda ev: f"-F gained {ours:,.1f} times here and {gain:,.0f} times on ORFEO",
+            why="a filesystem whose shared-file locks are expensive (a network filesystem, many ranks) gains a lot "
+                "from -F; this one may be such a filesystem.",
+            show=show))
+    return out
+
+
+# --- 4 · -C on one node, and a real neighbour -----------------------------------------------------
+
+def _who_read_what(table: pd.DataFrame) -> str:
+    parts = []
+    for rank, g in table.groupby("rank", sort=True):
+        reads = sorted(set(g["read"].dropna()))
+        wrote = g["wrote"].iloc[0]
+        n = len(g)
+        what = reads[0] if len(reads) == 1 else ", ".join(reads)
+        whose = "its own file" if all(g["read"] == g["wrote"]) else \
+            "written by rank " + ", ".join(str(int(x[-8:])) for x in reads)
+        parts.append(f"rank {rank} (pid {g['pid'].iloc[0]}) wrote {wrote} and read {what} ({whose}, "
+                     f"{n} iteration{'s' * (n != 1)})")
+    return "; ".join(parts)
+
+
+def _rule(e: ior.Experiment) -> tuple[int | None, dict[str, Any]]:
+    lay = e.layout()
+    if None in (lay.get("task_offset"), lay.get("tasks_per_node"), lay.get("tasks")):
+        return None, lay
+    return ior.reorder_rule(int(lay["task_offset"]), int(lay["tasks_per_node"]), int(lay["tasks"])), lay
+
+
+def _rule_claim(e: ior.Experiment, table: pd.DataFrame | None, show: bool) -> Claim:
+    shift, lay = _rule(e)
+    predicted = "every read was shifted by IOR's rule, (task offset × tasks per node) mod tasks"
+    seen = sorted({int(x) for x in table["shift"].dropna()}) if table is not None and len(table) else []
+    if shift is None or not seen:
+        return explain.expect(predicted, explain.fact("the trace matches the rule", None),
+                              missing="the run was not traced, or IOR did not print its layout.", show=show)
+    formula = f"({lay['task_offset']} × {lay['tasks_per_node']}) mod {lay['tasks']} = {shift}"
+    return explain.expect(
+        predicted, explain.fact("the trace matches the rule", seen == [shift]),
+        yes=f"IOR's Options say task offset {lay['task_offset']}, {lay['tasks_per_node']} task(s) per node, "
+            f"{lay['tasks']} tasks on {lay.get('nodes') or '?'} node(s): {formula}, and the trace shows a shift of "
+            f"{shift}",
+        no=f"the rule gives {formula}, the trace shows shift(s) {', '.join(map(str, seen))}",
+        why="IOR multiplies by the tasks per node only when rank 1 runs on rank 0's host (a by-slot mapping, "
+            "QueryNodeMapping in utilities.c); with ranks dealt round-robin over nodes the shift is the task "
+            "offset alone.",
+        show=show)
+
+
+def reorder(e: ior.Experiment, *, show: bool = True) -> list[Claim]:
+    """-C on one node: did any rank read another rank's file (from the trace), and does IOR's rule say so?"""
+    table = e.opens()
+    predicted = ("on one node -C moved no rank: IOR shifts the reads by whole nodes, so every rank re-read "
+                 "the file it wrote")
+    if table is None or not len(table):
+        first = explain.expect(predicted, explain.fact("no rank read another rank's file", None),
+                               missing="this run has no trace of the files each rank opened.", show=show)
+    else:
+        shift, lay = _rule(e)
+        moved = bool(table["moved"].fillna(False).any())
+        first = explain.expect(
+            predicted, explain.fact("no rank read another rank's file", not moved),
+            yes=_who_read_what(table),
+            no=_who_read_what(table),
+            why=f"IOR believed {lay.get('tasks_per_node')} task(s) per node on {lay.get('nodes')} node(s), so its "
+                f"shift was {shift} rank(s), not a whole node (the ranks ran on more than one node, or "
+                "numTasksOnNode0 was set).",
+            show=show)
+    return [first, _rule_claim(e, table, show)]
+
+
+def neighbour(e: ior.Experiment, *, show: bool = True) -> list[Claim]:
+    """-C with numTasksOnNode0=1: every rank reads the other's file, and it is still a memory read."""
+    table = e.opens()
+    predicted = ("with numTasksOnNode0=1 IOR believes each rank has a node of its own, so -C shifted every read "
+                 "by one rank: each rank read the file the other one wrote")
+    if table is None or not len(table):
+        first = explain.expect(predicted, explain.fact("every rank read another rank's file", None),
+                               missing="this run has no trace of the files each rank opened.", show=show)
+    else:
+        moved_all = bool(table["moved"].fillna(False).all())
+        shift, lay = _rule(e)
+        first = explain.expect(
+            predicted, explain.fact("every rank read another rank's file", moved_all),
+            yes=_who_read_what(table), no=_who_read_what(table),
+            why=f"IOR's Options say {lay.get('tasks_per_node')} task(s) per node: the option did not reach IOR, "
+                "or this IOR ignores it.",
+            show=show)
+    read = _read_claim(e, show, predicted="the neighbour's file was in this node's page cache all the same (the page "
+                                          "cache is per node, and both ranks share this one): the device read less "
+                                          "than a tenth of what IOR read")
+    return [c for c in (first, _rule_claim(e, table, show), read) if c is not None]
+
+
+# --- 5 · -e ---------------------------------------------------------------------------------------
+
+def fsync(without: ior.Experiment, with_e: ior.Experiment, *, show: bool = True) -> list[Claim]:
+    """-e: the write slows down (the device is in the timing); the read does not (fsync does not drop pages)."""
+    a, b = without.best("write"), with_e.best("write")
+    why = ("a device that takes data about as fast as memory does (a fast NVMe drive, or a VM whose host keeps "
+           "the virtual disk in its own memory) makes fsync() cheap.")
+    memfs = _memory_fs(with_e)
+    first = explain.expect(
+        "-e made the write slower: the clock now stops when the device has the data, not the page cache",
+        explain.greater("write without -e (MiB/s)", a, "write with -e (MiB/s)", None if memfs else b, by=1.5),
+        missing=f"the files are on {_fs(with_e)}: fsync() has no device to wait for, so the two writes "
+                f"({_mib(b)} with -e, {_mib(a)} without) differ only by chance.",
+        yes=lambda ev: f"{_mib(b)} with -e against {_mib(a)} without (best iterations, {a / b:,.1f} times slower)",
+        no=lambda ev: f"the best write with -e ran at {_mib(b)}, without it {_mib(a)}",
+        why=why, show=show)
+    out = [first, _write_claim(with_e, show),
+           _read_claim(with_e, show, predicted="the read still came from memory: fsync() cleans dirty pages but does "
+                                               "not drop them, so the device read less than a tenth of what IOR read")]
+    return [c for c in out if c is not None]
+
+
+# --- 6 · O_DIRECT ---------------------------------------------------------------------------------
+
+def odirect(direct: ior.Experiment, cached: ior.Experiment, *, show: bool = True) -> list[Claim]:
+    """O_DIRECT: nothing left in the page cache, reads from the device, slower than the cached read."""
+    frac = direct.cache.get("resident_fraction")
+    out = [explain.expect(
+        "O_DIRECT left (almost) nothing of the test files in the page cache",
+        explain.fact(f"at most {HARDLY:.0%} of the pages resident after the run",
+                     None if frac is None else frac <= HARDLY),
+        yes=f"{frac:.0%} of their pages were resident after the run" if frac is not None else "",
+        no=f"{frac:.0%} of the test files' pages were resident after the run" if frac is not None else "",
+        why=(f"on {_fs(direct)} the pages are the file: there is no cache to bypass." if _memory_fs(direct) else
+             "another program read the files through the page cache meanwhile, or this filesystem ignores O_DIRECT."),
+        missing="the residency was not measured.", show=show)]
+    out += layers(direct, read_from="device", show=show)
+    a, b = cached.best("read"), direct.best("read")
+    memfs = _memory_fs(direct)
+    out.append(explain.expect(
+        "the O_DIRECT read was more than twice as slow as the cached read of the -e run",
+        explain.greater("cached read (MiB/s)", a, "O_DIRECT read (MiB/s)", None if memfs else b, by=2),
+        missing=f"the files are on {_fs(direct)}: both reads are copies from memory ({_mib(b)} with O_DIRECT, "
+                f"{_mib(a)} cached), so any difference is chance.",
+        yes=lambda ev: f"{_mib(b)} against {_mib(a)} (best iterations)",
+        no=lambda ev: f"the O_DIRECT read ran at {_mib(b)}, the cached one at {_mib(a)}",
+        why=(f"on {_fs(direct)} both are copies from memory." if _memory_fs(direct) else
+             "a device (or a cache below this machine: a VM host's memory, a file server's) that delivers about as "
+             "fast as this machine copies memory."),
+        show=show))
+    return out
+
+
+# --- 7 · evict between the phases ---------------------------------------------------------------
+
+def evicted(wrote: ior.Experiment, read: ior.Experiment, cached: ior.Experiment, *, show: bool = True) -> list[Claim]:
+    """Write, evict with posix_fadvise(DONTNEED), read in a second run: nothing cached, the device reads."""
+    frac = read.cache.get("resident_fraction")
+    out = [explain.expect(
+        "posix_fadvise(DONTNEED) emptied the page cache of the test files before the read run",
+        explain.fact(f"at most {HARDLY:.0%} resident before the read", None if frac is None else frac <= HARDLY),
+        yes=f"{frac:.0%} resident before the read" if frac is not None else "",
+        no=f"{frac:.0%} of the pages were still resident before the read" if frac is not None else "",
+        why=(f"{_fs(read)} pages are the files themselves: DONTNEED cannot drop them." if _memory_fs(read) else
+             "the kernel keeps pages that are dirty, under write-back or mapped by a process."),
+        missing="the residency was not measured.", show=show)]
+    out += [c for c in (_read_claim(read, show, source="device"),) if c is not None]
+    a, b = cached.best("read"), read.best("read")
+    kept = frac is None or frac > HARDLY
+    out.append(explain.expect(
+        "the read after eviction was slower than the cached read of the -e run",
+        explain.greater("cached read (MiB/s)", a, "read after eviction (MiB/s)", None if kept else b, by=1.5),
+        missing=(f"the files were not evicted ({frac:.0%} resident), so this read ({_mib(b)}) says nothing about "
+                 "the device." if frac is not None else "the residency before the read was not measured."),
+        yes=lambda ev: f"{_mib(b)} against {_mib(a)}",
+        no=lambda ev: f"the read after eviction ran at {_mib(b)}, the cached one at {_mib(a)}",
+        why=(f"on {_fs(read)} nothing was evicted." if _memory_fs(read) else
+             "the device (or a cache below this machine) delivers about as fast as memory copies here."),
+        show=show))
+    return out
+
+
+# --- 8 · beside the seed --------------------------------------------------------------------------
+
+def only_e(experiments: Sequence[ior.Experiment], *, show: bool = True) -> list[Claim]:
+    """Was -e the only thing that brought a write down? Every write iteration without -e or O_DIRECT
+    against the best -e iteration."""
+    free = [(e, r) for e in experiments if not _flag(e, "fsync") and not _flag(e, "odirect") for r in _rates(e, "write")]
+    synced = [e for e in experiments if _flag(e, "fsync") and not _flag(e, "odirect")]
+    best_e = max((e.best("write") or 0 for e in synced), default=None) or None
+    if not free:
+        return [explain.expect("every write iteration without -e was faster than the best -e iteration",
+                               explain.greater("slowest write without -e", None, "best -e write", best_e),
+                               missing="there is no run without -e.", show=show)]
+    e_lo, r_lo = min(free, key=lambda x: x[1]["bw_mib"])
+    lo = r_lo["bw_mib"]
+    memfs = any(_memory_fs(e) for e in synced)
+    return [explain.expect(
+        "every write iteration without -e was faster than the best -e iteration: only -e brought the write down",
+        explain.greater("slowest write without -e (MiB/s)", lo, "best -e write (MiB/s)", None if memfs else best_e),
+        missing="the files are on a memory filesystem: -e has no device to wait for there, so it cannot bring a "
+                "write down.",
+        yes=lambda ev: f"the slowest was {_mib(lo)} ({e_lo.name}, iteration {r_lo['iteration']}), the best -e "
+                       f"iteration {_mib(best_e)}",
+        no=lambda ev: f"{e_lo.name}'s iteration {r_lo['iteration']} wrote at {_mib(lo)}, no faster than the best -e "
+                      f"iteration ({_mib(best_e)})",
+        why="a write without -e can be slowed by what the iteration notes above list (write-back under way, CPU "
+            "stalls, an iteration of a few milliseconds), and on a fast device -e costs little: -e is the one option "
+            "that puts the device in every iteration's time, not the only thing that can slow one.",
+        show=show)]
+
+
+# --- 9 · the sweep --------------------------------------------------------------------------------
+
+def sweep(df: pd.DataFrame, device_bps: float | None, *, show: bool = True) -> list[Claim]:
+    """The recorded -F -C -e sweep over transfer sizes: reads beyond the device, -e writes close together."""
+    part = ior.sweep_slice(df, "transfer_size")
+    reads = part[part["access"] == "read"]["bw_mib"]
+    writes = part[part["access"] == "write"]["bw_mib"]
+    sizes = sorted(set(part["transfer_size"]))
+    span = f"{format_size(sizes[0])} to {format_size(sizes[-1])}" if sizes else "?"
+    dev = device_bps / MiB if device_bps else None
+    out = [explain.expect(
+        f"every read of the sweep ({span} transfers) ran more than {BEYOND:g} times the device's uncached rate: "
+        "each point re-read what it had just written, from memory",
+        explain.greater("slowest read (MiB/s)", reads.min() if len(reads) else None,
+                        "device's uncached rate (MiB/s)", dev, by=BEYOND),
+        yes=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the device uncached at {_mib(dev)}",
+        no=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the device uncached at {_mib(dev)}",
+        why="a fast device (or a VM host's cache) reads nearly as fast as memory copies: the rate alone cannot tell.",
+        missing="the device's uncached rate is not known for this sweep.", show=show)]
+    if len(writes):
+        lo, hi = float(writes.min()), float(writes.max())
+        out.append(explain.expect(
+            f"the -e writes stayed within a factor 2 of each other from {span} transfers: the device's pace, not the "
+            "size of the write() calls, set them",
+            explain.greater("slowest write (MiB/s)", lo, "fastest write (MiB/s)", hi, by=0.5),
+            yes=lambda ev: f"from {_mib(lo)} to {_mib(hi)}",
+            no=lambda ev: f"the -e writes ranged from {_mib(lo)} to {_mib(hi)}",
+            why="very small transfers cost a system call each: at some size the calls, not the device, set the pace; "
+                "and single iterations of a second or less scatter.",
+            show=show))
+    return out
+
+
+def _sweep_recording(version: str) -> Any:
+    from .. import recordings
+
+    return recordings.load(f"ior/sweep-t1m-n2-s4-{version}-cache")
+
+
+def sweep_device_bps(version: str = "4.0.0") -> float | None:
+    """The device's uncached rate measured when the recorded sweep of that IOR version was made."""
+    import json
+
+    return json.loads(_sweep_recording(version).text).get("device_bps")
+
+
+def sweep_host_cpus(version: str = "4.0.0") -> int | None:
+    """Cores of the machine the recorded sweep was made on."""
+    return (_sweep_recording(version).meta.get("host") or {}).get("cpus")
+
+
+# --- tables for the lesson ------------------------------------------------------------------------
+
+def opens_summary(e: ior.Experiment) -> pd.DataFrame | None:
+    """One row per rank: its pid, the file it wrote, the file(s) it read, whose they were."""
+    t = e.opens()
+    if t is None:
+        return None
+    rows = []
+    for rank, g in t.groupby("rank", sort=True):
+        reads = sorted(set(g["read"].dropna()))
+        rows.append({"rank": rank, "pid": g["pid"].iloc[0], "wrote": g["wrote"].iloc[0], "read": ", ".join(reads),
+                     "iterations": len(g), "another rank's file": "yes" if g["moved"].fillna(False).all() else
+                     ("no" if not g["moved"].fillna(False).any() else "some")})
+    return pd.DataFrame(rows)
+
+
+def frame(experiments: Iterable[ior.Experiment]) -> pd.DataFrame:
+    """Every iteration of every run, with verdicts (``Experiment.frame``), in run order."""
+    return pd.concat([e.frame() for e in experiments], ignore_index=True)
+
+
+# --- recording ------------------------------------------------------------------------------------
+
+def _save(e: ior.Experiment, ref: str, fs_path: str, host: str | None, notes: str) -> None:
+    import json
+
+    from .. import recordings
+
+    r = e.outcome.run
+    recordings.save(r, f"{ref}-summary", ext="json", stream="summaryFile", fs_path=fs_path, host_description=host,
+                    notes=f"{notes} (IOR's JSON summary file; iolab adds -k to look at the test files' page-cache "
+                          "residency after the run, then removes them)")
+    recordings.save(json.dumps(e.cache, indent=2) + "\n", f"{ref}-cache", ext="json", argv=r.argv, stream="file",
+                    tool_version=r.tool_version, fs_path=fs_path, host_description=host,
+                    notes=f"Measured by iolab around the IOR run {ref}-summary: the device's uncached read rate "
+                          "(iolab.measure.device_rate, bytes/s), the test files' page-cache residency "
+                          "(iolab.pagecache.residency) after the run (for the read run of a split pair: before it), "
+                          "and 'during': what the machine counted while IOR ran (ior.SystemWatch: the device's "
+                          "bytes read and written from /sys/class/block/<dev>/stat, /proc/meminfo Dirty and "
+                          "Writeback sampled every 10 ms, /proc/pressure cpu and io stall seconds).")
+    if e.trace_run is not None:
+        recordings.save(e.trace_run, f"{ref}-opens", ext="txt", stream="file", fs_path=fs_path,
+                        tool_version=r.tool_version, host_description=host,
+                        notes=f"{notes}: strace -f -e trace=openat of the same run ({e.trace_run.tool_version}), "
+                              f"only the test files (-P); IOR {r.tool_version}.")
+
+
+def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
+    """Run the lesson's IOR sequence live in ``directory`` (its filesystem labelled ``label``) and save
+    each run as ``recording(run, version, label)``; returns the refs written."""
+    import os
+
+    from .. import workspace
+
+    os.environ["IOLAB_MODE"] = "live"
+    version = ior.installed_version()
+    if version is None:
+        raise SystemExit("IOR is not on PATH")
+    notes = {
+        "shared": "2 ranks, one shared file",
+        "fpp": "-F: one file per rank",
+        "reorder": "-F -C on one node: IOR's shift is (1 x 2) mod 2 = 0, each rank re-reads its own file",
+        "neighbour": "-F -C -O numTasksOnNode0=1: each rank reads the other rank's file (same node)",
+        "fsync": "-F -C -O numTasksOnNode0=1 -e: fsync at the end of each write phase, inside the timing",
+        "odirect": "-F -C -O numTasksOnNode0=1 -e --posix.odirect",
+    }
+    written = []
+    with workspace.Workspace(budget="1GiB", base=directory) as ws:
+        for run, opts in runs().items():
+            ref = recording(run, version, label)
+            e = ior.experiment(opts, tasks=TASKS, recording=ref, ws=ws, trace=run in TRACED, quiet=True)
+            _save(e, ref, str(ws.root), host, f"lesson 04, {notes[run]}, on {label}")
+            written.append(ref)
+            print(ref, e.table()[["access", "best MiB/s", "worst MiB/s"]].to_dict("records"))
+        ref = recording("evict", version, label)
+        w, r = ior.split_phases(EVICT, tasks=TASKS, recording=ref, ws=ws, quiet=True)
+        _save(w, f"{ref}-write", str(ws.root), host, f"lesson 04, -F -e -w -k: the write run of a split pair, on {label}")
+        _save(r, f"{ref}-read", str(ws.root), host, f"lesson 04, -F -r after posix_fadvise(DONTNEED) of the files "
+                                                    f"the write run left, on {label}")
+        written += [f"{ref}-write", f"{ref}-read"]
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m iolab.labs.ior_pitfalls")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    rec = sub.add_parser("record", help="run lesson 04's IOR sequence and save it as recordings")
+    rec.add_argument("--dir", required=True, help="where the test files go (its filesystem is what is measured)")
+    rec.add_argument("--label", required=True, help="the filesystem's name in the recordings (ext4, tmpfs)")
+    rec.add_argument("--host", default=None, help="a description of this machine for the .meta.json")
+    a = ap.parse_args(argv)
+    for ref in record(a.dir, a.label, host=a.host):
+        print("saved", ref)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
