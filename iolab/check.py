@@ -369,8 +369,9 @@ def check_04_data_sets(answer: object, data_set_bytes: int, mem_bytes: int | Non
 SEED_001_MDTEST = {"tasks": 4, "files": 10, "iterations": 200}
 
 
-def check_05_seed_mdtest(opts: object, creations: object) -> bool:
-    """Exercise 05.1: mdtest.Options for the seed's command, and how many files it creates in all."""
+def check_05_seed_mdtest(opts: object, creations: object, fsyncs: object) -> bool:
+    """Exercise 05.1: mdtest.Options for the seed's command, how many files it creates in all, and
+    how many fsync calls it makes (mdtest 3.3/4.0: -y syncs only files written with -w)."""
     from .tools import mdtest
 
     if not isinstance(opts, mdtest.Options):
@@ -382,6 +383,8 @@ def check_05_seed_mdtest(opts: object, creations: object) -> bool:
         wrong.append("-i 200 is iterations=200")
     if not opts.sync:
         wrong.append("-y is sync=True")
+    if opts.write_bytes:
+        wrong.append("the seed's command has no -w: leave write_bytes out")
     if wrong:
         fail("; ".join(wrong) + ".")
     per_iteration = SEED_001_MDTEST["tasks"] * SEED_001_MDTEST["files"]
@@ -390,8 +393,15 @@ def check_05_seed_mdtest(opts: object, creations: object) -> bool:
         fail("-n is per task: every one of the 4 tasks creates 10 files in each iteration.")
     if creations != expected:
         fail("files per task (-n) x tasks (salloc -n4) x iterations (-i).")
-    return passed(f"{per_iteration} files per iteration, {expected:,} file creations in all "
-                  "(and as many stats, reads and removals).")
+    syncs = mdtest.expected_fsyncs(opts, SEED_001_MDTEST["tasks"])
+    if fsyncs != syncs:
+        if fsyncs == expected:
+            fail("one fsync per file is what -y promises, not what mdtest does: it syncs a file only after "
+                 "writing -w bytes into it, and this command writes none. Lesson 05 section 1 counts them "
+                 "with strace.")
+        fail("count the fsync calls: lesson 05 section 1 (strace -f -c), or mdtest.expected_fsyncs(opts, tasks).")
+    return passed(f"{per_iteration} files per iteration, {expected:,} file creations in all (and as many stats, "
+                  f"reads and removals), and {syncs} fsync calls: the seed's -y asks for nothing without -w.")
 
 
 def _mean_rate(rows, operation: str) -> float:
@@ -413,8 +423,8 @@ def check_05_fsync_ratio(tmp_rows, shm_rows, answer: object) -> bool:
             math.isclose(answer, 1 / expected, rel_tol=0.02):
         fail("upside down: divide the /dev/shm rate by the /tmp rate.")
     close_to(answer, expected, rel=0.02, what="the ratio")
-    return passed(f"file creation ran {expected:,.0f}x faster in memory: on ext4 each -y is an fsync that "
-                  "waits for the disk, on tmpfs there is no disk to wait for.")
+    return passed(f"with 4 KiB and an fsync per file, creation ran {expected:,.1f}x as fast in memory as on /tmp: "
+                  "a disk-backed filesystem's fsync waits for its device, tmpfs has no device to wait for.")
 
 
 def check_05_fsync_share(calls, answer: object) -> bool:
@@ -429,6 +439,29 @@ def check_05_fsync_share(calls, answer: object) -> bool:
         fail("give a fraction between 0 and 1, not a percentage.")
     close_to(answer, expected, rel=0.02, what="the fsync share")
     return passed(f"fsync took {expected:.0%} of the time this file cost in system calls.")
+
+def check_05_removal_ratio(calls, answer: object) -> bool:
+    """Exercise 05.4: median rmdir of a directory over median unlink of a file, in a
+    mdtest.removal_calls(...) trace."""
+    def med(syscall: str, item: str) -> float:
+        d = calls.loc[(calls["syscall"] == syscall) & (calls["item"] == item), "duration"]
+        if not len(d):
+            fail(f"no {syscall} of a {item} in these calls: use mdtest.measure_removals(...).data.")
+        return float(d.median())
+
+    rmdir, unlink = med("rmdir", "directory"), med("unlink", "file")
+    expected = rmdir / unlink
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 0 and \
+            math.isclose(answer, 1 / expected, rel_tol=0.02):
+        fail("upside down: divide the rmdir median by the unlink median.")
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        means = calls.groupby(["syscall", "item"])["duration"].mean()
+        if math.isclose(answer, means[("rmdir", "directory")] / means[("unlink", "file")], rel_tol=0.02) and \
+                not math.isclose(answer, expected, rel_tol=0.02):
+            fail("use the medians: a few calls that waited for another job (or the device) pull a mean far up.")
+    close_to(answer, expected, rel=0.02, what="the ratio")
+    return passed(f"a median rmdir took {expected:,.1f}x a median unlink: compare it with the filesystem's facts "
+                  "(metadata.facts): does freeing a block cost a discard inside the call there?")
 
 # --- lesson 06 ----------------------------------------------------------------------------------
 

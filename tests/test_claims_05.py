@@ -130,11 +130,26 @@ def test_one_file_on_ext4_and_tmpfs(version):
               for k, n in (("/tmp", "tmp"), ("/dev/shm", "shm"))}
     claims = ok(M.explain_one_file(traces, fs))
     fsync_ext4, unlink_ext4, fsync_shm = claims
-    assert fsync_ext4.held is True and fsync_shm.held is True
+    assert fsync_shm.held is True
+    # one file, one sample each: a call that never waits for the device (lseek) can still wait for a CPU
+    t = traces["/tmp"]
+    others = t.loc[t["syscall"].isin(["openat", "lseek", "write", "close"])]
+    if fsync_ext4.held is False:
+        assert "waited for a CPU" in fsync_ext4.text
+        assert others.loc[others["duration"].idxmax(), "syscall"] in ("lseek", "close")
     if fs["/tmp"].discard_in_call:
         assert "discard" in unlink_ext4.text and "owns a 4 KiB block" in unlink_ext4.text
     else:
         assert "costs less than its fsync" in unlink_ext4.text
+
+
+def test_a_preempted_lseek_is_named_not_the_device():
+    calls = pd.DataFrame({"syscall": ["openat", "lseek", "write", "fsync", "close", "unlink"],
+                          "duration": [100e-6, 1500e-6, 40e-6, 600e-6, 30e-6, 190e-6]})
+    f = M.FsFacts("/tmp", "ext4", ("rw", "discard"), False)
+    fsync, unlink = ok(M.explain_one_file({"/tmp": calls}, {"/tmp": f}))
+    assert fsync.held is False and "lseek (1,500 µs)" in fsync.text and "waited for a CPU" in fsync.text
+    assert unlink.held is True and "discard" in unlink.text
 
 
 def test_unlink_on_a_journalled_ext4_is_predicted_cheap():

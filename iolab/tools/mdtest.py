@@ -348,7 +348,8 @@ def expected_fsyncs(options: Options, tasks: int) -> int:
 def _traced(options: Options, tasks: int, *, on: str | Path, make_argv, launcher: str = "mpirun",
             exe: str = "mdtest", timeout: float = 300) -> Run:
     """mdtest under strace (``make_argv(command, output_file)`` builds the strace argv), in a private
-    workspace on ``on``; the Run's stdout is strace's output, ``tool_version`` mdtest's and strace's."""
+    workspace on ``on``. The Run's stdout is strace's output; its ``tool_version`` names both, e.g.
+    "4.0.0 (under strace -- version 6.1)"."""
     from . import strace
 
     if runner.which(exe) is None:
@@ -364,7 +365,7 @@ def _traced(options: Options, tasks: int, *, on: str | Path, make_argv, launcher
         if r.returncode != 0:
             raise ToolFailed(argv, r.returncode, r.stderr, message=f"mdtest under strace exited with {r.returncode}")
         version = installed_version(exe)
-        return replace(r, tool_version=f"mdtest-{version}; {r.tool_version}")
+        return replace(r, tool_version=f"{version} (under {r.tool_version})")
 
 
 def count_syncs(options: Options, tasks: int = 2, *, on: str | Path, **kwargs: Any) -> Run:

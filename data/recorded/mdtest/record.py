@@ -87,7 +87,7 @@ def record(version: str, loop: bool) -> None:
              f"`{w4k}`, 2 ranks, on {path}: each file gets 4 KiB, then an fsync")
         r = mdtest.one_file_trace(path)
         save(r, f"strace-one-file-{short}-{version}", path, stream="file",
-             tool_version=f"mdtest-{version}; {r.tool_version}",
+             tool_version=f"{version} (under {r.tool_version})",
              notes=f"strace -f -tt -T -y -P <the file> of one mdtest {version} process (no mpirun) creating one "
                    f"4 KiB file with -y (fsync) on {path}: only the syscalls on that file")
         save(mdtest.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
