@@ -332,6 +332,13 @@ def _ior_best(df: pd.DataFrame) -> pd.DataFrame:
     return best.sort_values(["_order", "access"], ascending=[True, False]).rename(columns={key: "x"})
 
 
+def _reference_line(fig: go.Figure, y: float, label: str) -> None:
+    """A dashed horizontal line across the plot, named in the legend (an annotation on the line would
+    sit on top of the dots near it)."""
+    fig.add_hline(y=y, line_dash="dash", line_color="#555")
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=label, line=dict(dash="dash", color="#555"))
+
+
 def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
                   title: str = "IOR bandwidth per run: every iteration, and the best one") -> go.Figure:
     """A dot plot on a linear axis from zero: one small dot per iteration, a large one for each run's best
@@ -354,15 +361,14 @@ def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
         reasons = list(part["reason"]) if "reason" in part else [""] * len(part)
         fig.add_scatter(x=part["x"], y=part["bw_mib"], mode="markers+text", name=f"{access}, best iteration",
                         legendgroup=access, offsetgroup=access, text=labels, textposition="middle right",
-                        marker=dict(color=ACCESS_COLORS[access], size=14, symbol="diamond"),
+                        marker=dict(color=ACCESS_COLORS[access], size=14, symbol="diamond"), cliponaxis=False,
                         customdata=list(zip(part["config"], reasons)),
                         hovertemplate="%{x} " + access + ", best: %{y:,.0f} MiB/s<br>options: %{customdata[0]}"
                                       "<br>%{customdata[1]}<extra></extra>")
     if device_mib:
-        fig.add_hline(y=device_mib, line_dash="dash", line_color="#555",
-                      annotation_text=f"device, uncached read: {device_mib:,.0f} MiB/s",
-                      annotation_position="top left")
-    fig.update_layout(title=title, scattermode="group", yaxis_title="bandwidth (MiB/s)", xaxis_title="run",
+        _reference_line(fig, device_mib, f"device, uncached read: {device_mib:,.0f} MiB/s")
+    fig.update_layout(title=title, scattermode="group", margin=dict(r=40), yaxis_title="bandwidth (MiB/s)",
+                      xaxis_title="run",
                       yaxis=dict(rangemode="tozero", tickformat=",d"), legend_title="access",
                       xaxis=dict(categoryorder="array", categoryarray=order))
     return fig
@@ -383,7 +389,8 @@ def ior_vs_published(ours: pd.DataFrame, published: pd.DataFrame, *, ours_title:
             part = part_df[part_df["access"] == access]
             fig.add_scatter(x=part["label"], y=part["bw_mib"], mode="markers+text", name=access,
                             marker=dict(color=ACCESS_COLORS[access], size=11), offsetgroup=access,
-                            text=[f"{v:,.0f}" for v in part["bw_mib"]], textposition="middle right",
+                            text=[f"{v:,.0f}" for v in part["bw_mib"]], textposition="top center",
+                            cliponaxis=False,
                             showlegend=col == 1, legendgroup=access, row=1, col=col,
                             hovertemplate="%{x} " + access + ": %{y:,.0f} MiB/s<extra></extra>")
     for col in (1, 2):
@@ -420,14 +427,15 @@ def _log_ticks_125(lo: float, hi: float) -> dict:
     return dict(tickvals=vals, ticktext=[f"{v:,g}" for v in vals])
 
 
-SWEEP_AXES = {"transfer_size": ("transfer size (-t, bytes, log)", "log"),
+SWEEP_AXES = {"transfer_size": ("transfer size (-t, log)", "log"),
               "tasks": ("MPI tasks (-n)", "linear"), "segments": ("segments (-s, log)", "log")}
 
 
 def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
-              title: str | None = None) -> go.Figure:
+              title: str | None = None, device_mib: float | None = None) -> go.Figure:
     """Best bandwidth against one swept parameter (transfer_size, tasks or segments), write and read;
-    ``highlight`` rings the point at that value."""
+    ``highlight`` rings the point at that value; a dashed line at ``device_mib``, the uncached read rate
+    of the device the sweep was recorded on, when given."""
     if by not in SWEEP_AXES:
         raise ValueError(f"by must be one of {', '.join(SWEEP_AXES)}")
     d = df[df["access"].isin(["write", "read"])].sort_values(by)
@@ -448,9 +456,11 @@ def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
             fig.add_scatter(x=hit[by], y=hit["bw_mib"], mode="markers", showlegend=False, hoverinfo="skip",
                             marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(width=2, color="black")))
     xtitle, xtype = SWEEP_AXES[by]
+    if device_mib:
+        _reference_line(fig, device_mib, f"device of the recorded sweep, uncached read: {device_mib:,.0f} MiB/s")
     xs = sorted(set(d[by]))
     xticks = dict(tickvals=xs, ticktext=[_size(v) if by == "transfer_size" else f"{int(v):,}" for v in xs])
-    ys = d["bw_mib"].dropna()
+    ys = pd.concat([d["bw_mib"].dropna(), pd.Series([device_mib] if device_mib else [], dtype=float)])
     yticks = _log_ticks_125(ys.min(), ys.max()) if len(ys) else {}
     fig.update_layout(title=title or f"IOR -F -C -e: bandwidth against {by.replace('_', ' ')}",
                       xaxis=dict(title=xtitle, type=xtype, **xticks),

@@ -165,12 +165,16 @@ def ior_sweep_explorer(version: str = "4.0.0"):
     from .tools.ior import SWEEP_BASE as SWEEP_START
 
     recorded = ior.sweep_frame(version)
+    from .labs.ior_pitfalls import sweep_device_bps
+    device_bps = sweep_device_bps(version)
+    device_mib = device_bps / 2**20 if device_bps else None
     can_run = recordings.mode() != "replay" and all(runner.which(t) for t in ("ior", "mpirun"))
     param = w.ToggleButtons(options=[("transfer size", "transfer_size"), ("tasks", "tasks"),
                                      ("segments", "segments")], value="transfer_size", description="vary")
     value = w.SelectionSlider(options=[0], description="value", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.ior_sweep(ior.sweep_slice(recorded, "transfer_size"), "transfer_size"))
+    fig = go.FigureWidget(plot.ior_sweep(ior.sweep_slice(recorded, "transfer_size"), "transfer_size",
+                                                device_mib=device_mib))
     live_points: list = []
 
     def values_for(by: str) -> list:
@@ -182,7 +186,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
         import pandas as pd
         if extra:
             part = pd.concat([part] + [p["frame"] for p in extra], ignore_index=True)
-        new = plot.ior_sweep(part, by, highlight=highlight)
+        new = plot.ior_sweep(part, by, highlight=highlight, device_mib=device_mib)
         with fig.batch_update():
             fig.data = []
             for trace in new.data:
