@@ -292,8 +292,8 @@ def check_04_storage_node_rate(answer: object) -> bool:
             math.isclose(answer, SEED_001_FPP_READ_MIB / 1024 / SEED_001_STORAGE_NODES, rel_tol=0.03):
         fail("that is GiB/s: the question asks for GB/s (10**9 bytes). 1 MiB = 2**20 bytes.")
     close_to(answer, expected, rel=0.03, what="GB/s per storage node")
-    return passed(f"{expected:,.1f} GB/s per node, about 500 Gbit/s each: no storage node's network "
-                  "delivers that. The read came from the compute nodes' page cache.")
+    return passed(f"{expected:,.1f} GB/s per node, about {expected * 8:,.0f} Gbit/s each: no storage node's "
+                  "network delivers that. The read came from the compute nodes' page cache.")
 
 
 def check_04_seed_options(opts: object) -> bool:
@@ -325,13 +325,30 @@ def check_04_seed_options(opts: object) -> bool:
                   "then reads it back.")
 
 
+def check_04_reorder_shift(one_node: object, four_nodes: object) -> bool:
+    """Exercise 04.3: IOR's -C shift for the seed's 24 ranks: all on one node, then 6 on each of 4 nodes
+    (by slot: ranks 0-5 on the first node)."""
+    from .tools import ior
+
+    expected = (ior.reorder_rule(1, 24, 24), ior.reorder_rule(1, 6, 24))
+    got = (_whole(one_node, "the shift on one node"), _whole(four_nodes, "the shift on four nodes"))
+    if got[0] != expected[0]:
+        fail("on one node numTasksOnNode0 is all 24 tasks: (task offset x tasks per node) mod tasks.")
+    if got[1] != expected[1]:
+        fail("with 6 tasks per node IOR shifts by 1 x 6 ranks: rank r reads the file of rank r + 6, written "
+             "on the next node.")
+    return passed(f"{expected[0]} and {expected[1]}: on one node -C moves no rank at all; on four nodes each "
+                  "rank reads a file written one node further on, whose page cache is not its own.")
+
+
 def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
-    """Exercise 04.3: the verdict (iolab.measure.judge) on the best read of the -F -C run."""
+    """Exercise 04.4: the verdict (iolab.measure.judge) on the best read of the -C run with
+    numTasksOnNode0=1, where every rank read the file the other one wrote."""
     from . import measure
     from .tools import ior
 
     if not isinstance(experiment, ior.Experiment):
-        fail(f"pass the ior.Experiment of the -F -C run (what ior.experiment returned), got {type(experiment).__name__}.")
+        fail(f"pass the ior.Experiment of the -C run (what ior.experiment returned), got {type(experiment).__name__}.")
     if not experiment.options.reorder_tasks:
         fail("this experiment was not run with -C (reorder_tasks=True).")
     if not isinstance(verdict, measure.Verdict):
@@ -342,12 +359,21 @@ def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
     if verdict.label != expected.label:
         fail("judge the best read rate in bytes/s (bw_mib x 2**20) with device_bps=experiment.cache['device_bps'] "
              "and resident_fraction=experiment.cache['resident_fraction'].")
-    return passed(f"{verdict.label}: {verdict.reason}. -C moved each rank to a file another rank wrote, but "
-                  "every rank runs on this one node, and the page cache is per node.")
+    table = experiment.opens()
+    if table is None or not len(table):
+        who = "This run was not traced, so which file each rank read is not known."
+    elif table["moved"].fillna(False).all():
+        who = "Every rank read the file the other one wrote (experiment.opens())" + (
+            ", and both files sat in this node's one page cache." if expected.label == measure.CACHE else ".")
+    elif not table["moved"].fillna(False).any():
+        who = "No rank moved (experiment.opens()): each re-read the file it wrote."
+    else:
+        who = "Some ranks read another rank's file (experiment.opens())."
+    return passed(f"{verdict.label}: {verdict.reason}. {who}")
 
 
 def check_04_data_sets(answer: object, data_set_bytes: int, mem_bytes: int | None = None) -> bool:
-    """Exercise 04.4: how many fresh data sets of ``data_set_bytes`` make 10x this machine's memory
+    """Exercise 04.5: how many fresh data sets of ``data_set_bytes`` make 10x this machine's memory
     (seed 003's recommendation for honest reads)."""
     from . import pagecache
 
