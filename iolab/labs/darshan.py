@@ -1,0 +1,867 @@
+"""Lesson 07 (Darshan): profile programs with Darshan, and count what collective MPI-IO sends down.
+
+The experiments run live where a Darshan runtime is found (:func:`iolab.tools.darshan.find_runtime`)
+and replay real logs recorded on the course VM otherwise; either way the log goes through the same
+reader (PyDarshan) and the same frames. Every sentence that depends on a number is a claim
+(:mod:`iolab.explain`) computed from this run's numbers.
+
+Mechanisms, checked in the sources:
+
+* Python's unbuffered ``f.read(n)`` is one ``read(2)`` through libc, which Darshan wraps; a buffered
+  ``f.read(1)`` is answered from the BufferedReader's memory, which refills with one ``read`` of its
+  buffer size (CPython Modules/_io/bufferedio.c), so Darshan, like strace, sees only the refills.
+* IOR's MPIIO backend (aiori-MPIIO.c) writes each transfer with ``MPI_File_write_at`` (independent)
+  or, with ``-c``, ``MPI_File_write_at_all`` (collective); a strided pattern ``-t T -b T -s S`` on a
+  shared file puts the ranks' pieces of segment ``s`` side by side, so each collective call covers
+  one contiguous range of ``tasks x T`` bytes.
+* Collective buffering (two-phase I/O): the ranks send their pieces to a few *aggregators*, which
+  write large contiguous ranges; the number of aggregators is the ``cb_nodes`` hint. ROMIO's default
+  ``romio_cb_write=automatic`` uses it only when the ranks' ranges interleave
+  (ad_write_coll.c: ``interleave_count``); ranges side by side do not, so ROMIO then writes each
+  piece independently. ``romio_cb_write=enable`` forces it. Open MPI picks OMPIO or ROMIO by
+  priority (``ompi_info --param io all --level 9``); ``--mca io ^ompio`` selects ROMIO.
+* IOR passes every environment variable ``IOR_HINT__MPI__<hint>=<value>`` to ``MPI_File_open`` as an
+  MPI_Info hint (utilities.c, SetHints).
+
+Recording the lesson's runs (needs the Darshan runtime, strace, IOR and mpirun)::
+
+    python -m iolab.labs.darshan record --dir /tmp --label ext4
+    python -m iolab.labs.darshan record --dir /dev/shm --label tmpfs
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import socket
+import statistics
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import explain, fsinfo, mpi, recordings, runner, workspace
+from ..errors import ToolFailed, ToolMissing
+from ..explain import Claim
+from ..runner import Run
+from ..tools import darshan, dd, ior, strace
+from ..units import KiB, MiB, format_size, parse_size
+
+READ_LOOP_SCRIPT = "read_loop.py"
+SETUP = "ext4"          # the recordings the lesson replays (the course VM's /tmp); "tmpfs" is the other setup
+
+
+# --- where a log comes from ---------------------------------------------------------------------
+
+@dataclass
+class Profile:
+    """One run under Darshan, live or replayed: its parsed log and what it was."""
+
+    log: darshan.Log
+    mode: str                           # "live" | "replay"
+    provenance: str
+    argv: list[str]
+    run: Run | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        return self.mode == "live"
+
+    def files(self) -> pd.DataFrame:
+        return darshan.files(self.log)
+
+
+def recording(name: str, setup: str = SETUP) -> str:
+    return f"darshan/{name}-{setup}"
+
+
+def live_reason(requires: Sequence[str] = ()) -> str | None:
+    """None when the experiment can run live here, else why it is replayed.
+
+    IOLAB_MODE=live with something missing raises ToolMissing instead."""
+    m = recordings.mode()
+    if m == "replay":
+        return "IOLAB_MODE=replay"
+    rt = darshan.find_runtime()
+    missing = [t for t in requires if runner.which(t) is None]
+    if rt is None:
+        if m == "live":
+            raise ToolMissing("Darshan runtime (libdarshan.so)", darshan.INSTALL_HINT)
+        return "no Darshan runtime found here"
+    if missing:
+        if m == "live":
+            raise ToolMissing(missing[0], runner.install_hint(missing[0]))
+        return f"{', '.join(missing)} not installed here"
+    if rt.compatible() is False:
+        return (f"the Darshan runtime here ({rt.version}) is newer than the log reader (PyDarshan "
+                f"{darshan.reader_version()}): its logs would be refused")
+    return None
+
+
+def _live_provenance(r: Run, argv: Sequence[str] | None = None) -> str:
+    argv = list(argv or r.argv)
+    return (f"LIVE run here ({socket.gethostname()}, {r.started:%Y-%m-%d %H:%M} UTC, {r.seconds:.2f} s) under "
+            f"Darshan {r.tool_version or ''}: {' '.join(argv[:8])}{' ...' if len(argv) > 8 else ''}").replace("  ", " ")
+
+
+def _replay(ref: str, reason: str) -> tuple[darshan.Log, str, recordings.Recording]:
+    rec = recordings.load(ref)
+    return darshan.read_log(rec.path), f"{rec.provenance}; {reason}", rec
+
+
+def _save(r: Run, log: Path, ref: str, *, argv: Sequence[str], fs_path: Path, notes: str,
+          fs_facts: dict[str, Any] | None = None) -> None:
+    recordings.save(r, ref, ext="darshan", stream="file", data=log.read_bytes(), argv=list(argv),
+                    tool_version=r.tool_version, fs_path=fs_path, notes=notes, fs_facts=fs_facts)
+
+
+def _logs_dir(ws: workspace.Workspace) -> Path:
+    return ws.mkdir("darshan-logs")
+
+
+def _fresh_log(ws: workspace.Workspace, stem: str) -> Path:
+    return _logs_dir(ws) / f"{stem}-{uuid.uuid4().hex[:6]}.darshan"
+
+
+# --- section 1: a read loop, dd -------------------------------------------------------------------
+
+def read_loop_script(ws: workspace.Workspace | None = None) -> Path:
+    """Lesson 03's read loop (iolab.tools.strace.READ_LOOP) as a script file in the workspace.
+
+    Darshan stores the command line in its log; ``python -c`` with a multi-line script puts newlines
+    there, and PyDarshan 3.5 then refuses the log. A script file keeps the command line one line."""
+    ws = ws or workspace.session()
+    path = ws.path(READ_LOOP_SCRIPT)
+    path.write_text(strace.READ_LOOP)
+    return path
+
+
+def read_loop_argv(path: str | os.PathLike[str], read_size: int, *, buffered: bool = False,
+                   ws: workspace.Workspace | None = None) -> list[str]:
+    """``python read_loop.py PATH N unbuffered|buffered`` (sys.executable, the script in the workspace)."""
+    return [sys.executable, str(read_loop_script(ws)), os.fspath(path), str(int(read_size)),
+            "buffered" if buffered else "unbuffered"]
+
+
+def _target_of(argv: Sequence[str]) -> str:
+    """The data file of a read-loop argv (the script's first argument)."""
+    for i, a in enumerate(argv):
+        if a.endswith(".py") and i + 1 < len(argv):
+            return argv[i + 1]
+    raise ValueError(f"no read-loop script in {argv}")
+
+
+def profile_read_loop(path: str | os.PathLike[str] | None, read_size: int, *, buffered: bool = False,
+                      recording_name: str, ws: workspace.Workspace | None = None, save_as: str | None = None,
+                      setup: str = SETUP, quiet: bool = False) -> Profile:
+    """Run the read loop over ``path`` under Darshan (or replay ``darshan/<recording_name>-<setup>``).
+
+    ``extra``: target (the data file as the log names it), read_size, buffered, file_size.
+    """
+    ref = recording(recording_name, setup)
+    reason = live_reason()
+    if reason is None and path is not None:
+        ws = ws or workspace.session()
+        p = Path(path).resolve()
+        argv = read_loop_argv(p, read_size, buffered=buffered, ws=ws)
+        prof = darshan.run(argv, _fresh_log(ws, "readloop"), cwd=ws.root, timeout=300, record=[p, ws.root])
+        log = darshan.read_log(prof.log)
+        out = Profile(log, "live", _live_provenance(prof.run), argv, run=prof.run,
+                      extra={"file_size": p.stat().st_size, "st_blksize": os.stat(p).st_blksize})
+        if save_as:
+            _save(prof.run, prof.log, save_as, argv=argv, fs_path=p.parent,
+                  fs_facts={"st_blksize": os.stat(p).st_blksize},
+                  notes=f"the read loop of lesson 03 ({'buffered' if buffered else 'unbuffered'} f.read({read_size})) "
+                        f"over a {p.stat().st_size}-byte file, under Darshan (DARSHAN_ENABLE_NONMPI=1)")
+    else:
+        log, prov, rec = _replay(ref, reason or "no data file given")
+        argv = list(rec.meta["argv"])
+        size = darshan.counter(log, "POSIX_BYTES_READ", file=_target_of(argv))
+        out = Profile(log, "replay", prov, argv, meta=rec.meta,
+                      extra={"file_size": size, "st_blksize": rec.meta.get("filesystem", {}).get("st_blksize")})
+    out.extra.update({"target": _target_of(argv), "read_size": int(read_size), "buffered": buffered})
+    if not quiet:
+        print(out.provenance)
+    return out
+
+
+def kinds(profile: Profile, *, program_files: Sequence[str] = ()) -> pd.DataFrame:
+    """Every file the log names, with what it is: the data file, the script, a standard stream,
+    Python's own files (imports, .pth, shared modules), or something else."""
+    f = profile.files()
+    target = profile.extra.get("target")
+    scripts = {a for a in profile.argv if a.endswith(".py")} | set(program_files)
+
+    def kind(name: str) -> str:
+        if name == target:
+            return "the data file"
+        if name in scripts:
+            return "the script"
+        if name.startswith("<") and name.endswith(">"):
+            return "standard stream"
+        if re.search(r"\.(pyc|py|pth|so|zip)$", name) or "/python" in name or "site-packages" in name:
+            return "Python's own files"
+        return "other"
+
+    f.insert(1, "kind", [kind(n) for n in f["file"]])
+    return f
+
+
+def kinds_table(profile: Profile) -> pd.DataFrame:
+    """One row per kind of file (see :func:`kinds`): files, opens, reads, bytes read."""
+    f = kinds(profile)
+    f = f[f["module"] == "POSIX"]
+    t = f.groupby("kind", sort=False).agg(files=("file", "nunique"), opens=("opens", "sum"),
+                                          reads=("reads", "sum"), bytes_read=("bytes_read", "sum"))
+    order = ["the data file", "the script", "Python's own files", "standard stream", "other"]
+    return t.reindex([k for k in order if k in t.index])
+
+
+def explain_read_loop(profile: Profile, *, show: bool = True) -> list[Claim]:
+    """Darshan's counts for the unbuffered loop against ``ceil(N/n) + 1``, the histogram, the other files."""
+    target, n = profile.extra["target"], profile.extra["read_size"]
+    log = profile.log
+    size = profile.extra["file_size"]
+    reads = darshan.counter(log, "POSIX_READS", file=target)
+    got = darshan.counter(log, "POSIX_BYTES_READ", file=target)
+    want = strace.expected_reads(size, n)
+    claims = [explain.expect(
+        f"Darshan counts ceil(N/n) + 1 = {want:,} reads of the data file ({format_size(size)} read "
+        f"{format_size(n)} at a time, plus the read that finds the end)",
+        explain.within("Darshan's reads", reads, "predicted", want, rel=0),
+        yes=f"POSIX_READS = {reads:,}, POSIX_BYTES_READ = {got:,}",
+        no=f"POSIX_READS = {reads:,}",
+        why="the program did not read the whole file, or read it twice (an interrupted run, another "
+            "version of the read loop)", show=show)]
+    hist = darshan.access_sizes(log, file=target)
+    label = darshan.bucket_of(n)
+    in_bucket = int(hist[(hist["op"] == "read") & (hist["bucket"] == label)]["count"].sum())
+    rest = size % n
+    want_b = size // n + (1 if rest and darshan.bucket_of(rest) == label else 0) + (1 if darshan.bucket_of(0) == label else 0)
+    claims.append(explain.expect(
+        f"the size histogram puts the {size // n:,} reads of {format_size(n)} in Darshan's {label} bucket, and the "
+        "empty read at the end of the file in its 0-100 B bucket",
+        explain.within("reads in the bucket", in_bucket, "predicted", want_b, rel=0),
+        yes=f"{in_bucket:,} reads in {label}", no=f"{in_bucket:,} reads in {label}",
+        why="some reads returned less than asked for (a file still being written, a pipe)", show=show))
+    table = kinds_table(profile)
+    own = int(table.loc["Python's own files", "files"]) if "Python's own files" in table.index else 0
+    own_bytes = int(table.loc["Python's own files", "bytes_read"]) if own else 0
+    claims.append(explain.expect(
+        "the log also names files the loop never opened itself: Python's start-up reads its own "
+        "modules before the loop begins",
+        explain.fact("Python's own files", own > 0),
+        yes=f"{own} of Python's own files, {own_bytes:,} bytes read",
+        no="no file of Python's own is in the log",
+        why="Darshan leaves out /usr/, /lib/, /opt/, /etc/ and a few other trees by default "
+            "(DARSHAN_EXCLUDE_DIRS changes that): a Python installed there reads its modules unseen", show=show))
+    return claims
+
+
+def explain_buffered(profile: Profile, *, show: bool = True) -> list[Claim]:
+    """Buffered 1-byte reads: how many reached the POSIX layer, and how big they were."""
+    target, n = profile.extra["target"], profile.extra["read_size"]
+    size = profile.extra["file_size"]
+    calls = math.ceil(size / n)                      # f.read(n) calls that returned data
+    reads = darshan.counter(profile.log, "POSIX_READS", file=target)
+    nbytes = darshan.counter(profile.log, "POSIX_BYTES_READ", file=target)
+    per = nbytes / max(reads - 1, 1)
+    blk = profile.extra.get("st_blksize")
+    return [explain.expect(
+        f"far fewer read(2) calls reach the file than the {calls:,} f.read({n}) calls the loop makes "
+        "(at least 100 times fewer): Python's buffer answers most of them",
+        explain.greater("f.read calls", calls, "POSIX reads", reads, by=100),
+        yes=f"Darshan counted {reads:,} reads of {per:,.0f} bytes on average"
+            + (f" (the file's st_blksize is {blk:,} bytes: the buffer's size)" if blk else ""),
+        no=f"Darshan counted {reads:,} reads",
+        why="the loop ran unbuffered, or the buffer is tiny", show=show)]
+
+
+def _dd_target(argv: Sequence[str], key: str) -> str:
+    return next(a.split("=", 1)[1] for a in argv if a.startswith(f"{key}="))
+
+
+def profile_dd(src: str | os.PathLike[str] | None, dst: str | os.PathLike[str] | None, *, bs: int | str,
+               recording_name: str, save_as: str | None = None, setup: str = SETUP, quiet: bool = False) -> Profile:
+    """``dd if=SRC of=DST bs=BS`` under Darshan (or a replay); ``extra``: src, dst, bs, file_size."""
+
+    reason = live_reason(("dd",))
+    if reason is None and src is not None and dst is not None:
+        ws = workspace.holding(dst) or workspace.session()
+        log_path = _fresh_log(ws, "dd")
+        env = darshan.env(log_path, record=[src, dst])
+        r = dd.run(src, dst, bs=bs, env=env)
+        rt = darshan.require_runtime()
+        r = replace(r, tool_version=rt.version)
+        if not log_path.exists():
+            raise ToolFailed(r.argv, r.returncode, r.stderr, message=f"Darshan wrote no log at {log_path}")
+        log = darshan.read_log(log_path)
+        argv = list(r.argv)
+        out = Profile(log, "live", _live_provenance(r), argv, run=r, extra={"file_size": Path(src).stat().st_size})
+        if save_as:
+            _save(r, log_path, save_as, argv=argv, fs_path=Path(dst).parent,
+                  notes=f"dd copying a {Path(src).stat().st_size}-byte file with bs={bs}, under Darshan")
+    else:
+        log, prov, rec = _replay(recording(recording_name, setup), reason or "no files given")
+        argv = list(rec.meta["argv"])
+        out = Profile(log, "replay", prov, argv, meta=rec.meta,
+                      extra={"file_size": darshan.counter(log, "POSIX_BYTES_READ", file=_dd_target(argv, "if"))})
+    out.extra.update({"src": _dd_target(argv, "if"), "dst": _dd_target(argv, "of"), "bs": parse_size(bs)})
+    if not quiet:
+        print(out.provenance)
+    return out
+
+
+def explain_dd(profile: Profile, *, show: bool = True) -> list[Claim]:
+    size, bs = profile.extra["file_size"], profile.extra["bs"]
+    reads = darshan.counter(profile.log, "POSIX_READS", file=profile.extra["src"])
+    writes = darshan.counter(profile.log, "POSIX_WRITES", file=profile.extra["dst"])
+    want_r, want_w = strace.expected_reads(size, bs), math.ceil(size / bs)
+    return [explain.expect(
+        f"dd reads the input in ceil(N/bs) + 1 = {want_r:,} reads and writes the copy in ceil(N/bs) = "
+        f"{want_w:,} writes of {format_size(bs)}",
+        explain.within("reads + writes", reads + writes, "predicted", want_r + want_w, rel=0),
+        yes=f"{reads:,} reads of {Path(profile.extra['src']).name}, {writes:,} writes of "
+            f"{Path(profile.extra['dst']).name}",
+        no=f"{reads:,} reads and {writes:,} writes",
+        why="dd may get short reads from a pipe or a device; from a regular file it should not", show=show)]
+
+
+# --- section 2: Darshan beside strace -------------------------------------------------------------
+
+def both(path: str | os.PathLike[str] | None, read_size: int, *, recording_name: str = "both-read-4k",
+         ws: workspace.Workspace | None = None, save_as: str | None = None, setup: str = SETUP,
+         quiet: bool = False) -> Profile:
+    """One run of the read loop watched by strace and Darshan at once.
+
+    strace runs ``env LD_PRELOAD=libdarshan.so ... python read_loop.py FILE N unbuffered`` with
+    ``-e trace=read -P FILE``: the same process, counted twice. ``extra["strace"]``: the trace's calls
+    frame (iolab.tools.strace.calls_frame); the strace text is recorded as ``<name>-strace``.
+    """
+    ref = recording(recording_name, setup)
+    reason = live_reason(("strace", "env"))
+    if reason is None and path is not None:
+        ws = ws or workspace.session()
+        p = Path(path).resolve()
+        log_path = _fresh_log(ws, "both")
+        inner = read_loop_argv(p, read_size, ws=ws)
+        cmd = ["env", *(f"{k}={v}" for k, v in darshan.env(log_path, record=[p]).items()), *inner]
+        out_file = ws.path(f".strace-both-{uuid.uuid4().hex[:6]}.txt")
+        try:
+            r = strace.run(strace.trace_argv(cmd, output=out_file, syscalls="read", paths=[p]), cwd=ws.root)
+        finally:
+            out_file.unlink(missing_ok=True)
+        rt = darshan.require_runtime()
+        log = darshan.read_log(log_path)
+        calls = strace.calls_frame(strace.parse_calls(r.stdout.splitlines()))
+        out = Profile(log, "live", _live_provenance(replace(r, tool_version=rt.version)), inner, run=r,
+                      extra={"strace": calls, "strace_version": r.tool_version, "file_size": p.stat().st_size})
+        if save_as:
+            _save(replace(r, tool_version=rt.version), log_path, save_as, argv=r.argv, fs_path=p.parent,
+                  notes=f"the read loop (f.read({read_size}), unbuffered) under strace and Darshan at once")
+            recordings.save(r, save_as + "-strace", ext="txt", fs_path=p.parent,
+                            notes="strace's trace of the same run as " + save_as)
+    else:
+        log, prov, rec = _replay(ref, reason or "no data file given")
+        srec = recordings.load(ref + "-strace")
+        calls = strace.calls_frame(strace.parse_calls(srec.text.splitlines()))
+        argv = list(rec.meta["argv"])
+        inner = argv[argv.index(next(a for a in argv if a.endswith(".py"))) - 1:]
+        out = Profile(log, "replay", prov, inner, meta=rec.meta,
+                      extra={"strace": calls, "strace_version": srec.meta.get("tool_version")})
+        out.extra["file_size"] = darshan.counter(log, "POSIX_BYTES_READ", file=_target_of(inner))
+    out.extra.update({"target": _target_of(out.argv), "read_size": int(read_size)})
+    if not quiet:
+        print(out.provenance)
+    return out
+
+
+def side_by_side(profile: Profile) -> pd.DataFrame:
+    """What strace and Darshan counted for the data file: reads, bytes, largest and smallest read."""
+    target = profile.extra["target"]
+    calls = profile.extra["strace"]
+    rd = calls[(calls["syscall"] == "read") & (calls["result"].notna())]
+    rd = rd[rd["result"] >= 0]
+    log = profile.log
+    return pd.DataFrame({
+        "strace (-e trace=read -P FILE)": [len(rd), int(rd["result"].sum()), int((rd["result"] == 0).sum())],
+        "Darshan (POSIX module)": [darshan.counter(log, "POSIX_READS", file=target),
+                                   darshan.counter(log, "POSIX_BYTES_READ", file=target), "(not kept)"],
+    }, index=["read calls", "bytes", "calls that returned 0 bytes (end of file)"], dtype=object)
+
+
+def explain_side_by_side(profile: Profile, *, show: bool = True) -> list[Claim]:
+    t = side_by_side(profile)
+    s, d = t["strace (-e trace=read -P FILE)"], t["Darshan (POSIX module)"]
+    return [
+        explain.expect("strace and Darshan count the same read calls on the file",
+                       explain.within("strace", s["read calls"], "Darshan", d["read calls"], rel=0),
+                       yes=f"{int(s['read calls']):,} each", no=f"strace {int(s['read calls']):,}, Darshan {int(d['read calls']):,}",
+                       why="Darshan sees only calls made through the C library it wraps; a program that "
+                           "makes system calls directly (or through a library linked statically) bypasses it, "
+                           "and strace sees those too", show=show),
+        explain.expect("they agree on the bytes read too",
+                       explain.within("strace", s["bytes"], "Darshan", d["bytes"], rel=0),
+                       yes=f"{int(s['bytes']):,} bytes", no=f"strace {int(s['bytes']):,}, Darshan {int(d['bytes']):,}",
+                       why="see above: calls that bypass the C library", show=show),
+    ]
+
+
+HOWS = ("plain", "under Darshan", "under strace -c")
+
+
+def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 5,
+             ws: workspace.Workspace | None = None, timeout: float = 300) -> pd.DataFrame:
+    """Elapsed seconds of the read loop plain, under Darshan and under ``strace -c``, ``repeat`` times
+    each (the three interleaved, so a busy moment hits all three). Columns: how, seconds, repeat,
+    calls (read(2) calls the loop makes), read_size, file_size."""
+    ws = ws or workspace.session()
+    p = Path(path).resolve()
+    cmd = read_loop_argv(p, read_size, ws=ws)
+    out = ws.path(f".strace-overhead-{uuid.uuid4().hex[:6]}.txt")
+    rows = []
+    try:
+        for i in range(repeat):
+            rows.append(("plain", runner.run(cmd, timeout=timeout).seconds, i))
+            rows.append(("under Darshan", darshan.run(cmd, _fresh_log(ws, "overhead"), timeout=timeout,
+                                                      record=[p]).run.seconds, i))
+            rows.append(("under strace -c", strace.run(strace.count_argv(cmd, output=out, follow=False),
+                                                       timeout=timeout, cwd=ws.root).seconds, i))
+    finally:
+        out.unlink(missing_ok=True)
+        for q in _logs_dir(ws).glob("overhead-*.darshan"):
+            q.unlink(missing_ok=True)
+    df = pd.DataFrame(rows, columns=["how", "seconds", "repeat"])
+    df["calls"] = strace.expected_reads(p.stat().st_size, read_size)
+    df["read_size"] = int(read_size)
+    df["file_size"] = p.stat().st_size
+    return df
+
+
+def measure_overhead(path: str | os.PathLike[str] | None, read_size: int, *, repeat: int = 5,
+                     recording_name: str = "overhead-1k-16mib", save_as: str | None = None,
+                     setup: str = SETUP, quiet: bool = False) -> recordings.Outcome:
+    """:func:`overhead` live (Darshan runtime and strace here), else the recorded table; ``.data`` is the frame."""
+    reason = live_reason(("strace",))
+    if reason is None and path is not None:
+        df = overhead(path, read_size, repeat=repeat)
+        text = df.to_csv(index=False)
+        out = recordings.Outcome("live", text, f"LIVE run here ({socket.gethostname()}): the read loop "
+                                 f"{repeat} times each way", data=df)
+        if save_as:
+            recordings.save(text, save_as, ext="csv", argv=read_loop_argv(path, read_size),
+                            tool_version=f"Darshan {darshan.require_runtime().version}; {runner.tool_version('strace')}",
+                            fs_path=Path(path).parent,
+                            notes="elapsed seconds of the read loop plain, under Darshan, under strace -c (interleaved)")
+    else:
+        rec = recordings.load(recording(recording_name, setup))
+        df = pd.read_csv(io.StringIO(rec.text))
+        out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; {reason or 'no data file given'}",
+                                 recording=rec, data=df)
+    if not quiet:
+        print(out.provenance)
+    return out
+
+
+def costs(df: pd.DataFrame) -> pd.DataFrame:
+    """The fastest run of each way (the one least disturbed by other programs on a shared machine),
+    its extra time over plain, and that extra per read(2) call (µs; start-up and exit costs included)."""
+    best = df.groupby("how", sort=False)["seconds"].min().reindex(list(HOWS))
+    calls = int(df["calls"].iloc[0])
+    plain = best["plain"]
+    return pd.DataFrame({"fastest s": best, "extra s": best - plain, "extra %": 100 * (best - plain) / plain,
+                         "extra µs per read": 1e6 * (best - plain) / calls})
+
+
+def explain_overhead(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+    """Darshan's cost against strace's, from :func:`overhead`'s table."""
+    c = costs(df)
+    calls = int(df["calls"].iloc[0])
+    plain = c.loc["plain", "fastest s"]
+    d_extra, s_extra = c.loc["under Darshan", "extra s"], c.loc["under strace -c", "extra s"]
+    return [
+        explain.expect(
+            f"Darshan slows this loop of {calls:,} small reads from the page cache by less than half",
+            explain.greater("half of plain", 0.5 * plain, "Darshan's extra", d_extra),
+            yes=f"{d_extra * 1e3:+.1f} ms on {plain * 1e3:.0f} ms ({100 * d_extra / plain:+.0f} %), at most "
+                f"{max(d_extra, 0) * 1e6 / calls:.2f} µs per read with its start and its log included",
+            no=f"it added {d_extra * 1e3:.1f} ms to {plain * 1e3:.0f} ms ({100 * d_extra / plain:.0f} %)",
+            why="on a busy machine even the fastest of a few runs can be disturbed; and Darshan's start (the "
+                "mount table) and exit (compressing and writing the log) cost a few ms whatever the run", show=show),
+        explain.expect(
+            "strace -c slows it far more: at least 10 times Darshan's extra time",
+            explain.greater("strace's extra", s_extra, "Darshan's extra", max(d_extra, 1e-4), by=10),
+            yes=f"strace -c added {s_extra * 1e3:,.0f} ms ({s_extra * 1e6 / calls:.1f} µs per read), "
+                f"{s_extra / max(d_extra, 1e-4):.0f} times Darshan's {d_extra * 1e3:.1f} ms",
+            no=f"strace -c added {s_extra * 1e3:.1f} ms, Darshan {d_extra * 1e3:.1f} ms",
+            why="with few calls per second strace has little to stop; its cost grows with the call count", show=show),
+    ]
+
+
+# --- section 3: IOR -F under Darshan, with DXT ------------------------------------------------------
+
+IOR_FPP = ior.Options(api="POSIX", transfer_size="1MiB", block_size="16MiB", segments=1, file_per_process=True)
+IOR_TASKS = 2
+
+
+def _mpi_env_args(variables: dict[str, str]) -> list[str]:
+    return darshan.launcher_args(variables, flavour=mpi.flavour())
+
+
+def _testfile(argv: Sequence[str]) -> str:
+    return argv[argv.index("-o") + 1]
+
+
+def profile_ior(options: ior.Options = IOR_FPP, tasks: int = IOR_TASKS, *, recording_name: str = "ior-posix-F-dxt",
+                dxt: bool = True, ws: workspace.Workspace | None = None, save_as: str | None = None,
+                setup: str = SETUP, quiet: bool = False) -> Profile:
+    """IOR under Darshan (``-x LD_PRELOAD=...`` for every rank), DXT on; ``extra``: testfile, options, tasks."""
+    reason = live_reason(("ior", "mpirun"))
+    if reason is None:
+        ws = ws or workspace.session()
+        log_path = _fresh_log(ws, "ior")
+        env = darshan.env(log_path, mpi=True, dxt=dxt, record=[ws.root])
+        rt = darshan.require_runtime()
+        res = ior.run(options, tasks, ws=ws, launcher_kwargs={"extra": _mpi_env_args(env)})
+        r = replace(res.run, tool_version=f"{rt.version}")
+        log = darshan.read_log(log_path)
+        out = Profile(log, "live", _live_provenance(r), list(res.run.argv), run=r,
+                      extra={"ior_version": res.version})
+        if save_as:
+            _save(r, log_path, save_as, argv=res.run.argv, fs_path=ws.root,
+                  notes=f"IOR {res.version} {' '.join(options.argv(res.version)[1:])} with {tasks} ranks under Darshan"
+                        + (" with DXT" if dxt else ""))
+    else:
+        log, prov, rec = _replay(recording(recording_name, setup), reason)
+        out = Profile(log, "replay", prov, list(rec.meta["argv"]), meta=rec.meta)
+    out.extra.update({"testfile": _testfile(out.argv), "options": options, "tasks": tasks})
+    if not quiet:
+        print(out.provenance)
+    return out
+
+
+def per_file(profile: Profile) -> pd.DataFrame:
+    """The POSIX rows of IOR's test files: rank, file (name only), writes, reads, bytes."""
+    f = darshan.files(profile.log, ["POSIX"])
+    stem = profile.extra["testfile"]
+    f = f[f["file"].str.startswith(stem)].copy()
+    f["file"] = f["file"].map(lambda s: Path(s).name)
+    return f[["rank", "file", "opens", "writes", "reads", "bytes_written", "bytes_read"]].reset_index(drop=True)
+
+
+def explain_ior_fpp(profile: Profile, *, show: bool = True) -> list[Claim]:
+    o, tasks = profile.extra["options"], profile.extra["tasks"]
+
+    per_rank = o.bytes_per_task // parse_size(o.transfer_size)
+    f = per_file(profile)
+    dxt = darshan.dxt_segments(profile.log)
+    dxt = dxt[dxt["file"].str.startswith(profile.extra["testfile"])]
+    ok = (len(f) == tasks and bool((f["writes"] == per_rank).all()) and bool((f["reads"] == per_rank).all()))
+    return [
+        explain.expect(
+            f"-F gives each of the {tasks} ranks a file of its own, written in block/transfer = {per_rank} writes "
+            f"and read back in {per_rank} reads of {format_size(parse_size(o.transfer_size))}",
+            explain.fact("one file per rank, as predicted", ok),
+            yes=f"{len(f)} files, each with {per_rank} writes and {per_rank} reads, each in its rank's own record",
+            no=f"{len(f)} files: " + "; ".join(f"{r.file}: {r.writes} writes, {r.reads} reads" for r in f.itertuples()),
+            why="a run with other options (-s, -i, -w only) counts differently", show=show),
+        explain.expect(
+            "DXT traced every one of those operations, with its offset and times",
+            explain.within("DXT segments", len(dxt), "counted operations", int(f["writes"].sum() + f["reads"].sum()), rel=0),
+            yes=f"{len(dxt)} segments", no=f"{len(dxt)} segments",
+            why="DXT keeps a bounded buffer per process (DARSHAN_MODMEM); a long run can fill it", show=show),
+    ]
+
+
+# --- section 4: collective MPI-IO -----------------------------------------------------------------
+
+MPIIO = ior.Options(api="MPIIO", transfer_size="4KiB", block_size="4KiB", segments=64, write=True, read=False)
+MPIIO_TASKS = 4
+
+
+@dataclass(frozen=True)
+class Case:
+    """One way to write MPIIO's strided pattern."""
+
+    name: str
+    collective: bool
+    io: str | None = None                     # Open MPI: None (its default), "ompio" or "romio"
+    hints: tuple[tuple[str, str], ...] = ()   # MPI_Info hints, through IOR_HINT__MPI__<hint>
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
+
+
+CASES = (
+    Case("independent", False),
+    Case("collective", True),
+    Case("collective, cb_nodes=2", True, hints=(("cb_nodes", "2"),)),
+    Case("collective, ROMIO", True, io="romio"),
+    Case("collective, ROMIO, romio_cb_write=enable", True, io="romio", hints=(("romio_cb_write", "enable"),)),
+)
+
+
+def _io_args(case: Case) -> list[str]:
+    if mpi.flavour() != "openmpi":
+        return []
+    out = ["--mca", "io_base_verbose", "10"]           # says which io component was selected (stderr)
+    if case.io == "ompio":
+        out += ["--mca", "io", "ompio"]
+    elif case.io == "romio":
+        out += ["--mca", "io", "^ompio"]
+    return out
+
+
+_SELECTED = re.compile(r"io:base:file_select: Selected io (?:module|component) (\w+)")
+
+
+def implementations(stderr: str) -> list[str]:
+    """The MPI-IO components Open MPI selected (``--mca io_base_verbose``), e.g. ["ompio"]."""
+    return sorted(set(_SELECTED.findall(stderr)))
+
+
+@dataclass
+class Written:
+    """What one case sent down to the file system."""
+
+    case: Case
+    method: str                  # "darshan" | "strace"
+    mode: str
+    provenance: str
+    posix_writes: int
+    posix_bytes: int
+    mpi_calls: int | None        # MPI-IO write calls (Darshan only)
+    implementation: list[str]
+    log: darshan.Log | None = None
+
+
+def _count_darshan(case: Case, ws: workspace.Workspace, options: ior.Options, tasks: int,
+                   save_as: str | None) -> Written:
+    log_path = _fresh_log(ws, case.slug)
+    env = darshan.env(log_path, mpi=True, record=[ws.root])
+    env.update({f"IOR_HINT__MPI__{k}": v for k, v in case.hints})
+    rt = darshan.require_runtime()
+    o = replace(options, extra=options.extra + (("-c",) if case.collective else ()))
+    res = ior.run(o, tasks, ws=ws, launcher_kwargs={"extra": _io_args(case) + _mpi_env_args(env)})
+    r = replace(res.run, tool_version=rt.version)
+    log = darshan.read_log(log_path)
+    if save_as:
+        _save(r, log_path, save_as, argv=r.argv, fs_path=ws.root,
+              notes=f"IOR {res.version} MPIIO strided writes, {tasks} ranks, case '{case.name}', under Darshan")
+        recordings.save(r, save_as + "-stderr", ext="txt", stream="stderr", fs_path=ws.root,
+                        notes="mpirun's stderr of the same run (io_base_verbose: the io component selected)")
+    return _written(case, log, _testfile(r.argv), "live", _live_provenance(r), implementations(r.stderr))
+
+
+def _written(case: Case, log: darshan.Log, testfile: str, mode: str, prov: str, impl: list[str]) -> Written:
+    calls = sum(darshan.counter(log, c, file=testfile) for c in
+                ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"))
+    return Written(case, "darshan", mode, prov, darshan.counter(log, "POSIX_WRITES", file=testfile),
+                   darshan.counter(log, "POSIX_BYTES_WRITTEN", file=testfile), calls, impl, log)
+
+
+def _count_strace(case: Case, ws: workspace.Workspace, options: ior.Options, tasks: int) -> Written:
+    d = ws.mkdir(f"mpiio-{uuid.uuid4().hex[:6]}")
+    test_file = d / "testfile"
+    out = d / "strace.txt"
+    o = replace(options, test_file=str(test_file), extra=options.extra + (("-c",) if case.collective else ()))
+    env = {f"IOR_HINT__MPI__{k}": v for k, v in case.hints}
+
+    def wrap(argv: list[str]) -> list[str]:
+        return strace.count_argv(argv, output=out, follow=True, syscalls=["write", "pwrite64", "pwritev", "pwritev2"],
+                                 paths=[test_file])
+
+    res = ior.run(o, tasks, ws=ws, launcher_kwargs={"extra": _io_args(case) + (_mpi_env_args(env) if env else [])},
+                  wrap=wrap)
+    rows = strace.parse_summary(out.read_text()) if out.exists() else []
+    writes = sum(int(r["calls"]) for r in rows if r["syscall"] in ("write", "pwrite64", "pwritev", "pwritev2"))
+    ws.remove(d)
+    return Written(case, "strace", "live", _live_provenance(res.run), writes, o.total_bytes(tasks), None,
+                   implementations(res.run.stderr))
+
+
+def collective(cases: Sequence[Case] = CASES, *, options: ior.Options = MPIIO, tasks: int = MPIIO_TASKS,
+               method: str | None = None, ws: workspace.Workspace | None = None, save_prefix: str | None = None,
+               setup: str = SETUP, quiet: bool = False) -> pd.DataFrame:
+    """Run (or replay) each case; one row per case: case, posix_writes, posix_bytes, bytes_per_write,
+    mpi_calls, implementation, method, mode. ``df.attrs["written"]``: the :class:`Written` objects.
+
+    ``method``: "darshan" (needs the runtime), "strace" (counts pwrite calls on the test file), or None:
+    Darshan when its runtime is here, else strace when strace is, else the recorded Darshan logs.
+    Cases that choose an io component run live only with Open MPI.
+    """
+    reason = live_reason(("ior", "mpirun"))
+    if method is None:
+        if reason is None:
+            method = "darshan"
+        elif recordings.mode() != "replay" and all(runner.which(t) for t in ("ior", "mpirun", "strace")) \
+                and darshan.find_runtime() is None:
+            method, reason = "strace", None
+        else:
+            method = "replay"
+    elif method == "darshan" and reason is not None:
+        method = "replay"
+    out: list[Written] = []
+    ws = ws or workspace.session()
+    for case in cases:
+        if method != "replay" and case.io is not None and mpi.flavour() != "openmpi":
+            if not quiet:
+                print(f"{case.name}: skipped (choosing the io component is an Open MPI option)")
+            continue
+        if method == "darshan":
+            w = _count_darshan(case, ws, options, tasks, f"{save_prefix}-{case.slug}-{setup}" if save_prefix else None)
+        elif method == "strace":
+            w = _count_strace(case, ws, options, tasks)
+        else:
+            ref = recording(f"mpiio-{case.slug}", setup)
+            log, prov, rec = _replay(ref, reason or "IOLAB_MODE=replay")
+            try:
+                impl = implementations(recordings.load(ref + "-stderr").text)
+            except FileNotFoundError:
+                impl = []
+            w = _written(case, log, _testfile(rec.meta["argv"]), "replay", prov, impl)
+        out.append(w)
+        if not quiet:
+            print(f"{case.name}: {w.provenance}")
+    df = pd.DataFrame([{"case": w.case.name, "posix_writes": w.posix_writes, "posix_bytes": w.posix_bytes,
+                        "bytes_per_write": w.posix_bytes / w.posix_writes if w.posix_writes else float("nan"),
+                        "mpi_calls": w.mpi_calls, "implementation": ", ".join(w.implementation) or "?",
+                        "method": w.method, "mode": w.mode} for w in out])
+    df.attrs["written"] = out
+    df.attrs["tasks"], df.attrs["segments"] = tasks, options.segments
+    df.attrs["transfer"] = parse_size(options.transfer_size)
+    return df
+
+
+def predicted_writes(options: ior.Options = MPIIO, tasks: int = MPIIO_TASKS, aggregators: int | None = None) -> int:
+    """POSIX writes of the strided pattern: independent, one per rank and segment; collective with
+    ``aggregators`` aggregators, one per aggregator and segment (each call's range split among them)."""
+
+    per_task = options.bytes_per_task // parse_size(options.transfer_size)
+    return per_task * (tasks if aggregators is None else aggregators)
+
+
+def explain_collective(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+    """The write counts of :func:`collective`, as claims."""
+    tasks, segments, t = df.attrs["tasks"], df.attrs["segments"], df.attrs["transfer"]
+    rows = df.set_index("case")
+    claims: list[Claim] = []
+
+    def n(name: str) -> float | None:
+        return float(rows.loc[name, "posix_writes"]) if name in rows.index else None
+
+    indep, coll = n("independent"), n("collective")
+    impl = rows["implementation"].get("collective", "?") if "collective" in rows.index else "?"
+    claims.append(explain.expect(
+        f"independent I/O sends one POSIX write per rank and segment: {tasks} x {segments} = {tasks * segments} "
+        f"writes of {format_size(t)}",
+        explain.within("independent writes", indep, "predicted", tasks * segments, rel=0),
+        yes=f"{indep:.0f} writes", no=f"{indep:.0f} writes" if indep is not None else "",
+        why="the MPI library may sieve or merge independent writes (data sieving), or the run failed part-way",
+        show=show))
+    claims.append(explain.expect(
+        "collective I/O reaches the file system in fewer, larger writes",
+        explain.greater("independent writes", indep, "collective writes", coll),
+        yes=(f"{coll:.0f} writes of {rows.loc['collective', 'bytes_per_write']:,.0f} bytes against {indep:.0f} of "
+             f"{format_size(t)}: {impl or 'the MPI-IO layer'} gathered the ranks' pieces into "
+             f"{indep / coll:.0f}-times larger writes" if indep and coll else ""),
+        no=f"{coll:.0f} collective writes against {indep:.0f} independent ones" if indep and coll else "",
+        why="an MPI-IO implementation may decide collective buffering does not pay (ROMIO's 'automatic' does "
+            "so when the ranks' pieces do not interleave) and write each piece as it comes",
+        show=show))
+    if coll:
+        agg = coll / segments
+        claims.append(explain.expect(
+            "the collective writes are one per segment and aggregator, each covering whole pieces of the ranks",
+            explain.fact("whole multiple of the segments", agg == round(agg) and agg >= 1),
+            yes=f"{coll:.0f} = {segments} segments x {agg:.0f} aggregator{'s' if agg != 1 else ''}",
+            no=f"{coll:.0f} writes for {segments} segments",
+            why="an aggregator's buffer (cb_buffer_size) smaller than its share of a call splits the write",
+            show=show))
+    cb2 = n("collective, cb_nodes=2")
+    if cb2 is not None and coll:
+        claims.append(explain.expect(
+            f"the hint cb_nodes=2 asks for two aggregators, so each collective call becomes two writes: "
+            f"2 x {segments} = {2 * segments}",
+            explain.within("cb_nodes=2 writes", cb2, "predicted", 2 * segments, rel=0),
+            yes=f"{cb2:.0f} writes of {rows.loc['collective, cb_nodes=2', 'bytes_per_write']:,.0f} bytes",
+            no=f"{cb2:.0f} writes with cb_nodes=2, {coll:.0f} without",
+            why="an implementation may ignore a hint it does not know or cannot honour (ROMIO places at most "
+                "one aggregator per node unless cb_config_list says otherwise)", show=show))
+    romio, enable = n("collective, ROMIO"), n("collective, ROMIO, romio_cb_write=enable")
+    if romio is not None and indep is not None:
+        claims.append(explain.expect(
+            "ROMIO's default (romio_cb_write=automatic) leaves these collective writes independent: the ranks' "
+            "pieces lie side by side and never interleave, so it skips collective buffering",
+            explain.within("ROMIO collective", romio, "independent", indep, rel=0),
+            yes=f"{romio:.0f} writes, as many as independent I/O", no=f"{romio:.0f} writes",
+            why="this ROMIO decided differently (a newer ROMIO, or hints set by the site through ROMIO_HINTS)",
+            show=show))
+    if enable is not None and coll:
+        claims.append(explain.expect(
+            "romio_cb_write=enable forces collective buffering: ROMIO then gathers the pieces too, and writes "
+            "fewer times than with its default",
+            explain.greater("ROMIO default writes", romio, "ROMIO enable writes", enable) if romio else
+            explain.fact("fewer writes", None),
+            yes=f"{enable:.0f} writes of {rows.loc['collective, ROMIO, romio_cb_write=enable', 'bytes_per_write']:,.0f} bytes",
+            no=f"{enable:.0f} writes", why="the hint did not reach ROMIO (check --mpiio.showHints)", show=show))
+    return claims
+
+
+# --- recording ------------------------------------------------------------------------------------
+
+def record(directory: str, label: str) -> list[str]:
+    """Record every run of the lesson in a workspace under ``directory``; returns the recording names."""
+    made: list[str] = []
+    with workspace.Workspace(budget="512MiB", base=directory) as ws:
+        data = ws.make_file("data-16MiB.bin", "16MiB")
+        small = ws.make_file("data-1MiB.bin", "1MiB")
+        seed = ws.make_file("data-100000B.bin", 100_000)
+        r = recording("readloop-4k-16mib", label)
+        profile_read_loop(data, 4096, recording_name="readloop-4k-16mib", ws=ws, save_as=r)
+        made.append(r)
+        r = recording("readloop-buffered-1b-100000", label)
+        profile_read_loop(seed, 1, buffered=True, recording_name="readloop-buffered-1b-100000", ws=ws, save_as=r)
+        made.append(r)
+        r = recording("dd-1m-16mib", label)
+        profile_dd(data, ws.path("copy.bin"), bs="1MiB", recording_name="dd-1m-16mib", save_as=r)
+        ws.remove("copy.bin")
+        made.append(r)
+        r = recording("both-read-4k", label)
+        both(small, 4096, ws=ws, save_as=r)
+        made += [r, r + "-strace"]
+        r = recording("overhead-1k-16mib", label)
+        measure_overhead(data, 1024, save_as=r)
+        made.append(r)
+        r = recording("ior-posix-F-dxt", label)
+        profile_ior(ws=ws, save_as=r)
+        made.append(r)
+        collective(ws=ws, method="darshan", save_prefix="darshan/mpiio", setup=label)
+        made += [recording(f"mpiio-{c.slug}", label) for c in CASES]
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m iolab.labs.darshan")
+    sub = p.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record the lesson's runs (Darshan runtime, strace, IOR, mpirun needed)")
+    rec.add_argument("--dir", required=True, help="where the workspace goes (its filesystem is the setup)")
+    rec.add_argument("--label", required=True, help="the setup's name in the recordings (ext4, tmpfs)")
+    args = p.parse_args(argv)
+    for name in record(args.dir, args.label):
+        print("recorded", name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
