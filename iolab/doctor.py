@@ -41,6 +41,7 @@ PACKAGES = {
     "fsspec": "lesson 06 runs its FUSE parts only", "s3fs": "lesson 06 skips fsspec over S3",
     "gcsfs": "lesson 06 skips fsspec over GCS", "boto3": "lesson 06 cannot create buckets",
     "moto": "lesson 06 uses SeaweedFS or a recording", "nbval": "make test cannot execute notebooks",
+    "darshan": "lesson 07 cannot read Darshan logs (PyDarshan)",
 }
 
 # tool -> (argv that prints its version, what the course does without it); argv None: the version
@@ -106,7 +107,30 @@ def tool_checks() -> list[Check]:
                              f"{text.strip().splitlines()[-1][:70] if text.strip() else r.returncode}", without))
             continue
         out.append(Check("tools", tool, OK, _first_version_line(text)))
+    out.append(darshan_check())
     return out
+
+
+def darshan_check() -> Check:
+    """The Darshan runtime (libdarshan.so): where it was found, its version, and whether the
+    installed PyDarshan reads its logs (a newer runtime writes logs an older reader refuses)."""
+    from .tools import darshan
+
+    without = "lesson 07 replays recorded Darshan logs"
+    try:
+        rt = darshan.find_runtime()
+        refused = [c for c in darshan.candidates() if c.problem]
+    except Exception as e:  # a broken install is still worth reporting
+        return Check("tools", "darshan runtime", LIMITED, f"the search failed ({e})", without)
+    if rt is None:
+        detail = (f"{refused[0].path} found but not used: it {refused[0].problem}" if refused else
+                  "libdarshan.so not found (module, $DARSHAN_RUNTIME, darshan-config, usual paths): "
+                  + runner.install_hint("darshan").split(":")[0])
+        return Check("tools", "darshan runtime", MISSING, detail, without)
+    if rt.compatible() is False:
+        return Check("tools", "darshan runtime", LIMITED, f"{rt.describe()}; newer than PyDarshan "
+                     f"{darshan.reader_version()}, which may refuse its logs", without)
+    return Check("tools", "darshan runtime", OK, rt.describe())
 
 
 def package_checks() -> list[Check]:
