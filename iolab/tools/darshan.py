@@ -55,17 +55,11 @@ from ..runner import Run
 
 TOOL = "darshan"
 LIBRARY = "libdarshan.so"
-RUNTIME_ENV = "DARSHAN_RUNTIME"            # a libdarshan.so, or the prefix of a Darshan runtime install
+RUNTIME_ENV = "DARSHAN_RUNTIME"            # a libdarshan.so, the prefix of a runtime install, or "none"
 ROOT_ENVS = ("DARSHAN_RUNTIME_ROOT", "DARSHAN_ROOT")   # what module files commonly set
 USUAL_LIBDIRS = ("/usr/local/lib", "/usr/local/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
                  "/usr/lib64", "/usr/lib")
-INSTALL_HINT = (
-    "The Darshan runtime (libdarshan.so) is in no package registry. On a cluster: `module load darshan` "
-    "(or `spack install darshan-runtime`). Elsewhere build it from its source release "
-    "(https://github.com/darshan-hpc/darshan, the tag matching `pip show darshan`) as its documentation "
-    "says, e.g. configure --prefix=/tmp/darshan-VERSION --with-log-path-by-env=DARSHAN_LOGPATH "
-    "--with-jobid-env=NONE CC=mpicc, then point DARSHAN_RUNTIME at the prefix. Lessons replay recorded "
-    "logs without it.")
+INSTALL_HINT = runner.install_hint("darshan")
 
 # Log formats the reader opens: darshan-util 3.5.0, darshan_log_get_header() (darshan-logutils.c)
 READABLE_FORMATS = ("3.00", "3.10", "3.20", "3.21", "3.41")
@@ -181,6 +175,8 @@ def candidates() -> list[Candidate]:
     """Every place a Darshan runtime was looked for and found, in the order they are preferred."""
     found: list[tuple[Path, str]] = []
     env = os.environ.get(RUNTIME_ENV)
+    if env == "none":              # DARSHAN_RUNTIME=none: act as if there were none (to try the replays)
+        return []
     if env:
         p = Path(env)
         if p.is_dir():
