@@ -1,85 +1,144 @@
 """Record lesson 06's live measurements (run on a machine with FUSE, the clients and toxiproxy).
 
-    .venv/bin/python benchmarks/record_lesson06.py [--only fio,reads,dd,staging]
+    .venv/bin/python benchmarks/record_lesson06.py [--only fio,reads,dd,staging,fsspec,copy] [--setups lesson,ram,nolink]
 
-Writes data/recorded/{fio,s3fs,gcsfuse,rclone,dd,s3cmd}/... with .meta.json, through
-iolab.recordings.save, and prints each figure. The lesson replays these where it cannot run live.
+Setups: ``lesson`` (what the lesson replays: caches on local disk, the slow link), ``ram`` (the
+caches of section 3 in /dev/shm), ``nolink`` (no slow link: the store straight on loopback). The
+other setups feed tests/test_claims_06.py, which checks the lesson's sentences on each of them.
+Writes data/recorded/{fio,s3fs,gcsfuse,rclone,s3cmd}/... with .meta.json, through
+iolab.recordings.save, and prints each figure.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 from iolab import recordings, runner, workspace
 from iolab.objectstore import lab
 from iolab.tools import dd, fio
 
 HOST = "2-core VM (Debian 12), SeaweedFS / fake-gcs-server on loopback behind toxiproxy"
+HOST_NOLINK = "2-core VM (Debian 12), SeaweedFS / fake-gcs-server on loopback, no slow link"
+VARIANT = {"lesson": "", "ram": "-ram", "nolink": "-nolink"}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="fio,reads,dd,staging")
-    only = set(ap.parse_args().only.split(","))
+    ap.add_argument("--only", default="fio,reads,dd,staging,fsspec,copy")
+    ap.add_argument("--setups", default="lesson,ram,nolink")
+    a = ap.parse_args()
+    only, setups = set(a.only.split(",")), a.setups.split(",")
     t0 = time.time()
-    with workspace.Workspace(budget="2GiB") as ws:
-        with lab.remote_store("s3", ws=ws) as s3:
-            link = s3.link.spec.describe() if s3.link else "no slow link"
-            keys = lab.put_files(s3, "data", n=2, size=lab.OBJECT_SIZE)
-            if "fio" in only:
-                for conf, ref in lab.FIO_RECORDINGS.items():
-                    r = lab.fio_through_s3fs(s3, ws, conf)
-                    recordings.save(r, ref, ext="json", host_description=HOST,
-                                    notes=f"Seed 000's fio job with nrfiles=3 through s3fs-fuse 1.90, {conf}; "
-                                          f"store: {s3.remote.server}. The job file: {fio.seed000_job('DIR', nrfiles=3).text()!r}")
-                    print(conf, [(x["direction"], round(x["bw_bytes"] / 1e6, 1)) for x in fio.parse(r.stdout)])
-            if "reads" in only:
-                for client, cached in lab.READ_CONFIGS:
-                    if client == "gcsfuse":
-                        continue
-                    text = lab.client_reads(s3, ws, client, cached, keys[0])
-                    _save_rows(text, lab.reads_recording(client, cached), client, link)
-            if "dd" in only:
-                for cached in (False, True):
-                    text = lab.dd_sweep(s3, ws, cached=cached, key=keys[1])
-                    recordings.save(text, lab.dd_recording(cached), stream="stderr",
-                                    argv=["dd", "if=MOUNT/data/file001.bin", "of=/dev/null", "bs=N", "count=1MiB/N",
-                                          "iflag=direct"], tool_version=runner.tool_version("dd"),
-                                    host_description=HOST,
-                                    notes=f"dd read sweep through s3fs-fuse ({'use_cache, after one warm-up read' if cached else 'no cache'}), "
-                                          f"block sizes 4k..1M, 1 MiB each, LC_ALL=C; link: {link}")
-                    print("dd", cached, [round(x["bytes_per_s"] / 1e6, 1) for x in dd.parse_all(text)])
-            if "staging" in only:
-                text = lab.staging_vs_streaming(s3, ws, keys)
-                recordings.save(text, lab.STAGING_RECORDING, ext="json", argv=["iolab.objectstore.lab.staging_vs_streaming"],
-                                tool_version=runner.tool_version("s3cmd"), host_description=HOST,
-                                notes=f"2 objects of 2 MiB: s3cmd get to scratch then 2 reads, vs 2 reads through s3fs-fuse; link: {link}")
-                print(text)
-        if "reads" in only:
-            with lab.remote_store("gcs", ws=ws) as gcs:
-                keys = lab.put_files(gcs, "data", n=1, size=lab.OBJECT_SIZE)
-                for cached in (False, True):
-                    text = lab.client_reads(gcs, ws, "gcsfuse", cached, keys[0])
-                    _save_rows(text, lab.reads_recording("gcsfuse", cached), "gcsfuse", link)
+    for setup in setups:
+        record(setup, only)
     print(f"done in {time.time() - t0:.0f} s")
 
 
-def _save_rows(text: str, ref: str, client: str, link: str) -> None:
-    tool = {"s3fs": "s3fs", "gcsfuse": "gcsfuse", "rclone": "rclone"}[client]
+def record(setup: str, only: set[str]) -> None:
+    v = VARIANT[setup]
+    spec = None if setup == "nolink" else lab.DEFAULT_LINK
+    host = HOST_NOLINK if setup == "nolink" else HOST
+    where = "ram" if setup == "ram" else "disk"
+    with workspace.Workspace(budget="2GiB") as ws:
+        with lab.remote_store("s3", ws=ws, spec=spec) as s3:
+            link = s3.link.spec.describe() if s3.link else "no slow link"
+            keys = lab.put_files(s3, "data", n=2, size=lab.OBJECT_SIZE)
+            if "fio" in only and setup != "ram":       # fio runs its own disk and RAM caches
+                for conf, ref in lab.FIO_RECORDINGS.items():
+                    moved: dict = {}
+                    r = lab.fio_through_s3fs(s3, ws, conf, traffic=moved)
+                    recordings.save(r, ref + v, ext="json", host_description=host,
+                                    fs_facts={"link_traffic": moved},
+                                    notes=f"Seed 000's fio job with nrfiles={lab.NRFILES} through s3fs-fuse 1.90, {conf}; "
+                                          f"store: {s3.remote.server}. The job file: "
+                                          f"{fio.seed000_job('DIR', nrfiles=lab.NRFILES).text()!r}. "
+                                          "filesystem.link_traffic: bytes through the slow link during the whole run "
+                                          "(lay-out, job, unmount), from toxiproxy's counters.")
+                    print(setup, conf, [(x["direction"], round(x["bw_bytes"] / 1e6, 1)) for x in fio.parse(r.stdout)],
+                          moved)
+            if "reads" in only:
+                for client, mode in lab.READ_CONFIGS:
+                    if client == "gcsfuse":
+                        continue
+                    text = lab.client_reads(s3, ws, client, mode, keys[0], where=where)
+                    _save_rows(text, lab.reads_recording(client, mode, v), client, link, host, where)
+            if "dd" in only and setup != "ram":
+                for cached in (False, True):
+                    text = lab.dd_sweep(s3, ws, cached=cached, key=keys[1])
+                    recordings.save(text, lab.dd_recording(cached, v), ext="json",
+                                    argv=["iolab.objectstore.lab.dd_sweep", "dd", "if=MOUNT/data/file001.bin",
+                                          "of=/dev/null", "bs=N", "count=1MiB/N", "iflag=direct"],
+                                    tool_version=runner.tool_version("dd"), host_description=host,
+                                    notes=f"dd read sweep through s3fs-fuse ({'use_cache, after one warm-up read' if cached else 'no cache'}), "
+                                          "block sizes 4k..1M, 1 MiB each, LC_ALL=C; each row holds dd's stderr "
+                                          f"and the bytes through the slow link during that run; link: {link}")
+                    print(setup, "dd", cached, [(round(r["mb_per_s"], 1), r["link_down"])
+                                                for r in lab.dd_frame(json.loads(text)).to_dict("records")])
+            if "staging" in only and setup != "ram":
+                text = lab.staging_vs_streaming(s3, ws, keys)
+                recordings.save(text, lab.STAGING_RECORDING + v, ext="json",
+                                argv=["iolab.objectstore.lab.staging_vs_streaming"],
+                                tool_version=runner.tool_version("s3cmd"), host_description=host,
+                                notes="2 objects of 2 MiB: s3cmd get (one process per object, then one --recursive) to "
+                                      "scratch and 2 reads there, vs 2 reads through s3fs-fuse without cache; startup_s: "
+                                      f"median time of 's3cmd --version'; link: {link}")
+                print(setup, text)
+            if "fsspec" in only and setup != "ram":
+                text = lab.fsspec_caches(s3, ws, keys[1])
+                recordings.save(text, lab.FSSPEC_RECORDING + v, ext="json", argv=["iolab.objectstore.lab.fsspec_caches"],
+                                tool_version=_pkg_version("s3fs"), host_description=host,
+                                notes="fsspec's s3fs (the Python package, not s3fs-fuse): one 2 MiB object through "
+                                      "cache_type readahead/blockcache/none (two passes in one open file, 256 KiB "
+                                      "reads) and the simplecache/blockcache filesystems (two opens); requests "
+                                      f"counted from s3fs's debug log ('CALL: ...'); link: {link}")
+                print(setup, [(r["label"], round(r["first_s"], 3), r["first_requests"]) for r in json.loads(text)])
+        if ("reads" in only or "copy" in only) and setup in ("lesson", "ram", "nolink"):
+            with lab.remote_store("gcs", ws=ws, spec=spec) as gcs:
+                link = gcs.link.spec.describe() if gcs.link else "no slow link"
+                if "reads" in only:
+                    (key,) = lab.put_files(gcs, "data", n=1, size=lab.OBJECT_SIZE)
+                    for mode in ("none", "cache"):
+                        text = lab.client_reads(gcs, ws, "gcsfuse", mode, key, where=where)
+                        _save_rows(text, lab.reads_recording("gcsfuse", mode, v), "gcsfuse", link, host, where)
+                if "copy" in only and setup != "ram":
+                    text = lab.gcsfuse_copy(gcs, ws)
+                    recordings.save(text, lab.GCSFUSE_COPY_RECORDING + v, ext="json",
+                                    argv=["iolab.objectstore.lab.gcsfuse_copy"],
+                                    tool_version=_venv_version("gcsfuse"), host_description=host,
+                                    notes="Seed 002's copy at lesson size: local files copied into a gcsfuse mount "
+                                          "(write), back at once (read), and back after posix_fadvise(DONTNEED) "
+                                          f"(reread), each timed open to close, with the bytes through the link; link: {link}")
+                    print(setup, [(r["file"], round(r["nbytes"] / r["write_s"] / 1e6, 1),
+                                   round(r["nbytes"] / r["read_s"] / 1e6, 1), round(r["nbytes"] / r["reread_s"] / 1e6, 1))
+                                  for r in json.loads(text)])
+
+
+def _save_rows(text: str, ref: str, client: str, link: str, host: str, where: str) -> None:
     recordings.save(text, ref, ext="json", argv=["iolab.objectstore.lab.client_reads", client],
-                    tool_version=runner.tool_version(tool) or _venv_version(tool), host_description=HOST,
+                    tool_version=runner.tool_version(client) or _venv_version(client), host_description=host,
                     notes=f"Three timed reads of one 2 MiB object through {client}: cold, warm, and after "
-                          f"posix_fadvise(DONTNEED) on the file; residency by mincore; link: {link}")
-    print(ref, [(r["read"], round(r["mb_per_s"], 1), r["layer"]) for r in json.loads(text)])
+                          "posix_fadvise(DONTNEED) on the file; open/read/close timed apart; residency by mincore as "
+                          "a new open finds it (resident_before) and through the reading descriptor "
+                          f"(resident_in_fd); bytes through the slow link per read; cache directory: "
+                          f"{'/dev/shm (tmpfs)' if where == 'ram' else 'local disk'}; link: {link}")
+    print(ref, [(r["read"], round(r["mb_per_s"], 1), r["link_down"], r["layer"]) for r in json.loads(text)])
+
+
+def _pkg_version(name: str) -> str | None:
+    from importlib.metadata import version
+
+    try:
+        return f"{name} {version(name)} (fsspec {version('fsspec')})"
+    except Exception:
+        return None
 
 
 def _venv_version(tool: str) -> str | None:
-    import sys
-    from pathlib import Path
-
     exe = Path(sys.executable).parent / tool
-    return runner.tool_version(str(exe)) if exe.exists() else None
+    return runner.tool_version(str(exe)) if exe.exists() else runner.tool_version(tool)
 
 
 if __name__ == "__main__":

@@ -100,15 +100,39 @@ def test_link_spec_and_layers():
     assert lab.which_layer(500e6, link_bps=12e6, resident_before=0.0) == lab.FUSE_CACHE
     assert lab.which_layer(10e6, link_bps=12e6, resident_before=0.0) == lab.NETWORK
     assert lab.which_layer(10e6, link_bps=12e6, resident_before=float("nan")) == lab.NETWORK
+    # the bytes over the link decide when they were counted, whatever the rate
+    mib2 = 2 * 2**20
+    assert lab.which_layer(500e6, link_bps=12e6, resident_before=0.0, link_down=mib2, nbytes=mib2) == lab.NETWORK
+    assert lab.which_layer(5e6, link_bps=12e6, resident_before=0.0, link_down=402, nbytes=mib2) == lab.FUSE_CACHE
+    assert lab.which_layer(5e6, link_bps=12e6, resident_before=1.0, link_down=0, nbytes=mib2) == lab.PAGE_CACHE
+    assert lab.which_layer(500e6, link_bps=None, resident_before=0.0).startswith("unclear")
+
+
+def test_toxiproxy_metrics_parse():
+    text = """# HELP toxiproxy_proxy_sent_bytes_total
+# TYPE toxiproxy_proxy_sent_bytes_total counter
+toxiproxy_proxy_received_bytes_total{direction="downstream",listener="127.0.0.1:1",proxy="store",upstream="127.0.0.1:2"} 99
+toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.0.0.1:1",proxy="store",upstream="127.0.0.1:2"} 2.098009e+06
+toxiproxy_proxy_sent_bytes_total{direction="upstream",listener="127.0.0.1:1",proxy="store",upstream="127.0.0.1:2"} 997
+toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.0.0.1:3",proxy="other",upstream="127.0.0.1:4"} 5
+"""
+    t = slowlink.parse_metrics(text)
+    assert (t.down, t.up) == (2098009, 997)
+    assert slowlink.parse_metrics("") == slowlink.Traffic(0, 0)       # nothing passed yet
+    assert (t - slowlink.Traffic(9, 7)) == slowlink.Traffic(2098000, 990)
 
 
 def test_recorded_reads_tell_the_layers_apart():
     reads = lab.recorded_reads()
-    last = reads[reads["read"] == lab.READS[2]].set_index("label")["layer"]
-    assert last["s3fs, no cache"] == lab.NETWORK and last["s3fs, use_cache"] == lab.FUSE_CACHE
-    assert last["gcsfuse, no file cache"] == lab.NETWORK and last["gcsfuse, file cache"] == lab.FUSE_CACHE
-    first = reads[reads["read"] == lab.READS[0]].set_index("label")["resident_after"]
-    assert first["gcsfuse, no file cache"] == 1.0 and first["s3fs, no cache"] == 0.0  # who keeps the page cache
+    assert set(reads["label"]) == set(lab.PREDICTED_LAYERS)
+    for label, predicted in lab.PREDICTED_LAYERS.items():
+        got = tuple(reads[reads["label"] == label].set_index("read").loc[list(lab.READS), "layer"])
+        assert got == predicted, label
+    # every client reads through the page cache; only some keep the pages for the next open
+    assert (reads["resident_in_fd"] >= 0.95).all()
+    second = reads[reads["read"] == lab.READS[1]].set_index("label")["resident_before"]
+    assert second["gcsfuse, no file cache"] == 1.0 and second["s3fs, use_cache"] == 0.0
+    assert second["s3fs, use_cache + kernel_cache"] == 1.0
 
 
 def test_exercise_checks_pass_and_fail():
@@ -119,13 +143,20 @@ def test_exercise_checks_pass_and_fail():
     with pytest.raises(check.CheckFailed, match="warm / cold"):
         check.check_06_speedup(1 / good, reads)
     last = reads[reads["read"] == lab.READS[2]]
-    short = {lab.NETWORK: "network", lab.FUSE_CACHE: "fuse cache", lab.PAGE_CACHE: "page cache"}
-    answer = {r.label: short[r.layer] for r in last.itertuples()}
+    answer = {r.label: check.SHORT_LAYERS[r.layer] for r in last.itertuples()}
     assert check.check_06_layers(answer, reads)
     with pytest.raises(check.CheckFailed, match="look again"):
         check.check_06_layers({**answer, "s3fs, use_cache": "network"}, reads)
     with pytest.raises(check.CheckFailed):
         check.check_06_layers({"s3fs, use_cache": "fuse cache"}, reads)
+    keepers = ["gcsfuse, no file cache", "gcsfuse, file cache", "s3fs, use_cache + kernel_cache"]
+    assert check.check_06_keep_cache(set(keepers), reads)
+    with pytest.raises(check.CheckFailed, match="missing"):
+        check.check_06_keep_cache(keepers[:2], reads)
+    with pytest.raises(check.CheckFailed, match="does not belong"):
+        check.check_06_keep_cache(keepers + ["s3fs, use_cache"], reads)
+    with pytest.raises(check.CheckFailed, match="not a configuration"):
+        check.check_06_keep_cache(["gcsfuse"], reads)
 
 
 def test_seed_figures_are_the_seed_s():
@@ -133,3 +164,7 @@ def test_seed_figures_are_the_seed_s():
     reads = seed[seed["direction"] == "read"].set_index("configuration")["mb_per_s"]
     assert list(reads) == [10.2, 42.0, 38.3, 37.2]
     assert seed["source"].str.startswith("seed 000").all()
+    s2 = lab.seed002_published().set_index("file")
+    assert list(s2.loc[["movie.mp4", "reference.pdf", "picture.jpg"], "write_mb_per_s"]) == [21.18, 10.82, 4.78]
+    assert list(s2.loc[["movie.mp4", "reference.pdf", "picture.jpg"], "read_mb_per_s"]) == [20.21, 173.48, 73.78]
+    assert s2["source"].str.startswith("seed 002").all()

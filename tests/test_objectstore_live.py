@@ -196,6 +196,40 @@ def test_gcsfuse_read_write_and_file_cache_beats_the_link(lws):
         assert st.direct.filesystem().cat(f"{st.bucket}/data/new.txt") == b"written through gcsfuse\n"
 
 
+@needs_s3
+@needs_toxiproxy
+def test_slow_link_counts_the_bytes_that_cross_it(lws):
+    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
+        (key,) = lab.put_files(st, "data", n=1, size="256KiB")
+        fs = st.remote.filesystem()
+        fs.info(f"{st.bucket}/{key}")
+        with lab.metered(st) as moved:
+            assert fs.cat(f"{st.bucket}/{key}")
+        assert 256 * 1024 <= moved["link_down"] < 256 * 1024 + 4096     # the object and one reply's headers
+        assert 0 < moved["link_up"] < 4096                                # one request
+        with lab.metered(st) as idle:
+            pass
+        assert idle == {"link_down": 0, "link_up": 0}
+        assert fs.cat(f"{st.bucket}/{key}")        # the client reconnects after the counters were read
+
+
+@needs_s3
+@needs_fuse
+@needs_toxiproxy
+@_client("s3fs")
+def test_s3fs_reads_keep_pages_only_while_open(lws):
+    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
+        (key,) = lab.put_files(st, "data", n=1, size="256KiB")
+        rows = lab.client_reads(st, lws, "s3fs", "cache", key)
+    import json
+
+    first, second, third = json.loads(rows)
+    assert first["layer"] == lab.NETWORK and first["link_down"] >= 256 * 1024
+    assert second["layer"] == third["layer"] == lab.FUSE_CACHE
+    assert all(r["resident_in_fd"] == 1.0 for r in (first, second, third))
+    assert second["resident_before"] == 0.0          # the open dropped the pages (no FOPEN_KEEP_CACHE)
+
+
 # --- bad input -----------------------------------------------------------------------------------------
 
 @needs_s3

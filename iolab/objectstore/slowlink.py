@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import sys
 import urllib.error
@@ -55,9 +56,47 @@ def available() -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes through the proxy: ``down`` from the store to the client, ``up`` from the client to the store."""
+
+    down: int = 0
+    up: int = 0
+
+    def __sub__(self, other: "Traffic") -> "Traffic":
+        return Traffic(self.down - other.down, self.up - other.up)
+
+
+_METRIC = re.compile(r'^toxiproxy_proxy_sent_bytes_total\{(?P<labels>[^}]*)\}\s+(?P<value>[0-9.e+]+)\s*$')
+
+
+def parse_metrics(text: str, proxy: str = "store") -> Traffic:
+    """The bytes toxiproxy has sent on to each side for one proxy, from its Prometheus text.
+
+    ``direction="downstream"`` is what it sent to the client (the store's responses), ``"upstream"``
+    what it sent to the store (the client's requests). No line yet (nothing passed): zero."""
+    down = up = 0
+    for line in text.splitlines():
+        m = _METRIC.match(line.strip())
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group("labels")))
+        if labels.get("proxy") != proxy:
+            continue
+        if labels.get("direction") == "downstream":
+            down = int(float(m.group("value")))
+        elif labels.get("direction") == "upstream":
+            up = int(float(m.group("value")))
+    return Traffic(down, up)
+
+
 class _Api:
     def __init__(self, port: int):
         self.base = f"http://{LOOPBACK}:{port}"
+
+    def text(self, path: str) -> str:
+        with urllib.request.urlopen(self.base + path, timeout=10) as r:
+            return r.read().decode()
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
@@ -96,6 +135,16 @@ class SlowLink:
                     "attributes": {"rate": int(spec.rate_kbps)}})
         self.spec = spec
 
+    def traffic(self) -> Traffic:
+        """Bytes the proxy has passed so far: ``down`` (store to client) and ``up`` (client to store).
+
+        toxiproxy adds a connection's bytes to its counters only when the connection ends, and the
+        clients keep theirs open between requests: so the proxy is switched off and on first, which
+        closes every connection (the clients open new ones on their next request)."""
+        self.api.call("POST", "/proxies/store", {"enabled": False})
+        self.api.call("POST", "/proxies/store", {"enabled": True})
+        return parse_metrics(self.api.text("/metrics"))
+
     def __repr__(self) -> str:
         return f"<SlowLink {self.endpoint.url} -> {self.upstream.url}: {self.spec.describe()}>"
 
@@ -124,7 +173,10 @@ def open_slow_link(upstream: Endpoint, spec: LinkSpec | None = None, *, ws: _wor
     d = Path(w.mkdir(f"objectstore/toxiproxy-{secrets.token_hex(3)}"))
     api_port, spare = free_ports(2)
     listen_port = listen_port or spare
-    svc = Service("toxiproxy", [exe, "-host", LOOPBACK, "-port", str(api_port)], log_path=d / "toxiproxy.log",
+    # -proxy-metrics: toxiproxy counts the bytes it passes each way (Prometheus text at /metrics), so a
+    # lesson can say how much of a read crossed the link
+    svc = Service("toxiproxy", [exe, "-host", LOOPBACK, "-port", str(api_port), "-proxy-metrics"],
+                  log_path=d / "toxiproxy.log",
                   cwd=d, ready=lambda: http_ok(f"http://{LOOPBACK}:{api_port}/version"), start_timeout=15,
                   stop_grace=2)
     with svc:
