@@ -579,8 +579,8 @@ def sweep(df: pd.DataFrame, device_bps: float | None, *, show: bool = True) -> l
         "each point re-read what it had just written, from memory",
         explain.greater("slowest read (MiB/s)", reads.min() if len(reads) else None,
                         "device's uncached rate (MiB/s)", dev, by=BEYOND),
-        yes=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the device uncached at {_mib(dev)}",
-        no=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the device uncached at {_mib(dev)}",
+        yes=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached",
+        no=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached",
         why="a fast device (or a VM host's cache) reads nearly as fast as memory copies: the rate alone cannot tell.",
         missing="the device's uncached rate is not known for this sweep.", show=show)]
     if len(writes):
