@@ -1,0 +1,119 @@
+"""Lesson 07's claims follow the numbers: recordings of two setups (ext4 /tmp and tmpfs /dev/shm), and
+constructed numbers for machines unlike the course VM."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from iolab import explain
+from iolab.labs import darshan as lab
+
+SETUPS = ("ext4", "tmpfs")
+
+
+@pytest.fixture(autouse=True)
+def _replay(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+
+
+def _ok(claims, held=True):
+    assert claims and all(c.consistent() for c in claims), [c.text for c in claims]
+    if held is not None:
+        assert all(c.held is held for c in claims), [c.text for c in claims]
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_profiles_of_known_programs(setup):
+    p = lab.profile_read_loop(None, 4096, recording_name="readloop-4k-16mib", setup=setup, quiet=True)
+    assert p.extra["file_size"] == 16 * 2**20 and p.meta["filesystem"]["fstype"] == setup
+    _ok(lab.explain_read_loop(p, show=False))
+    b = lab.profile_read_loop(None, 1, buffered=True, recording_name="readloop-buffered-1b-100000", setup=setup,
+                              quiet=True)
+    _ok(lab.explain_buffered(b, show=False))
+    d = lab.profile_dd(None, None, bs="1MiB", recording_name="dd-1m-16mib", setup=setup, quiet=True)
+    _ok(lab.explain_dd(d, show=False))
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_strace_and_darshan_agree(setup):
+    p = lab.both(None, 4096, setup=setup, quiet=True)
+    _ok(lab.explain_side_by_side(p, show=False))
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_overhead_claims(setup):
+    o = lab.measure_overhead(None, 1024, setup=setup, quiet=True)
+    claims = lab.explain_overhead(o.data, show=False)
+    _ok(claims, held=None)
+    c = lab.costs(o.data)
+    darshan_extra, strace_extra = c.loc["under Darshan", "extra s"], c.loc["under strace -c", "extra s"]
+    assert claims[0].held is bool(darshan_extra < 0.5 * c.loc["plain", "fastest s"])
+    assert claims[1].held is bool(strace_extra > 10 * max(darshan_extra, 1e-4))
+    assert claims[1].held          # both recordings: strace -c cost far more than Darshan
+
+
+def _overhead(plain, darshan, strace, calls=16385):
+    rows = [(h, s, i) for i in range(3) for h, s in (("plain", plain), ("under Darshan", darshan),
+                                                      ("under strace -c", strace))]
+    df = pd.DataFrame(rows, columns=["how", "seconds", "repeat"])
+    df["calls"] = calls
+    return df
+
+
+def test_a_slow_darshan_is_not_called_cheap():
+    claims = lab.explain_overhead(_overhead(0.040, 0.100, 0.400), show=False)
+    assert all(c.consistent() for c in claims)
+    assert claims[0].held is False and explain.NOT_THIS_TIME in claims[0].text and "busy machine" in claims[0].text
+    assert claims[1].held is False          # 360 ms is not 10 x 60 ms
+
+
+def test_a_fast_tracer_is_said_so():
+    claims = lab.explain_overhead(_overhead(0.040, 0.041, 0.045), show=False)
+    assert all(c.consistent() for c in claims) and claims[0].held and claims[1].held is False
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_ior_fpp_and_dxt(setup):
+    p = lab.profile_ior(setup=setup, quiet=True)
+    _ok(lab.explain_ior_fpp(p, show=False))
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_collective_write_counts(setup):
+    df = lab.collective(setup=setup, quiet=True)
+    assert list(df["mode"]) == ["replay"] * len(lab.CASES)
+    claims = lab.explain_collective(df, show=False)
+    _ok(claims)
+    n = df.set_index("case")["posix_writes"]
+    assert n["independent"] == 256 and n["collective"] == 64 and n["collective, cb_nodes=2"] == 128
+    assert n["collective, ROMIO"] == 256 and n["collective, ROMIO, romio_cb_write=enable"] == 64
+    assert set(df["implementation"]) == {"ompio", "romio321"}
+
+
+def _counts(**writes):
+    names = {"independent": "independent", "collective": "collective", "cb2": "collective, cb_nodes=2",
+             "romio": "collective, ROMIO", "enable": "collective, ROMIO, romio_cb_write=enable"}
+    rows = [{"case": names[k], "posix_writes": v, "posix_bytes": 2**20, "bytes_per_write": 2**20 / v,
+             "mpi_calls": 256, "implementation": "x", "method": "darshan", "mode": "live"} for k, v in writes.items()]
+    df = pd.DataFrame(rows)
+    df.attrs.update({"tasks": 4, "segments": 64, "transfer": 4096})
+    return df
+
+
+def test_an_mpi_that_does_not_aggregate_is_told_so():
+    # an MPI-IO layer whose collective writes stay independent (like ROMIO's 'automatic' here)
+    claims = lab.explain_collective(_counts(independent=256, collective=256), show=False)
+    assert all(c.consistent() for c in claims)
+    fewer = claims[1]
+    assert fewer.held is False and "automatic" in fewer.text
+
+
+def test_an_ignored_hint_and_two_default_aggregators():
+    claims = lab.explain_collective(_counts(independent=256, collective=128, cb2=128, romio=64, enable=64),
+                                    show=False)
+    assert all(c.consistent() for c in claims)
+    assert claims[2].held and "2 aggregators" in claims[2].text
+    cb2 = next(c for c in claims if "cb_nodes=2" in c.predicted)
+    assert cb2.held is True                    # 2 x 64 = 128, whatever the default used
+    romio = next(c for c in claims if "automatic" in c.predicted)
+    assert romio.held is False and "Why it can happen" in romio.text
