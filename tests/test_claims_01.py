@@ -1,0 +1,309 @@
+"""Lesson 01's claims (iolab.labs.page_cache) against numbers from a disk (/tmp, ext4 here) and from
+tmpfs (/dev/shm: nothing can be evicted, a "cold" read is warm), live and recorded, and against
+constructed devices (as fast as memory, very slow). Every claim must re-check itself (consistent())
+and carry the verdict the numbers call for."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iolab import explain, measure, pagecache, recordings, workspace
+from iolab.labs import page_cache as lab
+from iolab.pagecache import Residency
+from iolab.units import KiB, MiB
+
+SHM = Path("/dev/shm")
+
+
+def _all_consistent(claims):
+    assert claims, "no claims"
+    for c in claims:
+        assert isinstance(c, explain.Claim)
+        assert c.consistent(), c.text
+
+
+@pytest.fixture(params=["disk", "tmpfs"])
+def place(request, tmp_path):
+    if request.param == "tmpfs":
+        if not SHM.is_dir() or pagecache._fstype(SHM) != "tmpfs":
+            pytest.skip("no tmpfs at /dev/shm")
+        base = SHM
+    else:
+        if pagecache._fstype(tmp_path) in pagecache._MEMORY_FS:
+            pytest.skip("pytest's tmp dir is in memory here")
+        base = tmp_path
+    with workspace.Workspace(budget="512MiB", base=base) as ws:
+        yield request.param, ws
+
+
+def _device(ws):
+    try:
+        return measure.device_rate(ws.root, "16MiB", refresh=True, repeat=1)
+    except Exception:
+        return None
+
+
+# --- live ----------------------------------------------------------------------------------------
+
+@pytest.mark.live
+def test_cold_warm_live(place):
+    kind, ws = place
+    f = ws.make_file("data.bin", "32MiB")
+    written = lab.after_write(pagecache.residency(f), show=False)
+    _all_consistent(written)
+    device = _device(ws)
+    pagecache.evict(f)
+    cold = measure.timed_read(f, device_bps=device)
+    warm = measure.timed_read(f, device_bps=device)
+    claims = lab.cold_warm(cold, warm, device, show=False)
+    _all_consistent(claims)
+    if kind == "tmpfs":
+        assert device is None
+        assert claims[0].held is False and "tmpfs" in claims[0].text       # the "cold" read was warm
+        assert claims[1].held is not True or warm.bytes_per_s > 2 * cold.bytes_per_s
+        assert claims[2].held is None and claims[3].held is None            # no device to compare with
+    else:
+        assert claims[0].held is True                                       # ext4 evicts
+        assert claims[2].held is not None and claims[3].held is not None
+    assert "Seed 004" in lab.cold_warm_report(cold, warm)
+
+
+@pytest.mark.live
+def test_regions_live(place):
+    kind, ws = place
+    f = ws.make_file("data.bin", "128MiB")
+    run = lab.read_regions(f, [(0, "16MiB"), ("96MiB", "4MiB")])
+    frame, claims = lab.regions_readahead(run, show=False)
+    _all_consistent(claims)
+    assert list(frame["pages_asked"]) == [16 * MiB // run.after.page_size, 4 * MiB // run.after.page_size]
+    if kind == "tmpfs":
+        assert all(c.held is None for c in claims)          # nothing evicted: residency says nothing
+        assert "tmpfs" in claims[0].text
+    elif run.read_ahead_kb and run.read_ahead_kb * KiB >= 8 * MiB:
+        # the kernel's rule (mm/readahead.c): offset 0 reads ahead; a lone 4 MiB read within an
+        # 8 MiB readahead maximum is random and gets exactly its pages
+        assert [c.held for c in claims] == [True, True], [c.text for c in claims]
+        assert frame["ahead"].iloc[0] > 0 and frame["ahead"].iloc[1] == 0
+
+
+@pytest.mark.live
+def test_writeback_live(place):
+    kind, ws = place
+    plain = measure.timed_write("w.bin", "64MiB", ws=ws, fsync=False)
+    synced = measure.timed_write("w.bin", "64MiB", ws=ws, fsync=True)
+    claims = lab.writeback(plain, synced, show=False)
+    _all_consistent(claims)
+    if kind == "tmpfs":
+        for c in claims:
+            if c.held is False:
+                assert "tmpfs" in c.text
+
+
+@pytest.mark.live
+def test_odirect_live(place):
+    kind, ws = place
+    f = ws.make_file("data.bin", "32MiB")
+    device = _device(ws)
+    warm = measure.timed_read(f, cache="warm")
+    try:
+        direct = measure.timed_read(f, direct=True, device_bps=device)
+    except Exception:
+        direct = None
+    claims = lab.odirect(direct, warm, device, show=False)
+    _all_consistent(claims)
+    if kind == "tmpfs":
+        assert claims[1].held is None
+        if direct is not None:
+            assert direct.verdict.label == measure.CACHE      # tmpfs is memory, not "the device"
+            if claims[0].held is False:
+                assert "tmpfs" in claims[0].text
+
+
+@pytest.mark.live
+def test_dd_live(place, monkeypatch):
+    kind, ws = place
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    b = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=False, recording="dd/write-64m-buffered-tmp",
+                     ws=ws, quiet=True)
+    d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=True, recording="dd/write-64m-dsync-tmp",
+                     ws=ws, quiet=True)
+    assert not (ws.root / "dd.bin").exists()
+    claims = lab.dd_sync(b, d, show=False)
+    _all_consistent(claims)
+    assert d.extra["fstype"] == ("tmpfs" if kind == "tmpfs" else pagecache._fstype(ws.root))
+
+
+# --- recorded ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where, held", [("tmp", True), ("shm", False)])
+def test_dd_recorded(where, held, monkeypatch, tmp_path):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    with workspace.Workspace(budget="64MiB", base=tmp_path) as ws:
+        b = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
+                         recording=f"dd/write-64m-buffered-{where}", ws=ws, quiet=True)
+        d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
+                         recording=f"dd/write-64m-dsync-{where}", ws=ws, quiet=True)
+    claims = lab.dd_sync(b, d, show=False)
+    _all_consistent(claims)
+    assert claims[0].held is held
+    if not held:
+        assert "tmpfs has no device" in claims[0].text
+
+
+def test_dd_one_live_one_replayed_cannot_tell(monkeypatch, tmp_path):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    with workspace.Workspace(budget="64MiB", base=tmp_path) as ws:
+        b = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
+                         recording="dd/write-64m-buffered-tmp", ws=ws, quiet=True)
+        d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
+                         recording="dd/write-64m-dsync-tmp", ws=ws, quiet=True)
+    b.mode = "live"
+    c = lab.dd_sync(b, d, show=False)[0]
+    assert c.held is None and c.consistent() and "not comparable" in c.text
+
+
+def test_seed_002_dd_read_came_from_the_page_cache():
+    v = lab.seed002_dd_read_verdict()
+    assert v.label == measure.CACHE
+    pub = lab.seed002()
+    rows = lab.parse_hdparm("\n".join(pub["line"]))
+    assert [(r["test"], r["mb_per_s"]) for r in rows] == [("hdparm -T", 7244.01), ("hdparm -t", 40.89)]
+
+
+def test_seed_004_ratios():
+    r = lab.seed004_ratios()
+    assert r["local disk"] == pytest.approx(3.667 / 0.352)
+    assert r["BeeGFS"] == pytest.approx(3.284 / 3.160)
+
+
+def test_drop_all_caches_only_when_asked(capsys, monkeypatch):
+    called = []
+    monkeypatch.setattr(pagecache, "drop_caches", lambda level=3: called.append(level))
+    out = lab.drop_all_caches(False)
+    assert out["dropped"] is False and not called
+    assert capsys.readouterr().out.startswith("Not done.")
+    if os.geteuid() == 0:
+        out = lab.drop_all_caches(True)
+        assert out["dropped"] is True and called == [1]
+
+
+def test_hdparm_is_not_run_unless_asked(capsys, monkeypatch, tmp_path):
+    ran = []
+    monkeypatch.setattr(lab.runner, "run", lambda *a, **k: ran.append(a))
+    lab.hdparm(tmp_path, False)
+    assert not ran
+    assert capsys.readouterr().out.strip()
+
+
+# --- constructed devices -------------------------------------------------------------------------
+
+def _res(pages, resident, fstype="ext4"):
+    return Residency("f", pages * 4096, pages, resident, fstype=fstype)
+
+
+def _read(rate_bps, before_resident, *, pages=1024, fstype="ext4"):
+    n = pages * 4096
+    before = _res(pages, before_resident, fstype)
+    return measure.Measurement("read", "f", n, n / rate_bps, 2, MiB, before, _res(pages, pages, fstype),
+                               measure.judge(rate_bps, device_bps=None), None, {})
+
+
+@pytest.mark.parametrize("cold_bps, warm_bps, device_bps, held", [
+    (50 * MiB, 10_000 * MiB, 50 * MiB, [True, True, True, True]),          # a slow disk
+    (9_000 * MiB, 10_000 * MiB, 9_000 * MiB, [True, False, True, False]),  # a device as fast as memory
+    (3_000 * MiB, 10_000 * MiB, 1_000 * MiB, [True, True, False, True]),   # a cache below this machine
+])
+def test_cold_warm_constructed(cold_bps, warm_bps, device_bps, held):
+    claims = lab.cold_warm(_read(cold_bps, 0), _read(warm_bps, 1024), device_bps, show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == held
+    for c in claims:
+        if c.held is False:
+            assert "Why it can happen" in c.text
+
+
+def _map(pages, ranges):
+    m = np.zeros(pages, dtype=bool)
+    for a, b in ranges:
+        m[a:b] = True
+    return m
+
+
+def _run(pmap, kb, *, evicted_ok=True, reads=((0, 16 * MiB), (96 * MiB, 4 * MiB))):
+    pages = len(pmap)
+    after = Residency("f", pages * 4096, pages, int(pmap.sum()), map=pmap, fstype="ext4")
+    evicted = _res(pages, 0 if evicted_ok else pages)
+    return lab.RegionsRun(evicted, after, tuple(reads), kb)
+
+
+@pytest.mark.parametrize("ranges, kb, held", [
+    ([(0, 6144), (24576, 25600)], 8192, [True, True]),            # this VM: readahead after the first only
+    ([(0, 4096), (24576, 25600)], 8192, [False, True]),           # no readahead seen after offset 0
+    ([(0, 4352), (24576, 25920)], 128, [True, True]),             # 4 MiB > 128 KiB: an "oversize" read
+    ([(0, 4096), (24576, 25600)], 128, [False, False]),
+    ([(0, 4096), (24576, 25600)], 0, [True, True]),               # readahead switched off
+])
+def test_regions_constructed(ranges, kb, held):
+    frame, claims = lab.regions_readahead(_run(_map(32768, ranges), kb), show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == held
+
+
+def test_regions_cannot_tell_when_nothing_was_evicted():
+    _, claims = lab.regions_readahead(_run(_map(32768, [(0, 32768)]), 8192, evicted_ok=False), show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == [None, None]
+
+
+def test_expects_readahead_rule():
+    reads = [(0, MiB), (MiB, MiB), (64 * MiB, 4 * MiB), (96 * MiB, 16 * KiB)]
+    assert lab.expects_readahead(0, reads, 128)[0] is True           # offset 0
+    assert lab.expects_readahead(1, reads, 128)[0] is True           # continues the previous read
+    assert lab.expects_readahead(2, reads, 128)[0] is True           # larger than the maximum
+    assert lab.expects_readahead(2, reads, 8192)[0] is False         # within it: random
+    assert lab.expects_readahead(3, reads, 128)[0] is False
+    assert lab.expects_readahead(0, reads, None)[0] is None
+
+
+def _write(rate_bps, fsync, growth, fstype="ext4"):
+    n = 64 * MiB
+    r = _res(16384, 16384, fstype)
+    return measure.Measurement("write", "f", n, n / rate_bps, 64, MiB, r, r,
+                               measure.judge_write(rate_bps, fsync=fsync), None,
+                               {"fsync": fsync, "dirty_growth": growth})
+
+
+@pytest.mark.parametrize("plain_bps, synced_bps, growth, fstype, held", [
+    (2_000 * MiB, 100 * MiB, 64 * MiB, "ext4", [True, True]),         # a slow disk
+    (2_000 * MiB, 1_800 * MiB, 64 * MiB, "ext4", [False, True]),      # a write cache answers for the disk
+    (2_000 * MiB, 2_100 * MiB, 0, "tmpfs", [False, False]),
+])
+def test_writeback_constructed(plain_bps, synced_bps, growth, fstype, held):
+    claims = lab.writeback(_write(plain_bps, False, growth, fstype), _write(synced_bps, True, growth, fstype),
+                           show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == held
+    if fstype == "tmpfs":
+        assert all("tmpfs" in c.text for c in claims)
+
+
+@pytest.mark.parametrize("direct_bps, device_bps, held", [
+    (1_000 * MiB, 1_000 * MiB, [True, True]),
+    (8_000 * MiB, 1_000 * MiB, [False, False]),   # a cache below served it (seed 003's case)
+    (None, 1_000 * MiB, [None, None]),            # O_DIRECT refused
+])
+def test_odirect_constructed(direct_bps, device_bps, held):
+    direct = None if direct_bps is None else _read(direct_bps, 1024)
+    claims = lab.odirect(direct, _read(10_000 * MiB, 1024), device_bps, show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == held
+
+
+def test_dd_recordings_exist_for_both_filesystems():
+    for ref in ("dd/write-64m-buffered-tmp", "dd/write-64m-dsync-tmp", "dd/write-64m-buffered-shm",
+                "dd/write-64m-dsync-shm"):
+        rec = recordings.load(ref)
+        assert rec.meta["filesystem"]["fstype"] == ("tmpfs" if ref.endswith("shm") else "ext4")

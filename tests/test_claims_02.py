@@ -1,0 +1,207 @@
+"""Lesson 02's claims (iolab.labs.readahead) against numbers from a disk (/tmp, ext4 here) and from
+tmpfs (/dev/shm: no eviction, no readahead setting), live and recorded, and against constructed
+devices. Every claim must re-check itself and carry the verdict the numbers call for."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from iolab import explain, pagecache, readahead, recordings, workspace
+from iolab.labs import readahead as lab
+from iolab.pagecache import Residency
+from iolab.recordings import Outcome
+from iolab.tools import dd
+from iolab.units import MiB
+
+SHM = Path("/dev/shm")
+
+
+def _all_consistent(claims):
+    assert claims
+    for c in claims:
+        assert isinstance(c, explain.Claim)
+        assert c.consistent(), c.text
+
+
+@pytest.fixture(params=["disk", "tmpfs"])
+def place(request, tmp_path):
+    if request.param == "tmpfs":
+        if not SHM.is_dir() or pagecache._fstype(SHM) != "tmpfs":
+            pytest.skip("no tmpfs at /dev/shm")
+        base = SHM
+    else:
+        if pagecache._fstype(tmp_path) in pagecache._MEMORY_FS:
+            pytest.skip("pytest's tmp dir is in memory here")
+        base = tmp_path
+    with workspace.Workspace(budget="256MiB", base=base) as ws:
+        yield request.param, ws
+
+
+@pytest.mark.live
+def test_sweep_live(place, monkeypatch):
+    kind, ws = place
+    f = ws.make_file("sweep.bin", "256KiB")
+    sweep = lab.sweep(f, sizes=(1, 4096, 65536, 262144))
+    fs = pagecache._fstype(ws.root)
+    claims = lab.sweep_claims(sweep, fstype=fs, show=False)
+    _all_consistent(claims)
+    assert claims[0].held is True                                   # the counts are exact everywhere
+    if kind == "tmpfs":
+        assert (sweep[sweep.cache == "cold"]["resident_before"] == 1).all()
+        assert [c.held for c in claims[1:]] == [None, None, None]   # nothing cold to compare with
+        assert "tmpfs" in claims[1].text
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    out = lab.dd_one_byte(f, recording="dd/read-1mib-bs1-tmp", quiet=True)
+    assert out.data["records_in"] == 256 * 1024
+    cost = lab.call_cost(sweep, out, show=False)
+    _all_consistent(cost)
+    assert cost[0].held is not None                                 # both measured here
+
+
+@pytest.mark.parametrize("where", ["tmp", "shm"])
+def test_call_cost_with_a_replayed_dd_cannot_tell(where, monkeypatch, tmp_path):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    out = lab.dd_one_byte(tmp_path / "x", recording=f"dd/read-1mib-bs1-{where}", quiet=True)
+    assert out.mode == "replay" and out.data["records_in"] == MiB
+    sweep = _sweep(cold_big=0.002, warm_big=0.00005)
+    c = lab.call_cost(sweep, out, show=False)[0]
+    assert c.held is None and c.consistent() and "another machine" in c.text
+
+
+@pytest.mark.live
+def test_windows_and_growth_live(place):
+    kind, ws = place
+    big = ws.make_file("window.bin", "16MiB")
+    wins = lab.windows(big)
+    ra = readahead.read_ahead_kb(ws.root)
+    claims = lab.window_claims(wins, ra.kb, show=False)
+    _all_consistent(claims)
+    growth = pd.concat([readahead.window_growth(big, "4KiB", 32, advice=a, strict=False) for a in ("normal", "random")])
+    g = lab.growth_claims(growth, fstype=pagecache._fstype(ws.root), show=False)
+    _all_consistent(g)
+    k = lab.read_ahead_kb_claim(ra, show=False)
+    _all_consistent(k)
+    if kind == "tmpfs":
+        assert all(c.held is None for c in claims + g + k)
+    else:
+        assert claims[-1].held is True                              # RANDOM: exactly one page
+        assert g[-1].held is True                                   # RANDOM: exactly the pages asked for
+        assert k[0].held is (ra.kb == readahead.KERNEL_DEFAULT_KB)
+
+
+# --- constructed ---------------------------------------------------------------------------------
+
+def _sweep(*, cold_small=1.0, warm_small=0.9, cold_big=0.010, warm_big=0.00005, cold_mid=None, resident=0.0,
+           n=MiB):
+    rows = []
+    for cache, small, big, before in (("cold", cold_small, cold_big, resident), ("warm", warm_small, warm_big, 1.0)):
+        sizes = [1, 4096, 65536, MiB]
+        mid = cold_mid if (cache == "cold" and cold_mid is not None) else None
+        floor = big if cache == "cold" else 0.0      # a cold pass never beats the device
+        secs = [small, max(small / 1000, floor), mid if mid is not None else big, big]
+        for s, t in zip(sizes, secs):
+            calls = -(-n // s) + 1
+            rows.append({"read_size": s, "file_size": n, "seconds": t, "calls": calls, "bytes_per_s": n / t,
+                         "mib_per_s": n / t / MiB, "us_per_call": t / calls * 1e6, "cache": cache,
+                         "resident_before": before})
+    return pd.DataFrame(rows, columns=readahead.SWEEP_COLUMNS)
+
+
+@pytest.mark.parametrize("kwargs, held", [
+    (dict(cold_big=0.5), [True, True, True, True]),                          # a very slow device
+    (dict(cold_big=0.00006), [True, True, False, True]),                     # a device as fast as memory
+    (dict(cold_big=0.002, cold_mid=0.0008), [True, True, True, False]),      # this VM: 1 MiB slower than 64 KiB
+    (dict(cold_small=3.0, cold_big=1.0), [True, False, True, True]),         # a network FS: even 1 B shows it
+    (dict(resident=1.0), [True, None, None, None]),                          # tmpfs: the "cold" pass was warm
+])
+def test_sweep_constructed(kwargs, held):
+    claims = lab.sweep_claims(_sweep(**kwargs), show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == held
+
+
+def _dd(seconds, records=MiB, mode="live"):
+    data = {"records_in": records, "records_in_partial": 0, "records_out": records, "records_out_partial": 0,
+            "bytes": records, "seconds": seconds, "bytes_per_s": records / seconds,
+            "reported_bytes_per_s": records / seconds, "error": ""}
+    return Outcome(mode, "", "constructed", data=data)
+
+
+@pytest.mark.parametrize("dd_seconds, held", [
+    (0.5, True),      # 0.24 µs per syscall against Python's ~0.86 µs per call: the loop costs most
+    (2.0, False),     # an expensive kernel entry: 0.95 µs per syscall, more than Python's whole call
+])
+def test_call_cost_constructed(dd_seconds, held):
+    sweep = _sweep(warm_small=0.9)
+    c = lab.call_cost(sweep, _dd(dd_seconds), show=False)[0]
+    assert c.held is held and c.consistent()
+
+
+def _win(resident, pages=4096, fstype="ext4"):
+    return Residency("f", pages * 4096, pages, resident, fstype=fstype)
+
+
+@pytest.mark.parametrize("kb, normal, seq, rnd, held", [
+    (8192, 4, 4, 1, [True, True, True]),
+    (128, 4, 4, 1, [True, True, True]),
+    (64, 2, 4, 1, [True, True, True]),          # max 16 pages: 1 page -> 2; SEQUENTIAL doubles to 32 -> 4
+    (8192, 16, 16, 1, [False, False, True]),    # a filesystem caching in larger folios
+    (8192, 4, 4, 8, [True, True, False]),       # a filesystem reading ahead on its own
+])
+def test_window_claims_constructed(kb, normal, seq, rnd, held):
+    claims = lab.window_claims({"normal": _win(normal), "sequential": _win(seq), "random": _win(rnd)}, kb, show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == held
+
+
+def test_window_claims_tmpfs_cannot_tell():
+    wins = {a: _win(4096, fstype="tmpfs") for a in ("normal", "sequential", "random")}
+    claims = lab.window_claims(wins, None, show=False)
+    _all_consistent(claims)
+    assert [c.held for c in claims] == [None, None, None]
+
+
+def test_growth_constructed():
+    rows = [{"read": i, "bytes_read": i * 4096, "pages_read": i, "resident": r, "ahead": r - i, "advice": a}
+            for a, res in (("normal", [4, 20, 20, 20, 80]), ("random", [1, 2, 3, 4, 5]))
+            for i, r in enumerate(res, 1)]
+    g = lab.growth_claims(pd.DataFrame(rows), fstype="ext4", show=False)
+    _all_consistent(g)
+    assert [c.held for c in g] == [True, True]
+    rows[-1]["resident"] = 7                                       # RANDOM read more than asked
+    g = lab.growth_claims(pd.DataFrame(rows), fstype="ext4", show=False)
+    assert [c.held for c in g] == [True, False] and all(c.consistent() for c in g)
+
+
+@pytest.mark.parametrize("kb, held", [(128, True), (8192, False), (0, False), (None, None)])
+def test_read_ahead_kb_claim(kb, held):
+    ra = readahead.ReadAhead(kb, "/sys/x" if kb is not None else "", "" if kb is not None else "tmpfs: none")
+    c = lab.read_ahead_kb_claim(ra, show=False)[0]
+    assert c.held is held and c.consistent()
+
+
+def test_initial_window_follows_get_init_ra_size():
+    assert readahead.initial_window_pages(1, 32) == 4       # 128 KiB maximum: 1 page -> 4
+    assert readahead.initial_window_pages(1, 2048) == 4
+    assert readahead.initial_window_pages(3, 2048) == 16    # rounded up to 4, x4
+    assert readahead.initial_window_pages(256, 2048) == 512  # medium: x2
+    assert readahead.initial_window_pages(4096, 2048) == 2048
+    assert readahead.initial_window_pages(1, 16) == 2
+
+
+def test_seed_004_sweep_from_published_figures():
+    s = lab.seed004_sweep()
+    beegfs = s[(s.filesystem == "BeeGFS") & (s.read_size == 1)].iloc[0]
+    assert beegfs.seconds == pytest.approx(877.302651643753)
+    assert beegfs.us_per_call == pytest.approx(877.302651643753 / (10 * MiB + 1) * 1e6)
+    local = s[(s.directory == "/tmp") & (s.read_size == 1)].iloc[0]
+    assert local.seconds == pytest.approx(4.551784038543701)
+
+
+def test_dd_recordings_parse():
+    for where in ("tmp", "shm"):
+        rec = recordings.load(f"dd/read-1mib-bs1-{where}")
+        assert dd.parse(rec.text)["records_in"] == MiB
+
