@@ -86,7 +86,10 @@ def decade_ticks(lo: float, hi: float, fmt=lambda v: f"{v:,g}") -> dict:
     plotly's bare "2" and "5" minor labels)."""
     import math
 
-    lo, hi = max(float(lo), 1e-12), max(float(hi), 1e-12)
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return {}
+    lo, hi = max(lo, 1e-12), max(hi, lo, 1e-12)
     first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     vals = [10.0 ** e for e in range(first, last + 1)]
     return dict(tickvals=vals, ticktext=[fmt(v) for v in vals])
@@ -237,7 +240,7 @@ def syscall_counts_vs_read_size(frame: pd.DataFrame, *, file_size: int | None = 
                         hovertemplate="read size %{x:,} B: %{y:,} read(2) calls<extra>" + f"{label}</extra>")
     fig.update_xaxes(type="log", title_text="read size n (bytes per f.read)", **SIZE_TICKS)
     fig.update_yaxes(type="log", title_text="read(2) calls (log)",
-                     **decade_ticks(min(frame["calls"].min(), 2), max(frame["calls"].max(), n_file + 1)))
+                     **decade_ticks(2, max(-(-n_file // int(lo)) + 1, float(frame["calls"].max(skipna=True) or 0))))
     fig.update_layout(title=f"{title} (N = {n_file:,} bytes)", height=420, legend_title="")
     return fig
 

@@ -42,6 +42,18 @@ def _memory_fs(*residencies: Residency | None) -> str:
 
 # --- 1 · cold and warm --------------------------------------------------------------------------
 
+def after_write(res: Residency, *, show: bool = True) -> list[Claim]:
+    """Right after a file was written (and fsync'd): is all of it in the page cache?"""
+    return [explain.expect(
+        "every page of a file you just wrote is still in the page cache",
+        explain.fact("all pages resident", res.resident == res.pages if res.reliable else None),
+        yes=f"{res.resident:,} of {res.pages:,} pages",
+        no=f"only {res.resident:,} of {res.pages:,} pages ({res.fraction:.0%}) are",
+        why="memory is short and the kernel already reclaimed some of them, or the filesystem does not keep "
+            "written pages (some network and FUSE filesystems, or a file written with O_DIRECT).",
+        missing="the kernel would not tell this process the file's residency", show=show)]
+
+
 def seed004_ratios() -> dict[str, float]:
     """Seed 004's `time cat *` after drop_caches: cold seconds / warm seconds, per filesystem."""
     pub = recordings.published("seed004-cold-warm-cat")
@@ -284,7 +296,8 @@ def writeback(plain: measure.Measurement, synced: measure.Measurement, *, show: 
         why=(f"{mem} has no device: fsync has nothing to wait for." if mem else
              "the device said 'written' almost as fast as memory takes a copy. fsync waits until the device "
              "reports the data safe, and a write cache in a VM's host, a RAID controller or the disk itself "
-             "can report that early. fsync cannot see past that answer."),
+             "can report that early; fsync cannot see past that answer. Each write lasts only tens of "
+             "milliseconds, so anything else running on this machine moves both rates too."),
         show=show)]
     growth = plain.options.get("dirty_growth")
     claims.append(explain.expect(
@@ -320,15 +333,18 @@ def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = 
         return runner.Run(argv=r.argv, stdout=r.stderr, stderr=r.stderr, returncode=r.returncode,
                           seconds=r.seconds, started=r.started, host=r.host, tool_version=r.tool_version)
 
-    return recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+    out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+    out.extra["fstype"] = (out.recording.meta.get("filesystem", {}).get("fstype", "") if out.recording
+                           else fstype_of(ws.root))
+    return out
 
 
-def dd_sync(buffered: recordings.Outcome, dsync: recordings.Outcome, *, fstype: str = "",
-            show: bool = True) -> list[Claim]:
-    """Buffered dd against dd oflag=dsync (each write waits for the device)."""
+def dd_sync(buffered: recordings.Outcome, dsync: recordings.Outcome, *, show: bool = True) -> list[Claim]:
+    """Buffered dd against dd oflag=dsync (each write waits for the device), from :func:`dd_write`."""
     a = buffered.data["bytes_per_s"] / 1e6
     b = dsync.data["bytes_per_s"] / 1e6
     mixed = buffered.mode != dsync.mode
+    fstype = dsync.extra.get("fstype", "")
     mem = fstype if fstype in MEMORY_FS else ""
     return [explain.expect(
         f"dd with oflag=dsync wrote at most half as fast as plain dd",
