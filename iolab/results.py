@@ -45,8 +45,8 @@ ENV = "IOLAB_RESULTS"
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 #: provenance columns added to each row by load(), in this order
-PROVENANCE = ("user", "filesystem", "fstype", "fs_kind", "fs_path", "tool", "tool_version", "options", "mode",
-              "host", "node", "recording", "notes", "saved_at", "measurement")
+PROVENANCE = ("user", "filesystem", "fstype", "fs_kind", "fs_path", "fs_options", "tool", "tool_version", "options",
+              "mode", "host", "node", "recording", "notes", "saved_at", "measurement")
 
 MODES = ("live", "replay", "recorded")
 
@@ -225,7 +225,7 @@ def save(frame: Any, *, tool: str, directory: str | os.PathLike[str] | None = No
     if path is not None:
         m = fsinfo.mount_of(path)
         fs = {"path": os.fspath(path), "fstype": m.fstype, "source": m.source, "kind": m.kind,
-              "mountpoint": m.mountpoint}
+              "mountpoint": m.mountpoint, "options": m.options}
     if fstype:
         fs["fstype"] = fstype
     if fs.get("fstype") and "kind" not in fs:
@@ -276,6 +276,7 @@ def _rows(doc: dict[str, Any], source: Path) -> list[dict[str, Any]]:
         fs = m.get("filesystem") or {}
         prov = {"user": m.get("user") or doc.get("user"), "filesystem": fs.get("label") or fs.get("path"),
                 "fstype": fs.get("fstype"), "fs_kind": fs.get("kind"), "fs_path": fs.get("path"),
+                "fs_options": fs.get("options"),
                 "tool": m.get("tool"), "tool_version": m.get("tool_version"),
                 "options": _options_text(m.get("options")), "mode": m.get("mode"), "host": m.get("host"),
                 "node": m.get("node"), "recording": m.get("recording"), "notes": m.get("notes", ""),

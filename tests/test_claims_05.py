@@ -237,3 +237,85 @@ def test_live_counts_and_removals(base):
     calls = mdtest.removal_calls(mdtest.trace_removals(opts, 2, on=base).stdout)
     assert set(calls["item"]) >= {"file", "directory"} and (calls["item"] == "file").sum() == 20
     ok(M.explain_removals(base, calls, M.facts(base)))
+
+
+# --- the instructor's class data (data/recorded/class) -----------------------------------------------
+
+CLASS = recordings.data_dir() / "class" / "results"
+
+
+def class_md() -> pd.DataFrame:
+    from iolab import results
+
+    df = results.load(CLASS)
+    return df[df["tool"] == "mdtest"]
+
+
+def test_which_commands_fsync_each_file():
+    assert not M.syncs_each_file("-n 10 -i 200 -y")             # the seed's command
+    assert M.syncs_each_file("-n 10 -i 20 -y -w 4096")
+    assert not M.syncs_each_file("-n 10 -i 20 -w 4096")
+    assert not M.syncs_each_file("-n 10 -i 20 -y -w 0")
+
+
+def test_class_outliers_have_computed_causes():
+    from iolab import results
+
+    md = class_md()
+    common = M.common_config(md)
+    assert common["options"] == "-n 10 -i 20 -y" and common["tasks"] == 1
+    configs = M.class_configs(md).set_index("user")
+    assert list(configs.index[configs["fsync_per_file"]]) == ["student05"]
+    out = results.outliers(md, "mean", by=["filesystem", "operation"], threshold=3.0, min_factor=2.0)
+    causes = M.outlier_causes(md, out)
+    assert len(causes) == len(out)
+    for r in causes.to_dict("records"):
+        if r["user"] in ("student01", "student02", "student03"):
+            assert r["differs"] == "nothing" and "neighbours" in r["what it does"]
+        if r["user"] == "student05":
+            assert "fsyncs each one" in r["what it does"]
+        if r["user"] == "student07":
+            assert r["differs"] == "no -y" and "syncs nothing" in r["what it does"]
+    assert causes["neighbours_same_fs"].notna().all()
+
+
+def test_class_claims_are_consistent():
+    md = class_md()
+    claims = ok(M.explain_class(md))
+    users = {c.predicted.split()[0] for c in claims}
+    assert users == {"student05", "student07"}
+    ok(M.explain_class_filesystems(md))
+
+
+def test_neighbours_count_overlapping_runs():
+    md = pd.DataFrame([
+        {"user": "a", "filesystem": "x", "started": "2026-01-01T10:00:00", "finished": "2026-01-01T10:00:05"},
+        {"user": "b", "filesystem": "x", "started": "2026-01-01T10:00:04", "finished": "2026-01-01T10:00:09"},
+        {"user": "c", "filesystem": "y", "started": "2026-01-01T10:00:01", "finished": "2026-01-01T10:00:02"},
+        {"user": "d", "filesystem": "x", "started": "2026-01-01T10:00:05", "finished": "2026-01-01T10:00:06"},
+    ])
+    n = M.neighbours(md).set_index("user")
+    assert n.loc["a", "same_fs"] == 1 and n.loc["a", "any_fs"] == 2    # b on x, c on y; d starts as a ends
+    assert n.loc["d", "same_fs"] == 1 and n.loc["c", "same_fs"] == 0
+    assert M.neighbours(md.drop(columns=["started", "finished"]))["same_fs"].isna().all()
+
+
+def _class(rows):
+    return pd.DataFrame([{"operation": "file creation", "tasks": 1.0, "nodes": 1, "fs_kind": "local disk",
+                          "fstype": "ext4", "fs_options": "rw,relatime", **r} for r in rows])
+
+
+def test_an_fsync_student_on_a_fast_device_is_not_called_slow():
+    rows = [{"user": f"s{i}", "filesystem": "disk", "options": "-n 10 -i 20 -y", "mean": 10_000.0} for i in range(3)]
+    rows.append({"user": "w", "filesystem": "disk", "options": "-n 10 -i 20 -y -w 4096", "mean": 8_000.0})
+    claims = ok(M.explain_class(_class(rows)))
+    assert len(claims) == 1 and claims[0].held is False and "flush" in claims[0].text
+
+
+def test_a_sync_mount_is_found_by_its_options_not_its_name():
+    rows = [{"user": "s", "filesystem": "fast", "options": "-y", "mean": 9_000.0},
+            {"user": "s", "filesystem": "ext4-sync", "options": "-y", "mean": 8_000.0},
+            {"user": "s", "filesystem": "slow", "options": "-y", "mean": 500.0, "fs_options": "rw,sync,dirsync"}]
+    claims = ok(M.explain_class_filesystems(_class(rows)))
+    assert [c.predicted.split("(")[1].split(")")[0] for c in claims] == ["slow", "slow"]
+    assert all(c.held for c in claims)

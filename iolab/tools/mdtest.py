@@ -24,6 +24,7 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +226,20 @@ def parse(text: str) -> list[dict[str, Any]]:
         raise ParseError("mdtest output ends before its '-- finished at' line: cut short",
                          line_no=last, line=lines[last - 1])
     return rows
+
+
+_STAMP = re.compile(r"^-- (started|finished) at (\d\d/\d\d/\d{4} \d\d:\d\d:\d\d) --")
+
+
+def window(text: str) -> tuple[datetime | None, datetime | None]:
+    """When the run started and finished, from mdtest's ``-- started at MM/DD/YYYY HH:MM:SS --`` and
+    ``-- finished at ... --`` lines (local time of the machine that ran it, 1 s resolution)."""
+    found: dict[str, datetime] = {}
+    for line in text.splitlines():
+        m = _STAMP.match(line.strip())
+        if m:
+            found.setdefault(m.group(1), datetime.strptime(m.group(2), "%m/%d/%Y %H:%M:%S"))
+    return found.get("started"), found.get("finished")
 
 
 def to_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:

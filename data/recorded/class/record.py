@@ -9,9 +9,12 @@ that class on one machine, as root, with real runs only:
 * four filesystems: the VM's disk (ext4, /tmp), memory (tmpfs, /dev/shm), a loop-mounted ext4
   image mounted ``-o sync,dirsync`` (the same kind of filesystem, configured differently, as the
   seed's /fast and /scratch are), and an S3 bucket (SeaweedFS on loopback) mounted with s3fs-fuse;
-* six students (student01 … student06). Most run the seed's command with ``-i 20`` (200 takes too
-  long on s3fs); student04 runs 2 tasks on one node, student05 forgets ``-y``, student06 asks for
-  two nodes. Each also runs a small fio write/read (32 MiB, end_fsync) on every filesystem.
+* seven students (student01 … student07). Most run the seed's command with ``-i 20`` (200 takes
+  too long on s3fs); student04 runs 2 tasks on one node; student05 adds ``-w 4096``, so that ``-y``
+  really syncs each file (mdtest 3.3/4.0 sync only a file they wrote: the seed's ``-y`` alone makes
+  no fsync call, lesson 05 counts them with strace); student06 asks for two nodes; student07 leaves
+  out ``-y``, which without ``-w`` changes nothing. Each also runs a small fio write/read (32 MiB,
+  end_fsync) on every filesystem.
 
 Every student's job is submitted at once. Each raw output is kept as a recording
 (``class/<student>-<fs>-<tool>.txt|json`` with .meta.json) and saved with iolab.results into
@@ -37,6 +40,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from slurm_cluster import SlurmCluster  # noqa: E402
 
 from iolab import recordings, results, runner, slurm, workspace  # noqa: E402
+from iolab.labs import metadata  # noqa: E402
+from iolab.tools import mdtest  # noqa: E402
 from iolab.objectstore import mounts, servers  # noqa: E402
 
 MDTEST = "/tmp/ior-4.0.0/bin/mdtest"
@@ -47,8 +52,9 @@ STUDENTS = {                               # name: (extra mdtest options, nodes,
     "student02": (["-y"], 1, 1, "the seed's command"),
     "student03": (["-y"], 1, 1, "the seed's command"),
     "student04": (["-y"], 1, 2, "two tasks on one node"),
-    "student05": ([], 1, 1, "forgot -y (no fsync after each file)"),
+    "student05": (["-y", "-w", "4096"], 1, 1, "added -w 4096: each file written, so -y fsyncs it"),
     "student06": (["-y"], 2, 1, "two nodes, one task each"),
+    "student07": ([], 1, 1, "left out -y (without -w it syncs nothing anyway)"),
 }
 FIO = """\
 [global]
@@ -141,6 +147,8 @@ def main() -> None:
                 d = filesystems[label] / user
                 rows = df[(df["step"] == step) & (df["task"] == t["task"])].drop(columns=["node", "host", "step"])
                 if tool == "mdtest":
+                    started, finished = mdtest.window(t["text"])      # for the notebook's neighbours
+                    rows = rows.assign(started=started.isoformat(), finished=finished.isoformat())
                     version = f"mdtest-{rows['version'].iloc[0]}"
                     opts = ["-n", "10", "-i", str(ITERATIONS), *extra]
                     ref, ext = f"class/{user}-{label}-mdtest", "txt"
@@ -150,6 +158,7 @@ def main() -> None:
                     ref, ext = f"class/{user}-{label}-fio-task{t['task']}", "json"
                 recordings.save(t["text"], ref, ext=ext, argv=argvs[user][step],
                                 tool_version=version, stream="stdout", fs_path=d, host_description=HOST,
+                                fs_facts={**metadata.fs_meta(d), "label": label},
                                 notes=f"{user} ({note}), Slurm job {job.job_id} on {info.nodes}, filesystem {label}, "
                                       f"task {t['task']}" + ("; mdtest reports on rank 0" if tool == "mdtest" else ""))
                 results.save(rows, tool=tool, directory=out_dir, user=user, path=d, filesystem=label,
