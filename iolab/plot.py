@@ -543,23 +543,16 @@ def removal_durations(summary: pd.DataFrame, *, by: str = "filesystem",
 
 # --- lesson 06 ----------------------------------------------------------------------------------
 
-def _ticks06(lo: float, hi: float, unit: str = "") -> dict:
-    """Every power of 10 from lo to hi, labelled in full ("1", "10", "100" ...): no bare 2 and 5."""
-    import math
-
-    lo, hi = max(float(lo), 1e-9), max(float(hi), 1e-9)
-    vals = [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
-    return dict(tickvals=vals, ticktext=[f"{v:,g}{unit}" for v in vals])
-
-
 def _link_line(fig: go.Figure, link_mb_per_s: float | None, *, vertical: bool = False, **where) -> None:
     """A dashed reference line at the slow link's cap."""
     if not link_mb_per_s:
         return
-    text = f"link cap {link_mb_per_s:g} MB/s"
-    if vertical:
-        fig.add_vline(x=link_mb_per_s, line_dash="dash", line_color="grey", annotation_text=text,
-                      annotation_position="top", **where)
+    text = f"this run's link cap: {link_mb_per_s:g} MB/s"
+    if vertical:        # on a log rate axis: an annotation's x is given in log10 units there
+        import math
+
+        fig.add_vline(x=link_mb_per_s, line_dash="dash", line_color="grey", **where)
+        fig.add_annotation(x=math.log10(link_mb_per_s), y=1, yref="paper", yshift=10, text=text, showarrow=False)
     else:
         fig.add_hline(y=link_mb_per_s, line_dash="dash", line_color="grey", annotation_text=text,
                       annotation_position="top left", **where)
@@ -608,8 +601,11 @@ def fuse_cold_warm(df: pd.DataFrame, *, link_mb_per_s: float | None = None) -> g
     fig.update_layout(title="Reading one object through each FUSE client, three times", legend_title_text="read",
                       height=140 + 40 * df["label"].nunique())
     fig.update_yaxes(title_text="", autorange="reversed")
-    fig.update_xaxes(title_text="read rate (MB/s, log scale)", type="log",
-                     **_ticks06(df["mb_per_s"].min(), df["mb_per_s"].max()))
+    import math
+
+    ticks = decade_ticks(df["mb_per_s"].min(), df["mb_per_s"].max())
+    fig.update_xaxes(title_text="read rate (MB/s, log scale)", type="log", tickangle=0, **ticks,
+                     range=[math.log10(ticks["tickvals"][0]), math.log10(ticks["tickvals"][-1])])
     return fig
 
 
@@ -654,40 +650,40 @@ def staging_vs_streaming(df: pd.DataFrame) -> go.Figure:
 def gcsfuse_copy(df: pd.DataFrame, published: pd.DataFrame | None = None, *,
                  link_mb_per_s: float | None = None) -> go.Figure:
     """Seed 002's copy through gcsfuse: per file, the write rate, the read right after, and the read
-    after dropping its pages (here), beside the seed's write and read rates. Dots on a log rate
-    axis (they span three orders of magnitude), the link's cap dashed.
+    after dropping its pages (here), then the seed's write and read rates. Dots on a log rate axis
+    (they span three orders of magnitude); the link's cap is drawn across this run's rows only.
 
     df: file, nbytes, write_mb_per_s, read_mb_per_s, reread_mb_per_s. published: file, size_mb,
-    write_mb_per_s, read_mb_per_s (the seed's Table I, its 'Total' row left out).
+    write_mb_per_s, read_mb_per_s (the seed's Table I; its 'Total' row is left out).
     """
-    from plotly.subplots import make_subplots
+    import math
 
-    here = [("write_mb_per_s", "write (copy in)", "circle"), ("read_mb_per_s", "read right after", "diamond"),
-            ("reread_mb_per_s", "read after its pages were dropped", "x")]
-    panels = 2 if published is not None and len(published) else 1
-    fig = make_subplots(rows=1, cols=panels, shared_xaxes=True, horizontal_spacing=0.25,
-                        subplot_titles=("here (files of lesson size)", "seed 002 (its Table I)")[:panels])
-    ylab = [f"{f} ({_size(n)})" for f, n in zip(df["file"], df["nbytes"])]
-    for col, name, symbol in here:
-        fig.add_scatter(x=df[col], y=ylab, mode="markers", name=name, marker=dict(size=11, symbol=symbol),
-                        legendgroup=name, hovertemplate="%{y}: %{x:,.1f} MB/s<extra>" + name + "</extra>", row=1, col=1)
-    values = list(df["write_mb_per_s"]) + list(df["read_mb_per_s"]) + list(df["reread_mb_per_s"])
-    if panels == 2:
-        seed = published[published["file"] != "Total"]
-        sl = [f"{f} ({s:g} MB)" for f, s in zip(seed["file"], seed["size_mb"])]
-        for col, name, symbol in here[:2]:
-            fig.add_scatter(x=seed[col], y=sl, mode="markers", name=name, marker=dict(size=11, symbol=symbol),
-                            legendgroup=name, showlegend=False,
-                            hovertemplate="%{y}: %{x:,.2f} MB/s<extra>seed 002, " + name + "</extra>", row=1, col=2)
-        values += list(seed["write_mb_per_s"]) + list(seed["read_mb_per_s"])
-    if link_mb_per_s:
-        fig.add_vline(x=link_mb_per_s, line_dash="dash", line_color="grey", row=1, col=1,
-                      annotation_text=f"link cap {link_mb_per_s:g} MB/s", annotation_position="top")
-    ticks = _ticks06(min(values), max(values))
-    for c in range(1, panels + 1):
-        fig.update_xaxes(type="log", title_text="MB/s (log scale)", row=1, col=c, **ticks)
-        fig.update_yaxes(autorange="reversed", row=1, col=c)
-    fig.update_layout(title="Copying files into a gcsfuse mount and back", legend_title_text="", height=380)
+    kinds = [("write_mb_per_s", "write (copy in)", "circle", "#1f77b4"),
+             ("read_mb_per_s", "read right after", "diamond", "#d62728"),
+             ("reread_mb_per_s", "read after its pages were dropped", "x", "#2ca02c")]
+    here = [f"here: {f} ({_size(n)})" for f, n in zip(df["file"], df["nbytes"])]
+    seed = published[published["file"] != "Total"] if published is not None and len(published) else None
+    theirs = [f"seed 002: {f} ({s:g} MB)" for f, s in zip(seed["file"], seed["size_mb"])] if seed is not None else []
+    fig = go.Figure()
+    values = []
+    for col, name, symbol, color in kinds:
+        xs, ys = list(df[col]), list(here)
+        if seed is not None and col in seed:
+            xs, ys = xs + list(seed[col]), ys + theirs
+        values += xs
+        fig.add_scatter(x=xs, y=ys, mode="markers", name=name, marker=dict(size=11, symbol=symbol, color=color),
+                        hovertemplate="%{y}: %{x:,.2f} MB/s<extra>" + name + "</extra>")
+    fig.update_yaxes(categoryorder="array", categoryarray=here + theirs, autorange="reversed", title_text="")
+    if link_mb_per_s:      # this run's link: across this run's rows only
+        fig.add_shape(type="line", x0=link_mb_per_s, x1=link_mb_per_s, y0=-0.5, y1=len(here) - 0.5, xref="x",
+                      yref="y", line=dict(dash="dash", color="grey"))
+        fig.add_annotation(x=math.log10(link_mb_per_s), y=-0.5, yref="y", text=f"this run's link cap: {link_mb_per_s:g} MB/s",
+                           showarrow=False, yshift=10)
+    ticks = decade_ticks(min(values), max(values))
+    fig.update_xaxes(type="log", title_text="MB/s (log scale)", tickangle=0, **ticks,
+                     range=[math.log10(ticks["tickvals"][0]), math.log10(ticks["tickvals"][-1])])
+    fig.update_layout(title="Copying files into a gcsfuse mount and back", legend_title_text="",
+                      height=200 + 40 * (len(here) + len(theirs)))
     return fig
 
 
