@@ -152,6 +152,14 @@ def test_a_preempted_lseek_is_named_not_the_device():
     assert unlink.held is True and "discard" in unlink.text
 
 
+def test_a_slow_openat_is_named_when_unlink_did_wait():
+    calls = pd.DataFrame({"syscall": ["openat", "lseek", "write", "fsync", "close", "newfstatat", "unlink"],
+                          "duration": [850e-6, 30e-6, 40e-6, 3000e-6, 30e-6, 35e-6, 260e-6]})
+    f = M.FsFacts("/tmp", "ext4", ("rw", "discard"), False)
+    fsync, unlink = ok(M.explain_one_file({"/tmp": calls}, {"/tmp": f}))
+    assert unlink.held is False and "unlink did wait" in unlink.text and "openat took longer still" in unlink.text
+
+
 def test_unlink_on_a_journalled_ext4_is_predicted_cheap():
     calls = pd.DataFrame({"syscall": ["openat", "lseek", "write", "fsync", "close", "unlink"],
                           "duration": [20e-6, 2e-6, 8e-6, 900e-6, 3e-6, 25e-6]})

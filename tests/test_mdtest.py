@@ -205,3 +205,17 @@ def test_tool_version_asks_the_banner_not_a_version_flag(fake_mdtest):
     finally:
         runner.tool_version.cache_clear()
     assert len(fake_mdtest.read_text().split()) == 1          # one DUMMY run, in a private TMPDIR
+
+
+@pytest.mark.parametrize("name", ["tmp-3.3.0", "tmp-4.0.0", "tmp-main", "rates-tmp-3.3.0"])
+def test_window_from_the_started_and_finished_lines(name):
+    started, finished = mdtest.window(rec(name))
+    assert started is not None and finished is not None and started <= finished
+    assert mdtest.window("no stamps here") == (None, None)
+
+
+def test_removal_calls_keep_mdtest_items_only():
+    calls = mdtest.removal_calls(rec("removals-tmp-4.0.0"))
+    assert set(calls["item"]) == {"file", "directory", "tree directory", "top directory"}
+    assert not calls["path"].str.contains("ompi|open_mpi|vader").any()
+    assert (calls["item"] == "file").sum() == 200 and set(calls.loc[calls["item"] == "file", "syscall"]) == {"unlink"}
