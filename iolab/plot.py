@@ -486,7 +486,7 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
     cols = 1 if len(ops) < 3 else 2
     rows = -(-len(ops) // cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=ops, horizontal_spacing=0.12,
-                        vertical_spacing=min(0.5 / rows, 0.12))
+                        vertical_spacing=min(0.6 / rows, 0.25))
     colours = {g: qualitative.Plotly[i % len(qualitative.Plotly)] for i, g in enumerate(groups)}
     for i, op in enumerate(ops):
         r, c = i // cols + 1, i % cols + 1
@@ -506,7 +506,7 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
         fig.update_xaxes(rangemode="tozero", tickformat=",.0f", row=r, col=c,
                          title_text="operations per second" if r == rows else None)
         fig.update_yaxes(showticklabels=False, row=r, col=c)
-    fig.update_layout(title=title, height=150 + 130 * rows, legend_title=by, legend=dict(orientation="h", y=-0.12))
+    fig.update_layout(title=title, height=170 + 140 * rows, legend_title=by)
     return fig
 
 
