@@ -16,6 +16,10 @@ from a recording's meta. The mechanisms, checked in the sources:
 * ext4 ``fsync`` (fs/ext4/fsync.c): with a journal it waits for the commit of the transaction that
   holds the file's metadata; without one it writes the file's data and inode itself; both then
   flush the device's write cache. tmpfs has no device: its fsync has nothing to do.
+
+Not modelled: an ext4 mounted ``data=writeback`` frees a file's data blocks without waiting for the
+commit (so with ``discard`` its unlink can wait for a discard too); :class:`FsFacts` treats every
+journalled ext4 alike.
 """
 from __future__ import annotations
 
@@ -183,8 +187,8 @@ def explain_rates(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts])
                 f"empty files are created at least twice as fast in memory ({m}) as on {label}",
                 explain.greater("memory", a, "disk", b, by=2),
                 yes=lambda e, f=f: f"{e['memory']:,.0f} against {e['disk']:,.0f} per second: on {f.describe()}, "
-                                   "each creation also updates the filesystem's own structures (inode and "
-                                   "block bitmaps, the directory's block" + (", the journal" if f.journal else "")
+                                   "each creation also updates the filesystem's own structures (the inode "
+                                   "bitmap and table, the directory's block" + (", the journal" if f.journal else "")
                                    + ") in memory, to be written later",
                 no=lambda e: f"memory created {e['memory']:,.0f} and {label} {e['disk']:,.0f} per second",
                 why="without -w nothing waits for the device: an ext4 creation is memory work too, only "
