@@ -203,8 +203,8 @@ def verdicts(frame: pd.DataFrame, title: str = "Timed reads, and which layer ser
     fig = go.Figure()
     for verdict, part in frame.groupby("verdict", sort=False):
         fig.add_bar(x=part["label"], y=part["mib_per_s"], name=str(verdict), marker_color=colors.get(str(verdict)),
-                    customdata=part[["reason"]], text=[f"{v:,.0f}" for v in part["mib_per_s"]],
-                    textposition="outside",
+                    customdata=part[["reason"]], text=[f"{v:,.0f} MiB/s" for v in part["mib_per_s"]],
+                    textposition="inside", insidetextanchor="middle",
                     hovertemplate="%{x}: %{y:,.0f} MiB/s<br>%{customdata[0]}<extra></extra>")
     if device_bps:
         fig.add_hline(y=device_bps / 2**20, line_dash="dash", line_color="#444",

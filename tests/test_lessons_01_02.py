@@ -55,6 +55,26 @@ def test_sweep_chart_log_axes_and_units():
     assert any(t.name == "seed 004" for t in fig.data)
 
 
+def test_verdicts_chart_is_linear_from_zero_with_the_device_line():
+    fr = pd.DataFrame({"label": ["cold", "warm"], "mib_per_s": [1477.0, 5964.0],
+                       "verdict": ["from the device", "served from page cache"], "reason": ["a", "b"]})
+    fig = plot.verdicts(fr, device_bps=1410 * 2**20)
+    assert fig.layout.yaxis.type in (None, "linear") and fig.layout.yaxis.range[0] == 0
+    assert any("1,410 MiB/s" in a.text for a in fig.layout.annotations)
+    assert [(s.y0, s.y1) for s in fig.layout.shapes] == [(1410.0, 1410.0)]
+
+
+def test_log_axes_are_labelled_at_every_decade_in_full():
+    ticks = plot.decade_ticks(3e-5, 2.0, plot._seconds_label)
+    assert ticks["ticktext"] == ["10 µs", "100 µs", "1 ms", "10 ms", "100 ms", "1 s", "10 s"]
+    assert plot.decade_ticks(float("nan"), 1.0) == {}
+    frame = pd.DataFrame({"read_size": [1, 4096], "file_size": [10, 10], "seconds": [1.0, 0.001],
+                          "calls": [11, 2], "mib_per_s": [1.0, 10.0], "us_per_call": [1.0, 1.0],
+                          "cache": ["cold", "cold"]})
+    fig = plot.read_size_sweep(frame)
+    assert list(fig.layout.yaxis.ticktext) == ["1 ms", "10 ms", "100 ms", "1 s"]
+
+
 def test_dirty_writeback_panels():
     fr = pd.DataFrame({"t": [0, 1, 2], "Dirty": [0, 2**20, 0], "Writeback": [0, 0, 0], "Cached": [0, 0, 0],
                        "event": ["start", "written", "stop"]})
