@@ -11,9 +11,11 @@ latency to every response and caps the bandwidth, for this proxy only. Nothing e
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import secrets
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -46,6 +48,16 @@ class LinkSpec:
 
 def toxiproxy_path() -> str:
     return resolve(TOXIPROXY, str(Path(sys.executable).parent / TOXIPROXY))
+
+
+@functools.lru_cache(maxsize=None)
+def counts_bytes(exe: str) -> bool:
+    """Does this toxiproxy-server have -proxy-metrics (2.5 and later)?"""
+    try:
+        r = subprocess.run([exe, "-help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "proxy-metrics" in (r.stdout + r.stderr)
 
 
 def available() -> bool:
@@ -135,6 +147,8 @@ class SlowLink:
                     "attributes": {"rate": int(spec.rate_kbps)}})
         self.spec = spec
 
+    counts = True      # whether this toxiproxy counts bytes (-proxy-metrics)
+
     def traffic(self) -> Traffic:
         """Bytes the proxy has passed so far: ``down`` (store to client) and ``up`` (client to store).
 
@@ -173,9 +187,10 @@ def open_slow_link(upstream: Endpoint, spec: LinkSpec | None = None, *, ws: _wor
     d = Path(w.mkdir(f"objectstore/toxiproxy-{secrets.token_hex(3)}"))
     api_port, spare = free_ports(2)
     listen_port = listen_port or spare
-    # -proxy-metrics: toxiproxy counts the bytes it passes each way (Prometheus text at /metrics), so a
-    # lesson can say how much of a read crossed the link
-    svc = Service("toxiproxy", [exe, "-host", LOOPBACK, "-port", str(api_port), "-proxy-metrics"],
+    # -proxy-metrics (toxiproxy 2.5+): it counts the bytes it passes each way (Prometheus text at
+    # /metrics), so a lesson can say how much of a read crossed the link
+    counts = counts_bytes(exe)
+    svc = Service("toxiproxy", [exe, "-host", LOOPBACK, "-port", str(api_port)] + (["-proxy-metrics"] if counts else []),
                   log_path=d / "toxiproxy.log",
                   cwd=d, ready=lambda: http_ok(f"http://{LOOPBACK}:{api_port}/version"), start_timeout=15,
                   stop_grace=2)
@@ -189,5 +204,6 @@ def open_slow_link(upstream: Endpoint, spec: LinkSpec | None = None, *, ws: _wor
         ep = upstream.via(f"http://{host}:{listen_port}",
                           server=f"{upstream.server} behind toxiproxy ({spec.describe()})")
         link = SlowLink(svc, api, upstream, ep, spec)
+        link.counts = counts
         link.set(spec)
         yield link
