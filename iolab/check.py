@@ -568,3 +568,59 @@ def check_06_keep_cache(answer: object, reads) -> bool:
         fail(hint)
     return passed("Those clients answer each open with FOPEN_KEEP_CACHE (gcsfuse always; s3fs with -o kernel_cache); "
                   "for the others Linux's FUSE driver drops the file's pages at every open.")
+
+
+# --- lesson 07 ----------------------------------------------------------------------------------
+
+def check_07_reads(answer: object, profile) -> bool:
+    """Exercise 07.1: the read(2) calls Darshan counted on the data file of a read-loop profile
+    (``iolab.labs.darshan.profile_read_loop``): POSIX_READS of that file."""
+    from .tools import darshan, strace
+
+    target, n, size = profile.extra["target"], profile.extra["read_size"], profile.extra["file_size"]
+    measured = darshan.counter(profile.log, "POSIX_READS", file=target)
+    a = _whole(answer, "the number of reads")
+    if a == strace.expected_reads(size, n) - 1 and a != measured:
+        fail("count the read that returns 0 bytes too: it is how the loop learns that the file has ended.")
+    if a != measured:
+        fail("read it from the log: darshan.counter(profile.log, 'POSIX_READS', file=profile.extra['target']).")
+    return passed(f"{measured:,} reads: ceil({size:,} / {n:,}) + 1. Darshan counted every call the loop made "
+                  "through the C library, as strace would, without stopping the process once.")
+
+
+def check_07_share(answer: object, profile) -> bool:
+    """Exercise 07.2: the fraction (0..1) of all the bytes the process read (POSIX module, every file)
+    that came from the data file."""
+    from .tools import darshan
+
+    f = darshan.files(profile.log, ["POSIX"])
+    total = float(f["bytes_read"].fillna(0).sum())
+    data = float(f.loc[f["file"] == profile.extra["target"], "bytes_read"].fillna(0).sum())
+    if total <= 0:
+        fail("this log has no POSIX reads: profile the read loop first.")
+    expected = data / total
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 1 and \
+            math.isclose(answer / 100, expected, rel_tol=0.01):
+        fail("give a fraction between 0 and 1, not a percentage.")
+    close_to(answer, expected, rel=0.01, what="the share")
+    return passed(f"{expected:.0%} of the bytes came from the data file; the rest were the interpreter's own "
+                  "files (modules, .pth files, the script): what a job's start-up costs a shared file system.")
+
+
+def check_07_collective(answer: object, table) -> bool:
+    """Exercise 07.3: from ``iolab.labs.darshan.collective``'s table, the bytes one POSIX write carried
+    in the "collective" case, and how many aggregators wrote (writes per segment)."""
+    row = table.set_index("case").loc["collective"]
+    expected = {"bytes_per_write": int(round(row["bytes_per_write"])),
+                "aggregators": int(round(row["posix_writes"] / table.attrs["segments"]))}
+    if not isinstance(answer, dict):
+        fail("answer with a dict: {'bytes_per_write': ..., 'aggregators': ...}.")
+    same_items(answer, expected, what="the keys of your answer")
+    if _whole(answer["bytes_per_write"], "bytes_per_write") != expected["bytes_per_write"]:
+        fail("divide the collective row's posix_bytes by its posix_writes.")
+    if _whole(answer["aggregators"], "aggregators") != expected["aggregators"]:
+        fail(f"each collective call covers one segment; the run has {table.attrs['segments']} segments. How many "
+             "writes did each segment take?")
+    t = table.attrs["transfer"]
+    return passed(f"{expected['aggregators']} aggregator(s), each write {expected['bytes_per_write']:,} bytes = "
+                  f"{expected['bytes_per_write'] // t} ranks' {t:,}-byte pieces gathered into one.")
