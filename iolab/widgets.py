@@ -54,10 +54,10 @@ def window_explorer(path, sizes=(1, 4096, 16384, 65536, 1 << 20, 8 << 20)):
                              description="read", continuous_update=False)
     advice = w.ToggleButtons(options=list(readahead.ADVICE), value="normal", description="advice")
     status = w.Label()
-    fig = go.FigureWidget(plot.residency_map(readahead.window(path, size.value, advice.value)))
+    fig = go.FigureWidget(plot.residency_map(readahead.window(path, size.value, advice.value, strict=False)))
 
     def update(change=None):
-        res = readahead.window(path, size.value, advice.value)
+        res = readahead.window(path, size.value, advice.value, strict=False)
         new = plot.residency_map(res)
         with fig.batch_update():
             fig.data[0].z, fig.data[0].customdata = new.data[0].z, new.data[0].customdata
@@ -90,7 +90,7 @@ def read_size_explorer(path, sizes=READ_SIZES):
                       xaxis_title="page cache before the read", height=350)
 
     def update(change=None):
-        cold = readahead.read_size_sweep(path, [slider.value], cache="cold").iloc[0]
+        cold = readahead.read_size_sweep(path, [slider.value], cache="cold", strict=False).iloc[0]
         warm = readahead.read_size_sweep(path, [slider.value], cache="warm").iloc[0]
         with fig.batch_update():
             fig.data[0].y = [cold["mib_per_s"], warm["mib_per_s"]]
