@@ -71,7 +71,7 @@ def record(setup: str, only: set[str]) -> None:
                     recordings.save(text, lab.dd_recording(cached, v), ext="json",
                                     argv=["iolab.objectstore.lab.dd_sweep", "dd", "if=MOUNT/data/file001.bin",
                                           "of=/dev/null", "bs=N", "count=1MiB/N", "iflag=direct"],
-                                    tool_version=runner.tool_version("dd"), host_description=host,
+                                    tool_version=f"{runner.tool_version('dd')}, through {runner.tool_version('s3fs')}", host_description=host,
                                     notes=f"dd read sweep through s3fs-fuse ({'use_cache, after one warm-up read' if cached else 'no cache'}), "
                                           "block sizes 4k..1M, 1 MiB each, LC_ALL=C; each row holds dd's stderr "
                                           f"and the bytes through the slow link during that run; link: {link}")
@@ -131,7 +131,7 @@ def _pkg_version(name: str) -> str | None:
     from importlib.metadata import version
 
     try:
-        return f"{name} {version(name)} (fsspec {version('fsspec')})"
+        return f"{version(name)} (the Python package with fsspec {version('fsspec')}, not s3fs-fuse)"
     except Exception:
         return None
 
