@@ -115,6 +115,7 @@ def _clock_frames(fsync_sys, fsync_wall, write_sys, write_wall):
     ((0.003, 0.004, 0.014, 0.015), [False, True]),     # a write cache answers fsync at once
     ((0.003, 0.300, 0.010, 0.200), [True, False]),     # write() throttled: it slept too
     ((0.010, 0.005, 0.030, 0.010), [False, True]),     # tick-sampled system time above another run's wall
+    ((0.000004, 0.000010, 0.024, 0.025), [False, True]),  # tmpfs: a few µs of fsync is no waiting
 ])
 def test_clocks_constructed(nums, held):
     cpu, wall = _clock_frames(*nums)

@@ -221,7 +221,7 @@ def regions_readahead(run: RegionsRun, *, show: bool = True) -> tuple[pd.DataFra
     evicted_ok = run.evicted.reliable and run.evicted.resident == 0
     claims = []
     for i, row in frame.iterrows():
-        where = f"the read of {format_size(row.length)} at {format_size(row.offset)}"
+        where = f"the read of {format_size(row.length)} at offset {format_size(row.offset) if row.offset else 0}"
         predicted, because = expects_readahead(i, run.reads, run.read_ahead_kb, run.after.page_size)
         ahead = int(row.ahead)
         missing = ""
@@ -236,8 +236,10 @@ def regions_readahead(run: RegionsRun, *, show: bool = True) -> tuple[pd.DataFra
             value = (ahead > 0) if predicted else (ahead == 0)
         if predicted is False:
             text = f"no page after {where}, because {because}"
+        elif predicted is None:
+            text = f"the kernel's readahead rule to show in the pages after {where}"
         else:
-            text = f"pages read ahead after {where}, because {because or 'of its position'}"
+            text = f"pages read ahead after {where}, because {because}"
         claims.append(explain.expect(
             text, explain.fact(f"region {i + 1}: {'some' if predicted is not False else 'no'} pages ahead", value),
             yes=(f"{ahead:,} pages ({format_size(ahead * run.after.page_size)}) beyond its end" if ahead else

@@ -186,8 +186,11 @@ def clocks_claims(cpu: pd.DataFrame, wall: pd.DataFrame, *, fstype: str = "", sh
     ms = lambda v: f"{v * 1e3:.2f} ms"  # noqa: E731
     return [
         explain.expect(
-            "fsync spent most of its time waiting for the device: its wall time is at least twice its system time",
-            explain.greater("fsync wall", fs_wall, "fsync system", fs_sys, by=2),
+            "fsync spent most of its time waiting for the device: its wall time beyond its system time is "
+            "larger than that system time, and than a tenth of the writes' wall time",
+            explain.greater("fsync waiting", None if fs_wall is None or fs_sys is None else fs_wall - fs_sys,
+                            "the larger of its system time and a tenth of the writes",
+                            None if fs_sys is None or wr_wall is None else max(fs_sys, wr_wall / 10)),
             yes=lambda ev: f"{ms(fs_wall)} of wall time, {ms(fs_sys)} of system time",
             no=lambda ev: f"{ms(fs_wall)} of wall time against {ms(fs_sys)} of system time",
             why=(f"{fstype} has no device: fsync has nothing to wait for." if mem else
