@@ -35,22 +35,21 @@ import math
 import os
 import re
 import socket
-import statistics
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, mpi, recordings, runner, workspace
+from .. import explain, mpi, recordings, runner, workspace
 from ..errors import ToolFailed, ToolMissing
 from ..explain import Claim
 from ..runner import Run
 from ..tools import darshan, dd, ior, strace
-from ..units import KiB, MiB, format_size, parse_size
+from ..units import format_size, parse_size
 
 READ_LOOP_SCRIPT = "read_loop.py"
 SETUP = "ext4"          # the recordings the lesson replays (the course VM's /tmp); "tmpfs" is the other setup
@@ -271,15 +270,18 @@ def explain_buffered(profile: Profile, *, show: bool = True) -> list[Claim]:
     size = profile.extra["file_size"]
     calls = math.ceil(size / n)                      # f.read(n) calls that returned data
     reads = darshan.counter(profile.log, "POSIX_READS", file=target)
-    nbytes = darshan.counter(profile.log, "POSIX_BYTES_READ", file=target)
-    per = nbytes / max(reads - 1, 1)
+    rec = profile.log.records["POSIX"]
+    rec = rec[rec["file"] == target]
+    common = int(rec["POSIX_ACCESS1_ACCESS"].iloc[0]) if len(rec) else None     # the commonest read size
     blk = profile.extra.get("st_blksize")
+    size_said = f", most of them of {common:,} bytes" if common else ""
+    if common and blk and common == blk:
+        size_said += " (the file's st_blksize, which Python's open() takes for the buffer's size)"
     return [explain.expect(
         f"far fewer read(2) calls reach the file than the {calls:,} f.read({n}) calls the loop makes "
         "(at least 100 times fewer): Python's buffer answers most of them",
         explain.greater("f.read calls", calls, "POSIX reads", reads, by=100),
-        yes=f"Darshan counted {reads:,} reads of {per:,.0f} bytes on average"
-            + (f" (the file's st_blksize is {blk:,} bytes: the buffer's size)" if blk else ""),
+        yes=f"Darshan counted {reads:,} reads{size_said}",
         no=f"Darshan counted {reads:,} reads",
         why="the loop ran unbuffered, or the buffer is tiny", show=show)]
 
