@@ -143,6 +143,7 @@ def test_env_and_launcher_args(tmp_path, monkeypatch):
     e = darshan.env(tmp_path / "a.darshan", runtime=rt)
     assert e["LD_PRELOAD"] == f"{rt.library}:/x/libother.so" and e["DARSHAN_ENABLE_NONMPI"] == "1"
     assert e["DARSHAN_LOGFILE"] == str(tmp_path / "a.darshan") and "DARSHAN_EXCLUDE_DIRS" not in e
+    assert e["DARSHAN_MMAP_LOGPATH"] == str(tmp_path)          # not /tmp: a killed process leaves it there
     e = darshan.env("a.darshan", runtime=rt, mpi=True, dxt=True, record=["/dev/shm/ws"])
     assert "DARSHAN_ENABLE_NONMPI" not in e and e["DXT_ENABLE_IO_TRACE"] == "1"
     assert "/dev/" not in e["DARSHAN_EXCLUDE_DIRS"].split(",") and "/usr/" in e["DARSHAN_EXCLUDE_DIRS"].split(",")

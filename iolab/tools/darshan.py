@@ -17,7 +17,10 @@ Facts this module relies on, checked in the Darshan 3.5.0 sources (darshan-runti
 darshan-config.c, include/darshan-log-format.h, darshan-util/darshan-logutils.c):
 
 * ``DARSHAN_LOGFILE`` names the log file exactly, whatever log directory the runtime was configured
-  with (``--with-log-path`` or ``--with-log-path-by-env``); the lesson puts it in the workspace.
+  with (``--with-log-path`` or ``--with-log-path-by-env``); the lesson puts it in the workspace, and
+  ``DARSHAN_MMAP_LOGPATH`` there too: a build with mmap logs (the default) keeps a memory-mapped copy
+  of the counters in /tmp while a process runs, and a process that is killed, or that replaces itself
+  with ``exec`` (a shell script, ``env``), leaves it behind.
 * A program that does not call ``MPI_Init`` is only profiled with ``DARSHAN_ENABLE_NONMPI=1``; an MPI
   program is profiled from ``MPI_Init`` to ``MPI_Finalize``, and rank 0 writes one log for the job.
   ``DXT_ENABLE_IO_TRACE=1`` adds the DXT modules: every operation's offset, length, start and end.
@@ -272,7 +275,10 @@ def env(log_file: str | os.PathLike[str], *, runtime: Runtime | None = None, mpi
     rt = runtime or require_runtime()
     preload = [str(rt.library)] + [p for p in re.split(r"[:\s]+", os.environ.get("LD_PRELOAD", ""))
                                    if p and not Path(p).name.startswith("libdarshan")]
-    out = {"LD_PRELOAD": ":".join(preload), "DARSHAN_LOGFILE": os.fspath(log_file)}
+    # the log, and the memory-mapped copy of the counters some builds keep while the program runs
+    # (under /tmp by default, left there when a process is killed or replaces itself with exec)
+    out = {"LD_PRELOAD": ":".join(preload), "DARSHAN_LOGFILE": os.fspath(log_file),
+           "DARSHAN_MMAP_LOGPATH": os.path.dirname(os.path.abspath(log_file))}
     if not mpi:
         out["DARSHAN_ENABLE_NONMPI"] = "1"
     if dxt:
