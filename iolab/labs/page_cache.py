@@ -298,8 +298,10 @@ def writeback(plain: measure.Measurement, synced: measure.Measurement, *, show: 
         why=(f"{mem} has no device: fsync has nothing to wait for." if mem else
              "the device said 'written' almost as fast as memory takes a copy. fsync waits until the device "
              "reports the data safe, and a write cache in a VM's host, a RAID controller or the disk itself "
-             "can report that early; fsync cannot see past that answer. Each write lasts only tens of "
-             "milliseconds, so anything else running on this machine moves both rates too."),
+             "can report that early; fsync cannot see past that answer. And write() itself can wait: when "
+             "the machine's dirty pages pile up (other programs' writes count too), the kernel makes writers "
+             "sleep until write-back catches up. Each write lasts only tens of milliseconds, so anything else "
+             "running on this machine moves both rates."),
         show=show)]
     growth = plain.options.get("dirty_growth")
     claims.append(explain.expect(
