@@ -31,3 +31,30 @@ def ws(tmp_path):
     """A workspace under pytest's tmp dir with a 512 MiB budget, removed after the test."""
     with workspace.Workspace(budget="512MiB", base=tmp_path) as w:
         yield w
+
+
+def all_consistent(claims) -> None:
+    """Every claim a lesson printed re-checks true against its own evidence (iolab.explain)."""
+    from iolab import explain
+
+    assert claims, "no claims"
+    for c in claims:
+        assert isinstance(c, explain.Claim)
+        assert c.consistent(), c.text
+
+
+@pytest.fixture(params=["disk", "tmpfs"])
+def place(request, tmp_path):
+    """("disk" | "tmpfs", a private workspace there): lessons' claims measured live on both."""
+    from iolab import fsinfo
+
+    if request.param == "tmpfs":
+        if not os.path.isdir("/dev/shm") or fsinfo.fstype("/dev/shm") != "tmpfs":
+            pytest.skip("no tmpfs at /dev/shm")
+        base = "/dev/shm"
+    else:
+        if fsinfo.fstype(tmp_path) in fsinfo.MEMORY_FS:
+            pytest.skip("pytest's tmp dir is in memory here")
+        base = tmp_path
+    with workspace.Workspace(budget="512MiB", base=base) as ws:
+        yield request.param, ws

@@ -5,38 +5,20 @@ and carry the verdict the numbers call for."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from iolab import explain, measure, pagecache, recordings, workspace
+from conftest import all_consistent
+from iolab import measure, pagecache, recordings, workspace
 from iolab.labs import page_cache as lab
 from iolab.pagecache import Residency
 from iolab.units import KiB, MiB
 
-SHM = Path("/dev/shm")
 
 
-def _all_consistent(claims):
-    assert claims, "no claims"
-    for c in claims:
-        assert isinstance(c, explain.Claim)
-        assert c.consistent(), c.text
 
 
-@pytest.fixture(params=["disk", "tmpfs"])
-def place(request, tmp_path):
-    if request.param == "tmpfs":
-        if not SHM.is_dir() or pagecache._fstype(SHM) != "tmpfs":
-            pytest.skip("no tmpfs at /dev/shm")
-        base = SHM
-    else:
-        if pagecache._fstype(tmp_path) in pagecache._MEMORY_FS:
-            pytest.skip("pytest's tmp dir is in memory here")
-        base = tmp_path
-    with workspace.Workspace(budget="512MiB", base=base) as ws:
-        yield request.param, ws
 
 
 def _device(ws):
@@ -53,13 +35,13 @@ def test_cold_warm_live(place):
     kind, ws = place
     f = ws.make_file("data.bin", "32MiB")
     written = lab.after_write(pagecache.residency(f), show=False)
-    _all_consistent(written)
+    all_consistent(written)
     device = _device(ws)
     pagecache.evict(f)
     cold = measure.timed_read(f, device_bps=device)
     warm = measure.timed_read(f, device_bps=device)
     claims = lab.cold_warm(cold, warm, device, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     if kind == "tmpfs":
         assert device is None
         assert claims[0].held is False and "tmpfs" in claims[0].text       # the "cold" read was warm
@@ -77,7 +59,7 @@ def test_regions_live(place):
     f = ws.make_file("data.bin", "128MiB")
     run = lab.read_regions(f, [(0, "16MiB"), ("96MiB", "4MiB")])
     frame, claims = lab.regions_readahead(run, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert list(frame["pages_asked"]) == [16 * MiB // run.after.page_size, 4 * MiB // run.after.page_size]
     if kind == "tmpfs":
         assert all(c.held is None for c in claims)          # nothing evicted: residency says nothing
@@ -95,7 +77,7 @@ def test_writeback_live(place):
     plain = measure.timed_write("w.bin", "64MiB", ws=ws, fsync=False)
     synced = measure.timed_write("w.bin", "64MiB", ws=ws, fsync=True)
     claims = lab.writeback(plain, synced, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     if kind == "tmpfs":
         for c in claims:
             if c.held is False:
@@ -113,7 +95,7 @@ def test_odirect_live(place):
     except Exception:
         direct = None
     claims = lab.odirect(direct, warm, device, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     if kind == "tmpfs":
         assert claims[1].held is None
         if direct is not None:
@@ -132,7 +114,7 @@ def test_dd_live(place, monkeypatch):
                      ws=ws, quiet=True)
     assert not (ws.root / "dd.bin").exists()
     claims = lab.dd_sync(b, d, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert d.extra["fstype"] == ("tmpfs" if kind == "tmpfs" else pagecache._fstype(ws.root))
 
 
@@ -147,7 +129,7 @@ def test_dd_recorded(where, held, monkeypatch, tmp_path):
         d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
                          recording=f"dd/write-64m-dsync-{where}", ws=ws, quiet=True)
     claims = lab.dd_sync(b, d, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is held
     if not held:
         assert "tmpfs has no device" in claims[0].text
@@ -218,7 +200,7 @@ def _read(rate_bps, before_resident, *, pages=1024, fstype="ext4"):
 ])
 def test_cold_warm_constructed(cold_bps, warm_bps, device_bps, held):
     claims = lab.cold_warm(_read(cold_bps, 0), _read(warm_bps, 1024), device_bps, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == held
     for c in claims:
         if c.held is False:
@@ -248,13 +230,13 @@ def _run(pmap, kb, *, evicted_ok=True, reads=((0, 16 * MiB), (96 * MiB, 4 * MiB)
 ])
 def test_regions_constructed(ranges, kb, held):
     frame, claims = lab.regions_readahead(_run(_map(32768, ranges), kb), show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == held
 
 
 def test_regions_cannot_tell_when_nothing_was_evicted():
     _, claims = lab.regions_readahead(_run(_map(32768, [(0, 32768)]), 8192, evicted_ok=False), show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == [None, None]
 
 
@@ -284,7 +266,7 @@ def _write(rate_bps, fsync, growth, fstype="ext4"):
 def test_writeback_constructed(plain_bps, synced_bps, growth, fstype, held):
     claims = lab.writeback(_write(plain_bps, False, growth, fstype), _write(synced_bps, True, growth, fstype),
                            show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == held
     if fstype == "tmpfs":
         assert all("tmpfs" in c.text for c in claims)
@@ -298,7 +280,7 @@ def test_writeback_constructed(plain_bps, synced_bps, growth, fstype, held):
 def test_odirect_constructed(direct_bps, device_bps, held):
     direct = None if direct_bps is None else _read(direct_bps, 1024)
     claims = lab.odirect(direct, _read(10_000 * MiB, 1024), device_bps, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == held
 
 

@@ -3,40 +3,22 @@ tmpfs (/dev/shm: no eviction, no readahead setting), live and recorded, and agai
 devices. Every claim must re-check itself and carry the verdict the numbers call for."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from iolab import explain, pagecache, readahead, recordings, workspace
+from conftest import all_consistent
+from iolab import pagecache, readahead, recordings
 from iolab.labs import readahead as lab
 from iolab.pagecache import Residency
 from iolab.recordings import Outcome
 from iolab.tools import dd
 from iolab.units import MiB
 
-SHM = Path("/dev/shm")
 
 
-def _all_consistent(claims):
-    assert claims
-    for c in claims:
-        assert isinstance(c, explain.Claim)
-        assert c.consistent(), c.text
 
 
-@pytest.fixture(params=["disk", "tmpfs"])
-def place(request, tmp_path):
-    if request.param == "tmpfs":
-        if not SHM.is_dir() or pagecache._fstype(SHM) != "tmpfs":
-            pytest.skip("no tmpfs at /dev/shm")
-        base = SHM
-    else:
-        if pagecache._fstype(tmp_path) in pagecache._MEMORY_FS:
-            pytest.skip("pytest's tmp dir is in memory here")
-        base = tmp_path
-    with workspace.Workspace(budget="256MiB", base=base) as ws:
-        yield request.param, ws
 
 
 @pytest.mark.live
@@ -46,7 +28,7 @@ def test_sweep_live(place, monkeypatch):
     sweep = lab.sweep(f, sizes=(1, 4096, 65536, 262144))
     fs = pagecache._fstype(ws.root)
     claims = lab.sweep_claims(sweep, fstype=fs, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is True                                   # the counts are exact everywhere
     if kind == "tmpfs":
         assert (sweep[sweep.cache == "cold"]["resident_before"] == 1).all()
@@ -56,7 +38,7 @@ def test_sweep_live(place, monkeypatch):
     out = lab.dd_one_byte(f, recording="dd/read-1mib-bs1-tmp", quiet=True)
     assert out.data["records_in"] == 256 * 1024
     cost = lab.call_cost(sweep, out, show=False)
-    _all_consistent(cost)
+    all_consistent(cost)
     assert cost[0].held is not None                                 # both measured here
 
 
@@ -77,12 +59,12 @@ def test_windows_and_growth_live(place):
     wins = lab.windows(big)
     ra = readahead.read_ahead_kb(ws.root)
     claims = lab.window_claims(wins, ra.kb, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     growth = pd.concat([readahead.window_growth(big, "4KiB", 32, advice=a, strict=False) for a in ("normal", "random")])
     g = lab.growth_claims(growth, fstype=pagecache._fstype(ws.root), show=False)
-    _all_consistent(g)
+    all_consistent(g)
     k = lab.read_ahead_kb_claim(ra, show=False)
-    _all_consistent(k)
+    all_consistent(k)
     if kind == "tmpfs":
         assert all(c.held is None for c in claims + g + k)
     else:
@@ -118,7 +100,7 @@ def _sweep(*, cold_small=1.0, warm_small=0.9, cold_big=0.010, warm_big=0.00005, 
 ])
 def test_sweep_constructed(kwargs, held):
     claims = lab.sweep_claims(_sweep(**kwargs), show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == held
 
 
@@ -152,14 +134,14 @@ def _win(resident, pages=4096, fstype="ext4"):
 ])
 def test_window_claims_constructed(kb, normal, seq, rnd, held):
     claims = lab.window_claims({"normal": _win(normal), "sequential": _win(seq), "random": _win(rnd)}, kb, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == held
 
 
 def test_window_claims_tmpfs_cannot_tell():
     wins = {a: _win(4096, fstype="tmpfs") for a in ("normal", "sequential", "random")}
     claims = lab.window_claims(wins, None, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == [None, None, None]
 
 
@@ -168,7 +150,7 @@ def test_growth_constructed():
             for a, res in (("normal", [4, 20, 20, 20, 80]), ("random", [1, 2, 3, 4, 5]))
             for i, r in enumerate(res, 1)]
     g = lab.growth_claims(pd.DataFrame(rows), fstype="ext4", show=False)
-    _all_consistent(g)
+    all_consistent(g)
     assert [c.held for c in g] == [True, True]
     rows[-1]["resident"] = 7                                       # RANDOM read more than asked
     g = lab.growth_claims(pd.DataFrame(rows), fstype="ext4", show=False)

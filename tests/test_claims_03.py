@@ -4,26 +4,19 @@ itself and carry the verdict the numbers call for."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import needs
-from iolab import explain, pagecache, readahead, recordings, workspace
+from conftest import all_consistent, needs
+from iolab import pagecache, readahead, recordings
 from iolab.labs import syscalls as lab
 from iolab.tools import strace
 from iolab.units import MiB
 
-SHM = Path("/dev/shm")
 N = 100_000
 
 
-def _all_consistent(claims):
-    assert claims
-    for c in claims:
-        assert isinstance(c, explain.Claim)
-        assert c.consistent(), c.text
 
 
 def _summary(ref, mode="replay"):
@@ -49,7 +42,7 @@ def test_counts_recorded():
     sizes = [1, 16, 256, 4096, 65536, MiB, 10 * MiB]
     counts = {n: _read_calls(f"strace/sweep-read-{n}") for n in sizes}
     claims = lab.count_claims(counts, N, {1: 100_001, 4096: 25}, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is True
 
 
@@ -61,7 +54,7 @@ def test_count_claims_constructed():
 def test_startup_recorded_and_seed():
     ours = {2048: _read_calls("strace/count-f-read-2k-of-10mib"), 10 * MiB: _read_calls("strace/count-f-read-10m-of-10mib")}
     extra, claims = lab.startup_claims(ours, 10 * MiB, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is True and len(set(extra.values())) == 1
     assert set(lab.seed_startup(10 * MiB).values()) == {159}
     _, claims = lab.startup_claims({2048: 5300, 10 * MiB: 100}, 10 * MiB, show=False)
@@ -71,7 +64,7 @@ def test_startup_recorded_and_seed():
 def test_buffered_recorded():
     buffered = {n: _read_calls(f"strace/buffered-read-{n}") for n in (1, 4096, 65536)}
     claims = lab.buffered_claims(buffered, N, 4096, replayed=True, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is True
     claims = lab.buffered_claims(buffered, N, 1 << 20, replayed=True, show=False)   # a Lustre-like st_blksize
     assert claims[0].held is False and "replayed" in claims[0].text and claims[0].consistent()
@@ -81,14 +74,14 @@ def test_buffered_recorded():
 def test_overhead_recorded(ref):
     frame = pd.read_csv(io.StringIO(recordings.load(ref).text))
     claims = lab.overhead_claims(frame, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is True          # strace -c at least doubles a 16-byte read loop
 
 
 def test_overhead_constructed():
     frame = pd.DataFrame({"how": ["plain", "strace -c", "full"], "seconds": [1.0, 1.2, 1.1]})
     claims = lab.overhead_claims(frame, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == [False, False]
 
 
@@ -98,7 +91,7 @@ def test_clocks_recorded(where, fstype, fsync_held):
     wall = _summary(f"strace/count-wall-write-fsync-64m-{where}")
     assert recordings.load(f"strace/count-write-fsync-64m-{where}").meta["filesystem"]["fstype"] == fstype
     claims = lab.clocks_claims(cpu, wall, fstype=fstype, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is fsync_held
     if not fsync_held:
         assert "tmpfs has no device" in claims[0].text
@@ -120,7 +113,7 @@ def _clock_frames(fsync_sys, fsync_wall, write_sys, write_wall):
 def test_clocks_constructed(nums, held):
     cpu, wall = _clock_frames(*nums)
     claims = lab.clocks_claims(cpu, wall, fstype="ext4", show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == held
 
 
@@ -147,7 +140,7 @@ def test_latency_recorded(suffix, fstype):
     warm = _calls(f"strace/trace-reads-warm{suffix}")
     lat = pd.concat([cold.assign(label="cold (after DONTNEED)"), warm.assign(label="warm (page cache)")])
     claims = lab.latency_claims(lat, fstype=fstype, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     if fstype == "tmpfs" and claims[0].held is False:
         assert "tmpfs cannot evict" in claims[0].text
 
@@ -155,12 +148,12 @@ def test_latency_recorded(suffix, fstype):
 def test_forks_and_storm_recorded():
     forks = _calls("strace/trace-forks-reads")
     claims = lab.forks_claims(forks, 4 * MiB, [16384, 65536, 262144], show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert claims[0].held is True
     imp = _summary("strace/count-import-pandas")
     walk = _summary("strace/count-walk-500")
     claims = lab.storm_claims(imp, walk, 500, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     assert [c.held for c in claims] == [True, True, True]
 
 
@@ -171,16 +164,6 @@ def test_cpu_accounting_is_a_sentence_or_none():
 
 # --- live: /tmp and /dev/shm ----------------------------------------------------------------------
 
-@pytest.fixture(params=["disk", "tmpfs"])
-def place(request, tmp_path):
-    if request.param == "tmpfs":
-        if not SHM.is_dir() or pagecache._fstype(SHM) != "tmpfs":
-            pytest.skip("no tmpfs at /dev/shm")
-        base = SHM
-    else:
-        base = tmp_path
-    with workspace.Workspace(budget="256MiB", base=base) as ws:
-        yield request.param, ws
 
 
 @pytest.mark.live
@@ -191,17 +174,17 @@ def test_live_write_fsync_and_reads(place, monkeypatch):
     cpu, wall, fs = lab.write_fsync(ws, nbytes=16 * MiB)
     assert fs == pagecache._fstype(ws.root)
     claims = lab.clocks_claims(cpu, wall, fstype=fs, show=False)
-    _all_consistent(claims)
+    all_consistent(claims)
     if kind == "tmpfs":
         assert claims[0].held is False and "tmpfs" in claims[0].text
     f = ws.make_file("d.bin", N)
     counts = {n: strace.count_reads(f, n) for n in (1, 4096, MiB)}
-    _all_consistent(lab.count_claims(counts, N, show=False))
+    all_consistent(lab.count_claims(counts, N, show=False))
     buffered = {1: strace.count_reads(f, 1, buffered=True)}
-    _all_consistent(lab.buffered_claims(buffered, N, f.stat().st_blksize, show=False))
+    all_consistent(lab.buffered_claims(buffered, N, f.stat().st_blksize, show=False))
     ten = ws.make_file("ten.bin", "1MiB")
     w = strace.count(strace.read_loop_argv(ten, 2048), wall=True, cwd=ws.root)
     plain = readahead.read_size_sweep(ten, [2048], cache="warm").iloc[0]
     c = lab.traced_read_claims(w, float(plain.us_per_call), show=False)
-    _all_consistent(c)
+    all_consistent(c)
     assert c[0].held is not None
