@@ -34,6 +34,7 @@ import stat as stat_
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import fsinfo
 from .units import format_size
 
 SECTOR = 512            # /sys/block/*/stat counts 512-byte sectors whatever the device's block size
@@ -99,9 +100,18 @@ def block_device(path: str | os.PathLike[str]) -> Path | None:
     filesystems without a block device of their own)."""
     st = os.stat(path)
     major, minor = os.major(st.st_dev), os.minor(st.st_dev)
-    if major == 0:
-        return None                                    # anonymous device: no block device behind it
-    d = Path(f"/sys/dev/block/{major}:{minor}")
+    if major != 0:
+        d = Path(f"/sys/dev/block/{major}:{minor}")
+        return d.resolve() if (d / "stat").exists() else None
+    # an anonymous device number: memory and network filesystems, but also btrfs, whose mount names
+    # the block device that does the I/O
+    try:
+        source = fsinfo.mount_of(path).source
+    except Exception:           # noqa: BLE001 (no mount table: nothing to count)
+        return None
+    if not source or not source.startswith("/dev/"):
+        return None
+    d = Path("/sys/class/block") / os.path.basename(os.path.realpath(source))
     return d.resolve() if (d / "stat").exists() else None
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from . import first_line
-from .. import mpi, recordings, runner, units, workspace
+from .. import mpi, recordings, runner, units, witness, workspace
 from ..errors import ParseError, ToolFailed
 from ..runner import Run
 
@@ -744,27 +744,19 @@ def opens_table(opens: Iterable[dict[str, Any]], tasks: int | None = None) -> pd
 def block_device(path: str | os.PathLike[str]) -> str | None:
     """The block device behind ``path`` as /sys/class/block names it (vda, nvme0n1p2, dm-0), or None
     (tmpfs, NFS, FUSE, overlay: nothing whose I/O counters iolab can read)."""
-    from .. import fsinfo
-
-    try:
-        source = fsinfo.mount_of(path).source
-    except Exception:           # noqa: BLE001 (no mount table: nothing to count)
-        return None
-    if not source or not source.startswith("/dev/"):
-        return None
-    name = os.path.basename(os.path.realpath(source))
-    return name if Path(f"/sys/class/block/{name}/stat").exists() else None
+    d = witness.block_device(path)
+    return d.name if d is not None else None
 
 
 def _disk_bytes(name: str | None) -> tuple[int, int] | None:
-    """(bytes read, bytes written) by the device since boot (sectors of 512 bytes in its stat file)."""
+    """(bytes read, bytes written) by the device since boot."""
     if name is None:
         return None
     try:
-        f = Path(f"/sys/class/block/{name}/stat").read_text().split()
-        return int(f[2]) * 512, int(f[6]) * 512
+        st = witness.device_stat(Path("/sys/class/block") / name)
     except (OSError, IndexError, ValueError):
         return None
+    return st.sectors_read * witness.SECTOR, st.sectors_written * witness.SECTOR
 
 
 def _stall_seconds(kind: str) -> float | None:
