@@ -34,6 +34,14 @@ def close_to(answer: float, expected: float, *, rel: float = 0.05, what: str = "
         fail(f"{what} is {answer:,.4g}, more than {rel:.0%} away from what this machine gives.")
 
 
+def close_to_fraction(answer: float, expected: float, *, rel: float, what: str) -> None:
+    """Like :func:`close_to` for a share between 0 and 1, with a hint for an answer given in percent."""
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 1 and \
+            math.isclose(answer / 100, expected, rel_tol=rel):
+        fail("give a fraction between 0 and 1, not a percentage.")
+    close_to(answer, expected, rel=rel, what=what)
+
+
 def same_items(answer: Iterable[object], expected: Iterable[object], *, what: str = "your answer") -> None:
     a, e = set(answer), set(expected)
     if a != e:
@@ -478,10 +486,7 @@ def check_05_fsync_share(calls, answer: object) -> bool:
     if total <= 0:
         fail("these calls have no durations: use mdtest.one_file_calls(...) on a trace taken with -T.")
     expected = fsync / total
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 1 and \
-            math.isclose(answer / 100, expected, rel_tol=0.02):
-        fail("give a fraction between 0 and 1, not a percentage.")
-    close_to(answer, expected, rel=0.02, what="the fsync share")
+    close_to_fraction(answer, expected, rel=0.02, what="the fsync share")
     return passed(f"fsync took {expected:.0%} of the time this file cost in system calls.")
 
 def check_05_removal_ratio(calls, answer: object) -> bool:
@@ -599,10 +604,7 @@ def check_07_share(answer: object, profile) -> bool:
     if total <= 0:
         fail("this log has no POSIX reads: profile the read loop first.")
     expected = data / total
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 1 and \
-            math.isclose(answer / 100, expected, rel_tol=0.01):
-        fail("give a fraction between 0 and 1, not a percentage.")
-    close_to(answer, expected, rel=0.01, what="the share")
+    close_to_fraction(answer, expected, rel=0.01, what="the share")
     return passed(f"{expected:.0%} of the bytes came from the data file; the rest were the interpreter's own "
                   "files (modules, .pth files, the script): what a job's start-up costs a shared file system.")
 
