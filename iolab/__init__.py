@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .errors import (BudgetExceeded, IolabError, OutsideWorkspace, ParseError, ToolFailed, ToolMissing,
                      ToolTimeout)
-from .setup import setup
+from .rendering import setup
 
 __version__ = "0.1.0"
 
