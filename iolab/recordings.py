@@ -3,6 +3,22 @@
 A recording is ``data/recorded/<tool>/<name>.<ext>`` (the raw output, untouched) plus
 ``<name>.meta.json`` (argv, tool version, host, filesystem, date). ``IOLAB_MODE`` chooses:
 ``auto`` (default: live when the tools are here, else replay), ``live``, or ``replay``.
+
+Witnesses (issue 12). A recording made with ``save(..., witness=...)`` keeps what the kernel saw
+during the run (:class:`iolab.witness.Witnessed`) in its meta, one entry per labelled run::
+
+    "witness": {
+      "run": {"own_read_bytes": 134217728, "own_write_bytes": 0, "device": "vda",
+              "device_read_bytes": 134479872, "device_write_bytes": 69632,
+              "disturbed": false, "notes": []}
+    }
+
+``own_*``: bytes this process and its waited-for children made the storage layer move (task I/O
+accounting); ``device_*``: what the block device moved for everyone; any of them null where it
+could not be read, and ``notes`` says why. A single witness is labelled ``"run"``; a recording of
+several runs (the phases of a benchmark, the points of a sweep) labels each. Recordings made before
+witnesses were kept have no ``"witness"`` key: :attr:`Recording.witness_note` says so in words, and a
+verdict on such a replay is inference from rates and residency.
 """
 from __future__ import annotations
 
@@ -10,7 +26,7 @@ import json
 import os
 import platform
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,11 +35,16 @@ from typing import TYPE_CHECKING, Any
 from . import fsinfo
 from .errors import ToolMissing
 from .runner import Run, install_hint, which
+from .witness import Witness, Witnessed
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MODES = ("auto", "live", "replay")
+RUN = "run"             # the label of a recording's one witness
+NO_WITNESS = ("this recording was made before iolab kept the kernel's witnesses: it has no count of the "
+              "bytes that came from storage or the device, so what served it can only be inferred "
+              "from rates and residency")
 
 
 def data_dir() -> Path:
@@ -80,6 +101,21 @@ class Recording:
             pass
         return f"REPLAY of {rel} ({', '.join(bits)})"
 
+    @property
+    def witnesses(self) -> dict[str, Witnessed]:
+        """The kernel's witnesses stored with the recording, by label ({} for an older recording)."""
+        return {label: Witnessed.from_meta(d) for label, d in (self.meta.get("witness") or {}).items()}
+
+    def witness(self, label: str = RUN) -> Witnessed | None:
+        """The witness of run ``label``, or None when the recording has none (see :attr:`witness_note`)."""
+        d = (self.meta.get("witness") or {}).get(label)
+        return Witnessed.from_meta(d) if d is not None else None
+
+    @property
+    def witness_note(self) -> str:
+        """"" when the recording has witnesses, else a sentence saying that it has none."""
+        return "" if self.meta.get("witness") else NO_WITNESS
+
 
 def _split(ref: str) -> tuple[str, str]:
     tool, _, name = ref.partition("/")
@@ -133,10 +169,28 @@ def host_facts(description: str | None = None) -> dict[str, Any]:
             "description": description or f"{os.cpu_count()}-core {platform.machine()} host, {os_name}"}
 
 
+def witness_meta(witness: Witnessed | Mapping[str, Witnessed | None] | None) -> dict[str, Any] | None:
+    """``meta["witness"]`` for a single :class:`Witnessed` (labelled ``"run"``) or a mapping label ->
+    Witnessed (None entries are left out); None when there is nothing to store."""
+    if witness is None:
+        return None
+    if isinstance(witness, Witnessed):
+        witness = {RUN: witness}
+    out = {}
+    for label, w in witness.items():
+        if w is None:
+            continue
+        if not isinstance(w, Witnessed):
+            raise TypeError(f"witness {label!r} must be an iolab.witness.Witnessed, got {type(w).__name__}")
+        out[str(label)] = w.meta()
+    return out or None
+
+
 def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | None = None,
          tool_version: str | None = None, stream: str = "stdout", fs_path: str | os.PathLike[str] | None = None,
          host_description: str | None = None, notes: str = "", root: Path | None = None,
-         fs_facts: dict[str, Any] | None = None, data: bytes | None = None) -> Path:
+         fs_facts: dict[str, Any] | None = None, data: bytes | None = None,
+         witness: Witnessed | Mapping[str, Witnessed | None] | None = None) -> Path:
     """Write a recording (raw text + .meta.json). Returns the path of the raw file.
 
     ``data``: bytes to store as the raw file instead of the Run's text (a binary file the tool wrote,
@@ -144,7 +198,11 @@ def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | No
 
     ``filesystem`` in the meta: path, fstype, source and mount options of ``fs_path``, plus
     ``fs_facts`` (facts an explanation depends on that the mount options do not show, e.g. whether
-    an ext4 has a journal)."""
+    an ext4 has a journal).
+
+    ``witness``: what the kernel saw during the run (a :class:`~iolab.witness.Witnessed`, or a
+    mapping label -> Witnessed for several runs), stored as ``meta["witness"]`` (see the module's
+    docstring). Give it for every recording of a measurement."""
     tool, name = _split(ref)
     d = (root or data_dir()) / tool
     d.mkdir(parents=True, exist_ok=True)
@@ -164,6 +222,9 @@ def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | No
     meta = {"argv": list(argv or []), "tool": tool, "tool_version": tool_version, "stream": stream,
             "returncode": rc, "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "host": host_facts(host_description), "filesystem": fs, "notes": notes}
+    wm = witness_meta(witness)
+    if wm is not None:
+        meta["witness"] = wm
     raw = d / f"{name}.{ext}"
     if data is not None:
         raw.write_bytes(bytes(data))
@@ -185,6 +246,8 @@ class Outcome:
     data: Any = None
     reason: str = ""               # why a replay was chosen
     extra: dict[str, Any] = field(default_factory=dict)
+    witness: Witnessed | None = None   # what the kernel saw: live, or stored with the recording
+    witness_note: str = ""         # why there is none (an older recording)
 
     @property
     def live(self) -> bool:
@@ -202,8 +265,14 @@ def mode() -> str:
 
 
 def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires: Sequence[str] = (),
-                     parse: Callable[[str], Any] | None = None, quiet: bool = False) -> Outcome:
-    """Run ``live()`` when its tools are here, else replay ``recording``; parse either the same way."""
+                     parse: Callable[[str], Any] | None = None, quiet: bool = False,
+                     witness_path: str | os.PathLike[str] | None = None) -> Outcome:
+    """Run ``live()`` when its tools are here, else replay ``recording``; parse either the same way.
+
+    ``witness_path``: a file or directory on the filesystem the run reads or writes. A live run is
+    then taken under :class:`~iolab.witness.Witness` (``outcome.witness``); a replay carries the
+    recording's witness, or, for an older recording, says in its provenance that it has none
+    (``outcome.witness_note``)."""
     m = mode()
     missing = [t for t in requires if which(t) is None]
     reason = ""
@@ -216,7 +285,11 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires:
         reason = f"{', '.join(missing)} not installed here"
     else:
         try:
-            result = live()
+            if witness_path is not None:
+                with Witness(witness_path) as w:
+                    result = live()
+            else:
+                result = live()
         except ToolMissing as e:
             if m == "live":
                 raise
@@ -229,9 +302,16 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires:
                 outcome = Outcome("live", text, prov, run=result)
             else:
                 outcome = Outcome("live", str(result), f"LIVE run here ({socket.gethostname()})")
+            if witness_path is not None:
+                outcome.witness = w.result
     if outcome is None:
         rec = load(recording)
         outcome = Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason)
+        if witness_path is not None:
+            outcome.witness = rec.witness()
+            if rec.witness_note:
+                outcome.witness_note = rec.witness_note
+                outcome.provenance += "; it has no witnesses (recorded before iolab kept them)"
     if parse is not None:
         outcome.data = parse(outcome.text)
     if not quiet:

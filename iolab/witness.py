@@ -204,6 +204,29 @@ class Witnessed:
                 "device_read_bytes": self.device_read, "device_write_bytes": self.device_written,
                 "disturbed": self.disturbed, "witness_notes": "; ".join(self.notes)}
 
+    def meta(self) -> dict[str, object]:
+        """The form kept in a recording's ``.meta.json`` (``meta["witness"][label]``): the row's byte
+        counts and device, ``disturbed`` as computed when saved, and ``notes`` as a list."""
+        row = self.row()
+        row.pop("witness_notes")
+        return {**row, "notes": list(self.notes)}
+
+    @classmethod
+    def from_meta(cls, d: dict[str, object]) -> "Witnessed":
+        """The inverse of :meth:`meta` (``disturbed`` is computed again from the bytes)."""
+        def count(key: str) -> int | None:
+            v = d.get(key)
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"witness {key} must be a byte count or null, got {v!r}")
+            return v
+        notes = d.get("notes") or ()
+        if isinstance(notes, str):
+            notes = (notes,)
+        return cls(count("own_read_bytes"), count("own_write_bytes"), d.get("device"),  # type: ignore[arg-type]
+                   count("device_read_bytes"), count("device_write_bytes"), tuple(str(n) for n in notes))
+
     def __str__(self) -> str:
         parts = []
         if self.own_read is not None:

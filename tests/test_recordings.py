@@ -81,3 +81,53 @@ def test_bad_mode_is_an_error(data, monkeypatch):
 def test_the_checkout_has_its_recordings_directory(monkeypatch):
     monkeypatch.delenv("IOLAB_DATA", raising=False)
     assert recordings.data_dir().name == "recorded"
+
+
+# --- witnesses (issue 12) ---------------------------------------------------------------------------
+
+def _witnessed(**kw):
+    from iolab.witness import Witnessed
+    base = dict(own_read=4096, own_written=0, device="vda", device_read=8192, device_written=0, notes=())
+    return Witnessed(**{**base, **kw})
+
+
+def test_save_stores_the_witness_and_load_gives_it_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path))
+    w = _witnessed(device_written=3 * 1024 * 1024, notes=("a note",))
+    recordings.save("text\n", "demo/witnessed", witness=w)
+    meta = json.loads((tmp_path / "demo" / "witnessed.meta.json").read_text())
+    assert meta["witness"]["run"] == {"own_read_bytes": 4096, "own_write_bytes": 0, "device": "vda",
+                                      "device_read_bytes": 8192, "device_write_bytes": 3 * 1024 * 1024,
+                                      "disturbed": True, "notes": ["a note"]}
+    rec = recordings.load("demo/witnessed")
+    assert rec.witness() == w and rec.witnesses == {"run": w} and rec.witness_note == ""
+
+
+def test_several_labelled_witnesses_and_a_missing_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path))
+    tmpfs = _witnessed(device=None, device_read=None, device_written=None, notes=("no block device",))
+    recordings.save("text\n", "demo/phases", witness={"write": _witnessed(own_written=1 << 20), "read": tmpfs,
+                                                      "skipped": None})
+    rec = recordings.load("demo/phases")
+    assert set(rec.witnesses) == {"write", "read"} and rec.witness("read").disturbed is None
+    assert rec.witness() is None and rec.witness_note == ""         # witnessed, just not one "run"
+    with pytest.raises(TypeError):
+        recordings.save("text\n", "demo/bad", witness={"run": {"own_read_bytes": 1}})
+
+
+def test_an_older_recording_says_it_has_no_witness(data, monkeypatch):
+    rec = recordings.load("demo/hello")
+    assert rec.witnesses == {} and rec.witness() is None and "before iolab kept" in rec.witness_note
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    out = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True, witness_path=data)
+    assert out.witness is None and "before iolab kept" in out.witness_note
+    assert "no witnesses" in out.provenance
+    plain = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True)   # not asked: not said
+    assert "witness" not in plain.provenance
+
+
+def test_a_live_run_is_witnessed_when_asked(data, monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    out = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True, witness_path=data)
+    assert out.mode == "live" and out.witness is not None and out.witness.own_read is not None
+    assert out.witness_note == ""
