@@ -296,9 +296,13 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
     """Write ``nbytes`` of random bytes to ``path`` (inside the workspace) in ``block_size`` calls, timed.
 
     ``fsync=True`` includes an fsync() in the time, so the clock stops only when the device has the
-    data; without it the clock stops when the data is in the page cache (dirty pages).
+    data; without it the clock stops when the data is in the page cache (dirty pages). The bytes count
+    against the budget of the open workspace that holds ``path`` (``ws`` for a relative path; the
+    session's when none is given): BudgetExceeded when they do not fit.
     """
-    ws = ws or workspace.session()
+    # an absolute path in another open workspace (a private one) is written there, within its budget
+    held = workspace.holding(path) if Path(path).is_absolute() else None
+    ws = held or ws or workspace.session()
     p = ws.inside(path)
     n = parse_size(nbytes)
     bs = parse_size(block_size)
