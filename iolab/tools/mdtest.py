@@ -32,8 +32,9 @@ import pandas as pd
 
 from . import first_line
 from .. import fsinfo, mpi, recordings, runner, workspace
-from ..errors import ParseError, ToolFailed, ToolMissing
+from ..errors import BudgetExceeded, ParseError, ToolFailed, ToolMissing
 from ..runner import Run
+from ..units import format_size
 
 _LAUNCHED = re.compile(r"mdtest-(\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)")
 _ITEMS = re.compile(r"^(\d+) tasks?, (\d+) (files/directories|files|directories)\b")
@@ -94,6 +95,33 @@ class Options:
         return argv + [str(a) for a in self.extra]
 
 
+def items_per_rank(options: Options) -> int:
+    """Files and directories one rank makes per iteration, as mdtest 3.3/4.0 counts them (``items`` in
+    src/mdtest.c, times the tree's directories when both -n and -I are given, as its "N tasks, M files"
+    line does): -n rounded down to a multiple of the tree's directories (of its leaves with -L)."""
+    depth, branch = options.depth or 0, options.branching if options.branching is not None else 1
+    leaf_only = "-L" in options.extra
+    if depth <= 0 or branch < 1:
+        dirs = 1
+    elif branch == 1:
+        dirs = depth + 1
+    else:
+        dirs = (branch ** (depth + 1) - 1) // (branch - 1)
+    n = options.files
+    if options.items_per_dir:                          # -n and -I: -n items in each directory loop
+        return n * dirs
+    per_dir_of = branch ** depth if leaf_only and branch > 1 else (1 if leaf_only else dirs)
+    return (n // per_dir_of) * per_dir_of
+
+
+def bytes_to_write(options: Options, tasks: int) -> int:
+    """What an mdtest run writes at most: every file of every rank and iteration gets ``-w`` bytes
+    (``create_file`` in src/mdtest.c); directories (-D) and files without -w get none."""
+    if not options.write_bytes or options.dirs_only:
+        return 0
+    return tasks * items_per_rank(options) * options.iterations * options.write_bytes
+
+
 def error_line(*texts: str) -> str | None:
     """mdtest's own error line (``ERROR: ...`` or ``Process N: FAILED in ...``), or None."""
     return first_line(_ERROR, *texts)
@@ -105,16 +133,26 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
     """Run mdtest with ``tasks`` ranks in a fresh directory, removed afterwards.
 
     on: the directory of the filesystem to measure (e.g. "/dev/shm"); a private workspace is made
-    inside it for the run. None: the session's workspace (``ws``). Raises ToolMissing, or
-    ToolFailed whose message is mdtest's own error line.
+    inside it for the run. None: the session's workspace (``ws``). What the files will hold
+    (:func:`bytes_to_write`: files x ``-w``) is reserved before mdtest starts, against the budget of
+    ``ws`` (or the session's) wherever the tree goes: BudgetExceeded if it does not fit. Raises
+    ToolMissing, or ToolFailed whose message is mdtest's own error line.
     """
     if runner.which(exe) is None:
         raise ToolMissing(exe, runner.install_hint(exe))
-    private = workspace.Workspace(budget="256MiB", base=on, prefix=".iolab-mdtest-") if on is not None else None
-    space = private or ws or workspace.session()
+    owner = ws or workspace.session()          # whose budget the files count against, wherever they go
+    nbytes = bytes_to_write(options, tasks)
+    if on is not None and owner.used + nbytes > owner.budget:
+        raise BudgetExceeded(f"mdtest would write {format_size(nbytes)} ({nbytes // options.write_bytes:,} files "
+                             f"x -w {options.write_bytes}) on {on}, over what is left of the workspace budget "
+                             f"({format_size(max(owner.budget - owner.used, 0))} of {format_size(owner.budget)}). "
+                             "Use fewer files or a smaller -w, or raise the budget with IOLAB_BUDGET.")
+    private = workspace.Workspace(budget=owner.budget, base=on, prefix=".iolab-mdtest-") if on is not None else None
+    space = private or owner
     target = space.inside(options.directory) if options.directory is not None else space.path("mdtest")
     runtime = space.path(f".mpi-{uuid.uuid4().hex[:8]}")    # the MPI runtime's session files
     try:
+        workspace.reserve_for(target, nbytes)      # the workspace that holds the tree (and its filesystem)
         opts = replace(options, directory=str(target))
         full = mpi.command(opts.argv(exe), tasks, launcher=launcher, **(launcher_kwargs or {}))
         r = runner.run(full, timeout=timeout, check=False, env=mpi.runtime_env(runtime))
