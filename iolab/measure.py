@@ -1,12 +1,23 @@
 """Timed reads and writes that say which layer served them.
 
-A rate alone proves nothing. Each :class:`Measurement` carries the file's page-cache residency
-before and after, and a :class:`Verdict`:
+A rate alone proves nothing. Each :class:`Measurement` carries what the kernel witnessed during it
+(:class:`iolab.witness.Witnessed`: the bytes this process made the storage layer move, and what the
+block device moved for everyone), the file's page-cache residency before and after, and a
+:class:`Verdict`:
 
-* ``"served from page cache"`` — the pages were already in memory, or the rate is beyond what the
+* ``"served from page cache"`` — the kernel counted (next to) no byte from storage for the bytes
+  read; or, without a witness, the pages were already in memory, or the rate is beyond what the
   device behind the directory delivers uncached (a seed's 239,576 MiB/s IOR read is one of these);
-* ``"from the device"`` — nothing was cached before the read and the rate is within the device's;
-* ``"unclear"`` — partly cached, or nothing to compare with, or the evidence disagrees.
+* ``"from the device"`` — the kernel counted the bytes read as read from storage; without a
+  witness: nothing was cached before the read and the rate is within the device's;
+* ``"unclear"`` — partly from each, a measurement **disturbed** by someone else's traffic on the
+  same device, nothing to compare with, or evidence that disagrees.
+
+The witness is the first ground of a verdict (``Verdict.ground == "witness"``); the rate against the
+device's is kept as a second, weaker one. Where no witness can be read (tmpfs and other filesystems
+without a block device, network and FUSE filesystems whose reads are not block I/O, a kernel without
+task I/O accounting) the verdict says so and why, then gives today's inference from residency and
+rate, saying that it is inference (``ground == "inference"``).
 
 :func:`device_rate` measures the device's uncached rate once per filesystem per session: it writes
 a fresh file in a private workspace in that directory, evicts it, checks that nothing is resident,
@@ -27,6 +38,7 @@ from . import pagecache, workspace
 from .errors import IolabError
 from .pagecache import Residency
 from .units import MiB, format_rate, format_size, parse_size
+from .witness import CacheStat, Witness, Witnessed, cachestat
 
 CACHE = "served from page cache"
 DEVICE = "from the device"
@@ -38,16 +50,30 @@ TOLERANCE = 2.0
 # resident fraction at or above which a read is served from memory, at or below which it is not
 MOSTLY = 0.95
 HARDLY = 0.05
+# device bytes a measurement may move beyond the share above and still count as "none": an inode,
+# a journal commit, an atime update
+SLACK = 256 * 1024
+
+WITNESS = "witness"
+INFERENCE = "inference"
+NOT_WITNESSED = "no kernel counters were taken around this measurement"
 
 
 @dataclass(frozen=True)
 class Verdict:
     label: str      # one of LABELS
     reason: str
+    ground: str = INFERENCE     # "witness": the kernel's counts decided it; "inference": residency and rate
 
     def __post_init__(self) -> None:
         if self.label not in LABELS:
             raise ValueError(f"verdict label must be one of {LABELS}, got {self.label!r}")
+        if self.ground not in (WITNESS, INFERENCE):
+            raise ValueError(f"verdict ground must be {WITNESS!r} or {INFERENCE!r}, got {self.ground!r}")
+
+    @property
+    def witnessed(self) -> bool:
+        return self.ground == WITNESS
 
     def __str__(self) -> str:
         return f"{self.label}: {self.reason}"
@@ -63,13 +89,110 @@ def _positive(name: str, value: Any, *, allow_none: bool = True) -> float | None
 
 
 def judge(bytes_per_s: float, *, device_bps: float | None, resident_fraction: float | None = None,
-          tolerance: float = TOLERANCE) -> Verdict:
-    """Which layer most plausibly served a read that ran at ``bytes_per_s``?
+          tolerance: float = TOLERANCE, witness: Witnessed | None = None, nbytes: int | None = None) -> Verdict:
+    """Which layer served a read of ``nbytes`` that ran at ``bytes_per_s``?
+
+    ``witness``: what the kernel counted during the read (:class:`iolab.witness.Witness`), the first
+    ground: bytes from storage against bytes read (``nbytes``, needed with a witness). Without one,
+    or where it cannot testify (no block device, a disturbed device and no count of our own), the
+    verdict says why and falls back to inference from:
 
     ``device_bps``: the uncached rate of the device behind the file (see :func:`device_rate`), or
     None when unknown. ``resident_fraction``: the part of the file in the page cache *before* the
     read (0..1), or None when unknown. A rate above ``tolerance`` x the device's cannot come from it.
     """
+    inferred = _infer_read(bytes_per_s, device_bps=device_bps, resident_fraction=resident_fraction,
+                           tolerance=tolerance)
+    if witness is None:
+        return _as_inference(inferred, NOT_WITNESSED)
+    n = _nbytes(nbytes)
+    return _witnessed_read(witness, n, bytes_per_s, device_bps, tolerance, inferred)
+
+
+def _nbytes(nbytes: Any) -> int:
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0:
+        raise ValueError(f"a witnessed verdict needs nbytes, the bytes read or written (a positive int), "
+                         f"got {nbytes!r}")
+    return nbytes
+
+
+def _as_inference(v: Verdict, why: str) -> Verdict:
+    why = why.rstrip(".")
+    return Verdict(v.label, f"no witness: {why}. By inference: {v.reason}", INFERENCE)
+
+
+def _rate_ground(rate: float, device_bps: float | None, tolerance: float) -> tuple[str, bool | None]:
+    """The second ground in words, and whether the rate was beyond the device (None: no device rate)."""
+    if device_bps is None:
+        return "", None
+    beyond = rate > device_bps * tolerance
+    return (f"{format_rate(rate)} is {rate / device_bps:,.1f}x the device's uncached {format_rate(device_bps)}",
+            beyond)
+
+
+def disturbance(witness: Witnessed) -> str:
+    """In words, the device traffic during a measurement that was not its own ("" when quiet)."""
+    if not witness.disturbed:
+        return ""
+    bits = []
+    if (witness.others_read or 0) > 0:
+        bits.append(f"{format_size(witness.others_read)} read")
+    if (witness.others_written or 0) > 0:
+        bits.append(f"{format_size(witness.others_written)} written")
+    return (f"DISTURBED: the device {witness.device} moved {' and '.join(bits)} beyond this measurement's own "
+            "bytes while it ran (another user or program, write-back of older dirty pages, the journal)")
+
+
+def _witnessed_read(w: Witnessed, n: int, bytes_per_s: float, device_bps: float | None, tolerance: float,
+                    inferred: Verdict) -> Verdict:
+    rate = float(bytes_per_s)
+    read = format_size(n)
+    second, beyond = _rate_ground(rate, _positive("device_bps", device_bps), tolerance)
+    if w.device is None or w.device_read is None:
+        # no block device: task accounting's 0 proves nothing (a network or FUSE filesystem's reads
+        # are not block I/O), so only inference is left
+        why = "; ".join(w.notes) or "no block device behind this file"
+        return _as_inference(inferred, why)
+    noise = HARDLY * n + SLACK
+    if w.own_read is None:
+        # only the device's counters: an upper bound on what this read can have fetched
+        if w.device_read <= noise:
+            return Verdict(CACHE, f"the device {w.device} moved {format_size(w.device_read)} for everyone while "
+                                  f"{read} were read: memory served it (no count of this process's own bytes "
+                                  "here, but the whole device's is an upper bound on it)"
+                                  + (f"; second ground: {second}" if second else ""), WITNESS)
+        return _as_inference(inferred, f"the device {w.device} moved {format_size(w.device_read)}, but without "
+                                       "task I/O accounting this read's share of it cannot be told")
+    own = w.own_read
+    lead = f"{format_size(own)} came from storage while {read} were read"
+    dev = f"the device {w.device} read {format_size(w.device_read)} in that time, for everyone"
+    if own <= noise:
+        label, what = CACHE, "memory served it"
+    elif own >= MOSTLY * n:
+        label, what = DEVICE, "the block device served it"
+    else:
+        label, what = UNCLEAR, (f"{own / n:.0%} came from the device and the rest from memory: the rate mixes "
+                                "the two")
+    reason = f"{lead}: {what} ({dev})"
+    if label == DEVICE:
+        if beyond:
+            reason += (f"; yet {second}: below the block device a cache answered (a VM host's memory, a "
+                       "controller's or the disk's own cache), which the kernel cannot see")
+        else:
+            reason += ("; a cache below the block device (a VM host's, the disk's) is invisible to these "
+                       "counters" + (f", and {second}" if second else ""))
+    elif second:
+        reason += f"; second ground: {second}"
+    d = disturbance(w)
+    if d:
+        return Verdict(UNCLEAR, f"{d}, so the time was shared and the rate is not this read's alone. Its own "
+                                f"count still says: {reason}", WITNESS)
+    return Verdict(label, reason, WITNESS)
+
+
+def _infer_read(bytes_per_s: float, *, device_bps: float | None, resident_fraction: float | None = None,
+                tolerance: float = TOLERANCE) -> Verdict:
+    """Today's inference: residency before the read, and the rate against the device's."""
     rate = _positive("bytes_per_s", bytes_per_s, allow_none=False)
     dev = _positive("device_bps", device_bps)
     if resident_fraction is not None:
@@ -187,23 +310,37 @@ class Measurement:
     verdict: Verdict
     device_bps: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    witness: Witnessed | None = None    # what the kernel counted while the clock ran
 
     @property
     def bytes_per_s(self) -> float:
         return self.nbytes / self.seconds if self.seconds > 0 else math.inf
 
     def __str__(self) -> str:
+        seen = f"witness: {self.witness}" if self.witness is not None else f"witness: none ({NOT_WITNESSED})"
         return (f"{self.op} {format_size(self.nbytes)} in {self.seconds:.3f} s = {format_rate(self.bytes_per_s)} "
                 f"({self.calls:,} calls of {format_size(self.block_size)}); resident before "
-                f"{_pct(self.before)}, after {_pct(self.after)} -> {self.verdict}")
+                f"{_pct(self.before)}, after {_pct(self.after)}; {seen} -> {self.verdict}")
 
     def row(self) -> dict[str, Any]:
-        """A flat dict for a DataFrame row."""
+        """A flat dict for a DataFrame row, the witness's columns included (:data:`WITNESS_COLUMNS`)."""
         return {"op": self.op, "path": self.path, "nbytes": self.nbytes, "seconds": self.seconds,
                 "bytes_per_s": self.bytes_per_s, "mib_per_s": self.bytes_per_s / MiB, "calls": self.calls,
                 "block_size": self.block_size, "resident_before": self.before.fraction,
-                "resident_after": self.after.fraction, "verdict": self.verdict.label,
+                "resident_after": self.after.fraction, **witness_row(self.witness),
+                "verdict": self.verdict.label, "ground": self.verdict.ground,
                 "reason": self.verdict.reason, **self.options}
+
+
+WITNESS_COLUMNS = ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes", "device_write_bytes",
+                   "disturbed", "witness_notes")
+
+
+def witness_row(w: Witnessed | None, why: str = NOT_WITNESSED) -> dict[str, Any]:
+    """The witness's columns of a row; all None, and ``witness_notes`` saying why, when there is none."""
+    if w is None:
+        return {**{c: None for c in WITNESS_COLUMNS}, "witness_notes": why}
+    return w.row()
 
 
 def _pct(r: Residency) -> str:
@@ -256,9 +393,10 @@ def timed_read(path: str | os.PathLike[str], *, block_size: int | str = "1MiB", 
     # O_DIRECT needs an aligned buffer: an anonymous mmap is page-aligned
     buf = mmap.mmap(-1, bs) if direct else bytearray(bs)
     try:
-        t0 = time.perf_counter()
-        got, calls = _read_all(fd, bs, buf=buf)
-        seconds = time.perf_counter() - t0
+        with Witness(p) as w:
+            t0 = time.perf_counter()
+            got, calls = _read_all(fd, bs, buf=buf)
+            seconds = time.perf_counter() - t0
     finally:
         os.close(fd)
         if direct:
@@ -269,15 +407,30 @@ def timed_read(path: str | os.PathLike[str], *, block_size: int | str = "1MiB", 
         verdict = Verdict(UNCLEAR, "the file is empty: nothing was read")
     elif not direct:
         verdict = judge(rate, device_bps=device_bps,
-                        resident_fraction=before.fraction if before.reliable else None)
+                        resident_fraction=before.fraction if before.reliable else None,
+                        witness=w.result, nbytes=got)
     else:
-        verdict = _judge_direct(rate, device_bps, before.fstype)
+        verdict = _judge_direct(rate, device_bps, before.fstype, witness=w.result, nbytes=got)
     return Measurement("read", str(p), got, seconds, calls, bs, before, after, verdict, device_bps,
-                       {"cache": cache, "direct": direct})
+                       {"cache": cache, "direct": direct}, w.result)
 
 
-def _judge_direct(rate: float, device_bps: float | None, fstype: str = "") -> Verdict:
-    """O_DIRECT skips this machine's page cache, so residency says nothing; only the rate is left."""
+def _judge_direct(rate: float, device_bps: float | None, fstype: str = "", *, witness: Witnessed | None = None,
+                  nbytes: int | None = None) -> Verdict:
+    """O_DIRECT skips this machine's page cache, so residency says nothing; the witness counts the
+    bytes (task I/O accounting counts a direct read when it is sent to the device), the rate is the
+    second ground."""
+    if witness is not None and witness.device is not None and nbytes:
+        v = judge(rate, device_bps=device_bps, witness=witness, nbytes=nbytes)
+        if v.label == DEVICE:
+            return Verdict(DEVICE, "O_DIRECT bypassed this machine's page cache: " + v.reason, WITNESS)
+        return v
+    v = _infer_direct(rate, device_bps, fstype)
+    why = ("; ".join(witness.notes) if witness is not None else NOT_WITNESSED) or "no block device"
+    return _as_inference(v, why)
+
+
+def _infer_direct(rate: float, device_bps: float | None, fstype: str = "") -> Verdict:
     if fstype in pagecache._MEMORY_FS:
         return Verdict(CACHE, f"{fstype} keeps files in memory: an O_DIRECT read of it copies that memory, "
                               "there is no device below it")
@@ -312,7 +465,7 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
         raise IsADirectoryError(f"{p} is a directory: give a file name to write")
     existing = p.stat().st_blocks * 512 if p.exists() else 0
     ws.reserve(max(n - existing, 0))
-    import numpy as np
+    import numpy as np      # before the witness starts: a first import reads from storage
     block = np.random.default_rng(n ^ bs).integers(0, 256, size=min(bs, max(n, 1)), dtype=np.uint8).tobytes()
     p.parent.mkdir(parents=True, exist_ok=True)
     if p.exists():
@@ -324,29 +477,85 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
     calls = 0
     view = memoryview(block)
     try:
-        t0 = time.perf_counter()
-        left = n
-        while left > 0:
-            left -= os.write(fd, view[:min(left, len(block))])
-            calls += 1
-        if fsync:
-            os.fsync(fd)
-        seconds = time.perf_counter() - t0
+        with Witness(p) as w:
+            t0 = time.perf_counter()
+            left = n
+            while left > 0:
+                left -= os.write(fd, view[:min(left, len(block))])
+                calls += 1
+            if fsync:
+                os.fsync(fd)
+            seconds = time.perf_counter() - t0
     finally:
         os.close(fd)
     dirty1 = pagecache.meminfo()["Dirty"]
+    state = cachestat(p)
     after = pagecache.residency(p, keep_map=False)
     rate = n / seconds if seconds > 0 else math.inf
-    verdict = judge_write(rate, fsync=fsync, device_bps=device_bps, dirty_growth=dirty1 - dirty0, nbytes=n)
-    return Measurement("write", str(p), n, seconds, calls, bs, before, after, verdict, device_bps,
-                       {"fsync": fsync, "dirty_growth": dirty1 - dirty0})
+    verdict = judge_write(rate, fsync=fsync, device_bps=device_bps, dirty_growth=dirty1 - dirty0, nbytes=n,
+                          witness=w.result, cache_after=state, fstype=after.fstype or before.fstype)
+    options: dict[str, Any] = {"fsync": fsync, "dirty_growth": dirty1 - dirty0}
+    if state is not None:
+        options.update(dirty_pages_after=state.dirty, writeback_pages_after=state.writeback)
+    return Measurement("write", str(p), n, seconds, calls, bs, before, after, verdict, device_bps, options,
+                       w.result)
 
 
 def judge_write(bytes_per_s: float, *, fsync: bool, device_bps: float | None = None,
-                dirty_growth: int | None = None, nbytes: int | None = None) -> Verdict:
-    """Where did a write land when the clock stopped? The page cache, unless fsync was timed too."""
+                dirty_growth: int | None = None, nbytes: int | None = None, witness: Witnessed | None = None,
+                cache_after: CacheStat | None = None, fstype: str = "") -> Verdict:
+    """Where did a write land when the clock stopped? The page cache, unless fsync was timed too.
+
+    ``witness``: what the kernel counted while the clock ran, the first ground: the bytes the device
+    wrote against ``nbytes`` (task I/O accounting counts a buffered write when it dirties the page,
+    so this process's own ``write_bytes`` is ``nbytes`` either way: only the device tells whether
+    the data reached it). ``cache_after``: cachestat of the file when the clock stopped (its dirty
+    and writeback pages). Without a witness, or without a block device, the verdict says so and
+    infers from ``fsync`` (and ``dirty_growth``, the machine's Dirty, and the rate). ``fstype``: the
+    filesystem written to, when known (a memory filesystem has no device for fsync to wait for)."""
+    inferred = _infer_write(bytes_per_s, fsync=fsync, device_bps=device_bps, dirty_growth=dirty_growth,
+                            nbytes=nbytes, fstype=fstype)
+    if witness is None:
+        return _as_inference(inferred, NOT_WITNESSED)
+    n = _nbytes(nbytes)
+    if witness.device is None or witness.device_written is None:
+        return _as_inference(inferred, "; ".join(witness.notes) or "no block device behind this file")
+    wrote = witness.device_written
+    lead = f"the device {witness.device} wrote {format_size(wrote)} while {format_size(n)} were written"
+    page = ""
+    if cache_after is not None:
+        page = (f"; when the clock stopped, {cache_after.dirty:,} of the file's pages were dirty and "
+                f"{cache_after.writeback:,} under write-back (cachestat)")
+    if fsync:
+        if wrote >= MOSTLY * n:
+            label, reason = DEVICE, f"{lead}, before fsync() returned: the device has the data"
+        else:
+            label, reason = UNCLEAR, (f"{lead}: fsync() returned with less on the device than was written "
+                                      "(a filesystem that compresses or deduplicates, or counters that missed it)")
+    elif wrote <= HARDLY * n + SLACK:
+        label, reason = CACHE, (f"{lead}: when write() returned, the data was in the page cache as dirty pages; "
+                                "the device gets it later")
+    else:
+        label, reason = UNCLEAR, (f"{lead}: {wrote / n:.0%} of it already reached the device before write() "
+                                  "returned (background write-back, or the kernel made the writer wait for it "
+                                  "when dirty pages piled up), so the time mixes memory and the device")
+    reason += page
+    second, beyond = _rate_ground(float(bytes_per_s), _positive("device_bps", device_bps), TOLERANCE)
+    if second and not fsync:
+        reason += f"; second ground: {second} (its read rate)"
+    d = disturbance(witness)
+    if d:
+        return Verdict(UNCLEAR, f"{d}, so the time was shared. Its own count still says: {reason}", WITNESS)
+    return Verdict(label, reason, WITNESS)
+
+
+def _infer_write(bytes_per_s: float, *, fsync: bool, device_bps: float | None = None,
+                 dirty_growth: int | None = None, nbytes: int | None = None, fstype: str = "") -> Verdict:
     rate = _positive("bytes_per_s", bytes_per_s, allow_none=False)
     dev = _positive("device_bps", device_bps)
+    if fstype in pagecache._MEMORY_FS:
+        return Verdict(CACHE, f"{fstype} keeps files in memory: the written pages are the file, and "
+                              + ("fsync() has no device to wait for" if fsync else "no device ever gets them"))
     if fsync:
         return Verdict(DEVICE, "the time includes fsync(), which returns only once the device has the data")
     bits = ["write() returns as soon as the data is copied into the page cache (dirty pages); the device "

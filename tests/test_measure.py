@@ -107,9 +107,10 @@ def test_cold_then_warm_read_verdicts(ws):
     cold = measure.timed_read(p, cache="cold")
     assert cold.before.resident == 0 and cold.after.fraction == 1.0
     assert cold.nbytes == 16 * MiB and cold.calls == 17          # 16 full reads + the one that sees EOF
-    assert cold.verdict.label == measure.DEVICE
+    assert cold.verdict.label == measure.DEVICE or cold.witness.disturbed, cold
     warm = measure.timed_read(p)
-    assert warm.before.fraction == 1.0 and warm.verdict.label == measure.CACHE
+    assert warm.before.fraction == 1.0
+    assert warm.verdict.label == measure.CACHE or warm.witness.disturbed, warm
     row = warm.row()
     assert row["verdict"] == measure.CACHE and row["cache"] == "as-is"
 
@@ -144,8 +145,21 @@ def test_timed_read_bad_input(ws, tmp_path):
 def test_timed_write_with_and_without_fsync(ws):
     m = measure.timed_write("w.bin", "8MiB", ws=ws)
     assert m.nbytes == 8 * MiB and m.calls == 8 and os.path.getsize(m.path) == 8 * MiB
-    assert m.after.fraction == 1.0 and m.verdict.label == measure.CACHE
+    assert m.after.fraction == 1.0
+    assert m.verdict.label == measure.CACHE or m.witness.disturbed, m
     s = measure.timed_write("w.bin", "8MiB", ws=ws, fsync=True)
-    assert s.verdict.label == measure.DEVICE and "fsync" in s.verdict.reason
+    # on a shared machine someone else's traffic can disturb it: then it must say so
+    assert "fsync" in s.verdict.reason, s
+    assert s.verdict.label == measure.DEVICE or (s.witness.disturbed and "DISTURBED" in s.verdict.reason), s
     with pytest.raises(OutsideWorkspace):
         measure.timed_write("/etc/iolab-nope", "1MiB", ws=ws)
+
+
+def test_an_fsynced_write_to_tmpfs_is_not_from_a_device():
+    if not os.path.isdir("/dev/shm") or pagecache._fstype("/dev/shm") != "tmpfs":
+        pytest.skip("no tmpfs at /dev/shm")
+    from iolab import workspace
+    with workspace.Workspace(budget="16MiB", base="/dev/shm") as w:
+        m = measure.timed_write("w.bin", "4MiB", ws=w, fsync=True)
+    assert m.verdict.label == measure.CACHE and "tmpfs" in m.verdict.reason
+    assert m.verdict.ground == measure.INFERENCE and "no block device" in m.verdict.reason
