@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from . import fsinfo
 from .errors import ToolMissing
 from .runner import Run, install_hint, which
-from .witness import Witness, Witnessed
+from .witness import Witness, Witnessed, WitnessedRun
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -304,6 +304,9 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires:
                 outcome = Outcome("live", str(result), f"LIVE run here ({socket.gethostname()})")
             if witness_path is not None:
                 outcome.witness = w.result
+            elif isinstance(result, WitnessedRun):       # a tool's run that witnessed itself (dd, fio)
+                outcome.witness = result.witness
+                outcome.witness_note = result.witness_note
     if outcome is None:
         rec = load(recording)
         outcome = Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason)

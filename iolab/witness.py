@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import fsinfo
+from .runner import Run
 from .units import format_size
 
 SECTOR = 512            # /sys/block/*/stat counts 512-byte sectors whatever the device's block size
@@ -247,10 +248,16 @@ class Witness:
         with Witness(path) as w:
             ...                      # read or write, or run a tool and wait for it
         print(w.result)              # own bytes from storage, the device's bytes, disturbed?
+
+    ``children=True``: the own bytes are those of the tools this process ran and waited for during
+    the measurement, alone (``getrusage(RUSAGE_CHILDREN)``: the same task I/O accounting, summed over
+    reaped children and their own reaped children, so an mpirun's ranks are in; writes net of
+    cancelled ones, 512-byte units), so that the notebook's own threads do not count.
     """
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], *, children: bool = False):
         self.path = Path(path)
+        self.children = children
         self.result: Witnessed | None = None
 
     def __enter__(self) -> "Witness":
@@ -266,7 +273,9 @@ class Witness:
         kids1 = children_blocks()
         notes = []
         own_r = own_w = None
-        if self._io0 is not None and io1 is not None:
+        if self.children:
+            own_r, own_w = kids1[0] - self._kids0[0], kids1[1] - self._kids0[1]
+        elif self._io0 is not None and io1 is not None:
             # a reaped child's counters are added to its parent's (wait_task_zombie): these include
             # every tool this process ran and waited for
             own_r = io1.read_bytes - self._io0.read_bytes
@@ -285,3 +294,20 @@ class Witness:
             notes.append(f"no block device behind this {what} (memory, network or FUSE filesystem): the "
                          "device's counters cannot witness it")
         self.result = Witnessed(own_r, own_w, self._dev.name if self._dev else None, dev_r, dev_w, tuple(notes))
+
+
+# --- a tool's run, with its witness ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WitnessedRun(Run):
+    """A :class:`~iolab.runner.Run` with what the kernel saw while it ran (``witness``: the tool's own
+    bytes from storage, the device's; None where there was no file to watch, ``witness_note`` why)."""
+
+    witness: Witnessed | None = None
+    witness_note: str = ""
+
+    @classmethod
+    def of(cls, run: Run, witness: Witnessed | None, note: str = "", **changes: object) -> "WitnessedRun":
+        fields = {f: getattr(run, f) for f in Run.__dataclass_fields__}
+        fields.update(changes)
+        return cls(**fields, witness=witness, witness_note=note)

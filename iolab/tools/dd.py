@@ -27,6 +27,7 @@ from typing import Any
 from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
+from ..witness import Witness, WitnessedRun
 from ..units import parse_size
 
 FLAGS = ("direct", "dsync", "sync", "fullblock", "nocache", "noatime", "count_bytes", "skip_bytes")
@@ -71,15 +72,36 @@ def run(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, bs: int | s
         iflag: Sequence[str] = (), oflag: Sequence[str] = (), skip: int | None = None, seek: int | None = None,
         conv: Sequence[str] = (), timeout: float = 120, locale: str = "C",
         env: Mapping[str, str | None] | None = None) -> Run:
-    """Run dd with ``LC_ALL=locale`` (C by default); its summary is in ``Run.stderr``."""
+    """Run dd with ``LC_ALL=locale`` (C by default); its summary is in ``Run.stderr``.
+
+    The run carries its witness (``.witness``, :class:`iolab.witness.Witnessed`): the bytes dd itself
+    made the storage layer move (its rusage, once waited for) and what the device behind its file
+    moved for everyone meanwhile."""
     if workspace.holding(dst) is not None:       # its output counts against that workspace's budget
         workspace.reserve_for(dst, bytes_to_write(src, bs=bs, count=count, skip=skip, iflag=iflag))
     full_env: dict[str, str | None] = {"LC_ALL": locale, "LANGUAGE": None}
     full_env.update(env or {})
-    r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
-             timeout=timeout, env=full_env)
-    return Run(argv=r.argv, stdout=r.stdout, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
-               started=r.started, host=r.host, tool_version=tool_version("dd"))
+    watched = witness_path(src, dst)
+    if watched is None:
+        r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
+                 timeout=timeout, env=full_env)
+        return WitnessedRun.of(r, None, "dd read and wrote no file (devices only): nothing to witness",
+                               tool_version=tool_version("dd"))
+    with Witness(watched, children=True) as w:
+        r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
+                 timeout=timeout, env=full_env)
+    return WitnessedRun.of(r, w.result, tool_version=tool_version("dd"))
+
+
+def witness_path(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path | None:
+    """The file (or, for one dd will create, its directory) whose device witnesses a dd run: the
+    output when it is a file, else the input; None when both are devices (/dev/zero -> /dev/null)."""
+    for p in (Path(dst), Path(src)):
+        if p.is_file():
+            return p
+        if not p.exists() and p.parent.is_dir():
+            return p.parent
+    return None
 
 
 def bytes_to_write(src: str | os.PathLike[str], *, bs: int | str, count: int | None = None,

@@ -29,6 +29,7 @@ from typing import Any
 from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
+from ..witness import Witness, WitnessedRun
 
 DIRECTIONS = ("read", "write", "trim")
 OUTPUT_FORMATS = ("json", "json+")
@@ -155,15 +156,25 @@ def run(jobs: Job | Iterable[Job], *, workdir: str | os.PathLike[str], timeout: 
     """Write the job file into workdir and run fio on it. Returns the Run (JSON on stdout).
 
     A job without ``directory=`` or ``filename=`` runs in workdir (fio's working directory).
+    The run carries its witness (``.witness``): the bytes fio's processes made the storage layer move
+    (their rusage, once reaped) and what the device behind the first job's directory moved meanwhile.
     """
     wd = Path(workdir)
     jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
     for where, nbytes in bytes_to_lay_out(jobs, wd, global_options):
         workspace.reserve_for(where, nbytes)
     path = write_jobfile(jobs, wd / f"{name}.fio", global_options)
-    r = _run(argv(path, output_format=output_format), timeout=timeout, cwd=wd, env=env)
-    return Run(argv=r.argv, stdout=r.stdout, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
-               started=r.started, host=r.host, tool_version=tool_version("fio"))
+    with Witness(_witness_path(jobs, wd, global_options), children=True) as w:
+        r = _run(argv(path, output_format=output_format), timeout=timeout, cwd=wd, env=env)
+    return WitnessedRun.of(r, w.result, tool_version=tool_version("fio"))
+
+
+def _witness_path(jobs: Sequence[Job], workdir: Path, global_options: Mapping[str, str | int | None] | None) -> Path:
+    """Where the first job does its I/O (its ``directory=``, else the working directory)."""
+    o = {**(global_options or {}), **jobs[0].options}
+    directory = str(o.get("directory") or "").split(":")[0]
+    where = Path(directory) if directory else workdir
+    return where if where.exists() else workdir
 
 
 def bytes_to_lay_out(jobs: Iterable[Job], workdir: str | os.PathLike[str],
