@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 
+from conftest import all_consistent
 from iolab import explain, measure
 from iolab.labs import ior_pitfalls as lab
 from iolab.tools import ior
@@ -91,6 +92,30 @@ def test_on_ext4_the_device_takes_what_e_and_odirect_send_it(version):
 
 
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+def test_on_ext4_every_row_carries_its_witness_and_the_verdicts_are_witnessed(version):
+    e = lesson(version, "ext4")
+    frame = lab.frame(e.values())
+    rows = frame[frame["access"].isin(["write", "read"])]
+    assert rows["device"].eq("vda").all() and rows["own_read_bytes"].notna().all()
+    assert rows["own_write_bytes"].notna().all() and rows["device_write_bytes"].notna().all()
+    for name, x in e.items():
+        w = x.witnessed
+        assert x.witness_note == "" and w.device == "vda"
+        if x.bytes_moved("write"):                      # write_bytes counts every page IOR dirtied
+            assert w.own_written >= x.bytes_moved("write")
+        if x.options.fsync or x.options.odirect:        # -e and O_DIRECT: the device took it all
+            assert w.device_written >= x.bytes_moved("write")
+    for name in ("shared", "fpp", "reorder", "neighbour", "fsync"):   # cached reads: (next to) nothing from storage
+        assert e[name].witnessed.own_read < 2**20, name
+    for name in ("odirect", "evict-read"):              # the device served them: every byte
+        assert e[name].witnessed.own_read >= e[name].bytes_moved("read"), name
+    reads = rows[rows["access"] == "read"].groupby("run").first()
+    assert reads.loc["shared", "reason"].startswith("over the whole run (3 write phases and 3 read phases): ")
+    assert "came from storage while 384 MiB were read: memory served it" in reads.loc["shared", "reason"]
+    assert reads.loc["odirect", "verdict"] == measure.DEVICE
+
+
+@pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
 def test_on_tmpfs_nothing_reaches_a_device(version):
     e = lesson(version, "tmpfs")
     c = all_claims(e)
@@ -101,6 +126,10 @@ def test_on_tmpfs_nothing_reaches_a_device(version):
     assert held(c["only_e"]) == [None]
     frame = lab.frame(e.values())
     assert set(frame["verdict"].dropna()) == {measure.CACHE}   # not "from the device", whatever the options
+    # tmpfs says it has no device; task I/O accounting counts nothing for its pages, which never go to one
+    assert frame["device"].isna().all() and frame["witness_notes"].str.contains("no block device").all()
+    assert (frame["own_read_bytes"] == 0).all() and (frame["own_write_bytes"] == 0).all()
+    assert "read 0 B from storage and wrote 0 B to it" in frame["reason"].dropna().iloc[0]
 
 
 @pytest.mark.parametrize("version,fs", CASES)
@@ -133,6 +162,11 @@ def _with(e: ior.Experiment, **during) -> ior.Experiment:
     return replace(e, cache=cache)
 
 
+def _seen(e: ior.Experiment, **counts) -> ior.Experiment:
+    """The experiment with another witness (own_read, own_written, device_read, device_written...)."""
+    return replace(e, witnessed=replace(e.witnessed, **counts))
+
+
 def test_a_device_as_fast_as_memory_fails_the_yardstick_and_says_why():
     e = lesson("4.0.0", "ext4")["shared"]
     fast = replace(e, cache={**e.cache, "device_bps": e.best("read") * 2**20})     # a device as fast as the read
@@ -142,7 +176,7 @@ def test_a_device_as_fast_as_memory_fails_the_yardstick_and_says_why():
 
 def test_write_back_during_the_run_fails_the_write_claim_and_says_why():
     e = lesson("4.0.0", "ext4")["shared"]
-    busy = _with(e, device_written_bytes=e.bytes_moved("write"), writeback_peak=64 * 2**20)
+    busy = _seen(_with(e, writeback_peak=64 * 2**20), device_written=e.bytes_moved("write"))
     c = lab.layers(busy, show=False)[0]
     assert c.held is False and c.consistent() and "Writeback peaked at 64" in c.text
     assert "vm.dirty_background_ratio" in c.text
@@ -150,17 +184,41 @@ def test_write_back_during_the_run_fails_the_write_claim_and_says_why():
 
 def test_a_filesystem_without_block_device_cannot_tell():
     e = lesson("4.0.0", "ext4")["shared"]
-    nfs = replace(_with(e, device_read_bytes=None, device_written_bytes=None), cache={**e.cache, "fstype": "nfs4",
-                                                                                       "during": {}})
+    nfs = replace(_seen(e, own_read=None, own_written=None, device=None, device_read=None, device_written=None,
+                        notes=("no block device behind this directory",)),
+                  cache={**e.cache, "fstype": "nfs4", "during": {}})
     for c in lab.layers(nfs, show=False):
         assert c.held is None and c.consistent() and "no block device" in c.text
 
 
+def test_an_unwitnessed_recording_says_so_and_cannot_tell():
+    e = replace(lesson("4.0.0", "ext4")["shared"], witnessed=None, witness_note="recorded before iolab kept them")
+    for c in lab.layers(e, show=False):
+        assert c.held is None and c.consistent() and "recorded before iolab kept them" in c.text
+    frame = e.frame()
+    assert frame["own_read_bytes"].isna().all() and set(frame["witness_notes"]) == {"recorded before iolab kept them"}
+    assert all(r.startswith("no witness: ") and "By inference" in r for r in frame["reason"].dropna())
+
+
 def test_reads_from_the_device_while_expected_from_memory():
     e = lesson("4.0.0", "ext4")["shared"]
-    small_memory = _with(e, device_read_bytes=e.bytes_moved("read"))
+    small_memory = _seen(e, own_read=e.bytes_moved("read"), device_read=e.bytes_moved("read"))
     c = lab.layers(small_memory, show=False)[1]
+    assert c.held is False and c.consistent() and "task I/O accounting also counts" in c.text
+    # a recording with only the device's counters: the whole device's bytes are the evidence, and the
+    # why names other programs
+    device_only = _seen(e, own_read=None, own_written=None, device_read=e.bytes_moved("read"))
+    c = lab.layers(device_only, show=False)[1]
     assert c.held is False and c.consistent() and "whole device's" in c.text
+
+
+def test_someone_elses_reads_do_not_make_iors_read_a_device_read():
+    e = lesson("4.0.0", "ext4")["shared"]
+    crowded = _seen(e, own_read=0, device_read=e.bytes_moved("read"))      # another student read meanwhile
+    c = lab.layers(crowded, show=False)[1]
+    assert c.held is True and c.consistent() and "not IOR's" in c.text
+    row = crowded.frame().query("access == 'read'").iloc[0]
+    assert row["disturbed"] and row["verdict"] == measure.UNCLEAR and "DISTURBED" in row["reason"]
 
 
 def test_minus_c_that_moved_ranks_is_not_this_time_with_iors_layout():
@@ -197,3 +255,79 @@ def test_the_recorded_sweep(version):
     slow_device = lab.sweep(ior.sweep_frame(version), 1e12, show=False)      # a device faster than any read
     assert slow_device[0].held is False and slow_device[0].consistent()
     assert lab.sweep(ior.sweep_frame(version), None, show=False)[0].held is None
+
+
+# --- live: the witness of real IOR runs, on a disk and on tmpfs, with both IOR versions -------------
+
+def _ior_on_path(monkeypatch, version: str) -> None:
+    import os
+    import shutil
+
+    d = f"/tmp/ior-{version}/bin"
+    if not os.path.exists(f"{d}/ior"):
+        if version == "4.0.0" and shutil.which("ior"):
+            return
+        pytest.skip(f"IOR {version} is not built at {d}")
+    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+    for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+        monkeypatch.setenv(k, "1")
+
+
+LIVE_OPTS = ior.Options(transfer_size="1MiB", block_size="8MiB", segments=2, file_per_process=True)
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, place, version):
+    import shutil
+    _ior_on_path(monkeypatch, version)
+    if shutil.which("mpirun") is None:
+        pytest.skip("not installed here: mpirun")
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    kind, ws = place
+    data = LIVE_OPTS.total_bytes(2)
+    # -e: the write is written back inside the run; then a read-back of the still-cached files
+    wrote, read = ior.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, evict=False,
+                                   quiet=True)
+    assert wrote.mode == read.mode == "live" and {r["version"] for r in wrote.rows} == {version}
+    w, r = wrote.witnessed, read.witnessed
+    for x in (wrote, read):
+        row = x.frame().query("access in ['write', 'read']").iloc[0]
+        assert row["own_read_bytes"] is not None and row["witness_scope"] == "this run"
+    if kind == "tmpfs":
+        assert w.device is None and r.device is None and "no block device" in "; ".join(w.notes)
+        # tmpfs pages never go to storage: what is counted is the launcher's own (a few KiB), not the data
+        assert w.own_written < data / 100 and r.own_read < data / 100
+        assert wrote.frame()["device"].isna().all()
+        return
+    assert w.own_written >= data and w.device_written >= data     # dirtied, then on the device before IOR ended
+    assert r.own_read == 0                                        # the read-back came from the page cache
+    assert r.device_read <= 2**20 or r.disturbed                  # 0, unless someone else read meanwhile
+    reason = read.frame().query("access == 'read'").iloc[0]["reason"]
+    assert reason.startswith(f"0 B came from storage while {data // 2**20} MiB were read: memory served it") \
+        or "DISTURBED" in reason
+    all_consistent(lab.layers(wrote, show=False) + lab.layers(read, show=False))
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+def test_live_lesson_claims_are_consistent(monkeypatch, place, version):
+    import shutil
+    _ior_on_path(monkeypatch, version)
+    if shutil.which("mpirun") is None:
+        pytest.skip("not installed here: mpirun")
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    kind, ws = place
+    base = replace(LIVE_OPTS, iterations=2)
+    plain = ior.experiment(base, recording="ior/none", ws=ws, quiet=True)
+    synced = ior.experiment(replace(base, fsync=True), recording="ior/none", ws=ws, quiet=True)
+    direct = ior.experiment(replace(base, fsync=True, odirect=True), recording="ior/none", ws=ws, quiet=True)
+    wrote, read = ior.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, quiet=True)
+    claims = (lab.layers(plain, yardstick=True, show=False) + lab.spread(plain, show=False)
+              + lab.fsync(plain, synced, show=False) + lab.odirect(direct, synced, show=False)
+              + lab.evicted(wrote, read, synced, show=False))
+    all_consistent(claims)
+    assert all(x.witnessed is not None for x in (plain, synced, direct, wrote, read))
+    if kind == "disk":
+        assert direct.witnessed.own_read >= direct.bytes_moved("read")      # O_DIRECT reads are block I/O
+        assert read.witnessed.own_read >= read.bytes_moved("read") * 0.9    # evicted: the device served it

@@ -511,10 +511,24 @@ def test_experiment_replays_the_trace(monkeypatch):
     e = ior.experiment(ior.Options(), recording="ior/lesson-ext4-4.0.0-neighbour", trace=True, quiet=True)
     assert e.opens()["moved"].all() and e.layout()["tasks_per_node"] == 1
     assert e.during["device"] == "vda" and e.bytes_moved("read") == 3 * 128 * units.MiB
+    assert e.witnessed is not None and e.witnessed.device == "vda" and e.witness_note == ""
     assert ior.experiment(ior.Options(), recording="ior/lesson-ext4-4.0.0-fpp", quiet=True).opens() is None
 
 
 # --- what the machine did while IOR ran -----------------------------------------------------------
+
+def test_an_older_recording_says_it_has_no_witness_and_its_verdicts_are_inference(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    e = ior.experiment(ior.Options(file_per_process=True), recording="ior/fpp-4.0.0", quiet=True)
+    assert e.witnessed is None and "before iolab kept" in e.witness_note
+    assert "before iolab kept" in e.describe()
+    f = e.frame()
+    rows = f[f["access"].isin(["write", "read"])]
+    assert rows["own_read_bytes"].isna().all() and rows["device_read_bytes"].isna().all()
+    assert rows["witness_notes"].str.contains("before iolab kept").all()
+    assert rows["reason"].str.startswith("no witness: ").all() and rows["reason"].str.contains("By inference").all()
+    assert set(e.table()["own bytes"]) == {"?"}
+
 
 def test_block_device_of_memory_and_disk():
     from iolab import fsinfo
@@ -524,22 +538,25 @@ def test_block_device_of_memory_and_disk():
     assert dev is None or Path(f"/sys/class/block/{dev}/stat").exists()
 
 
-def test_system_watch_counts_an_fsynced_write(tmp_path):
+def test_system_watch_samples_dirty_while_the_witness_counts_the_device(tmp_path):
+    from iolab import witness
     watch = ior.SystemWatch(tmp_path)
-    with watch:
+    with watch, witness.Witness(tmp_path) as w:
         with open(tmp_path / "f", "wb") as f:
             f.write(os.urandom(8 * units.MiB))
             f.flush()
             os.fsync(f.fileno())
     facts = watch.facts()
-    assert set(facts) >= {"seconds", "device", "device_read_bytes", "device_written_bytes", "dirty_before",
-                          "dirty_peak", "writeback_peak", "cpu_wait_s", "io_wait_s", "dirty_background_threshold",
-                          "direct_reclaim_stalls", "compaction_stalls"}
+    assert set(facts) >= {"seconds", "device", "dirty_before", "dirty_peak", "writeback_peak", "cpu_wait_s",
+                          "io_wait_s", "dirty_background_threshold", "direct_reclaim_stalls", "compaction_stalls"}
+    # one witness of the bytes: the SystemWatch no longer keeps device counters of its own
+    assert not {"device_read_bytes", "device_written_bytes"} & set(facts)
     assert facts["seconds"] > 0 and facts["samples"] >= 2
+    assert w.result.own_written >= 8 * units.MiB
     if facts["device"] is not None:
-        assert facts["device_written_bytes"] >= 8 * units.MiB
+        assert w.result.device == facts["device"] and w.result.device_written >= 8 * units.MiB
     else:
-        assert facts["device_written_bytes"] is None
+        assert w.result.device_written is None and w.result.notes
 
 
 def test_verdicts_on_a_memory_filesystem():

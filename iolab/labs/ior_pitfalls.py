@@ -1,10 +1,14 @@
 """Lesson 04 (IOR pitfalls): what each IOR run showed, in sentences computed from its numbers.
 
 Every function takes what the lesson measured (``iolab.tools.ior.Experiment`` objects, a sweep
-frame) and returns the :class:`iolab.explain.Claim` list it printed. The evidence is what the
-machine itself counted while IOR ran (``Experiment.during``: the device's bytes read and written,
-Dirty/Writeback, CPU and I/O stalls), the test files' page-cache residency, IOR's own per-iteration
-times and, for ``-C``, which file each rank opened (a strace trace, ``Experiment.opens()``).
+frame) and returns the :class:`iolab.explain.Claim` list it printed. The first evidence is the
+kernel's witness of the run (``Experiment.witnessed``, :mod:`iolab.witness`): the bytes IOR's
+processes read from storage and dirtied (task I/O accounting, mpirun and its ranks reaped) and what
+the device behind the files read and wrote meanwhile (everybody's). Then what else the machine
+counted (``Experiment.during``: Dirty/Writeback, CPU and I/O stalls), the test files' page-cache
+residency, IOR's own per-iteration times and, for ``-C``, which file each rank opened (a strace
+trace, ``Experiment.opens()``). The rate against the device's uncached rate is the last, weakest
+ground (:func:`layers` with ``yardstick=True``).
 
 Nothing here assumes a machine: on tmpfs there is no device, on a VM the "device" is partly the
 host's memory, on a busy machine iterations scatter. Each claim says what happened and, when the
@@ -23,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, mpi
+from .. import explain, fsinfo, mpi, witness
 from ..explain import Claim
 from ..tools import ior
 from ..units import MiB, format_size
@@ -103,8 +107,36 @@ def _cpus(e: ior.Experiment) -> int | None:
 
 
 def _no_device(e: ior.Experiment) -> str:
+    w = e.witnessed
+    if w is None:
+        return e.witness_note or "this run was not witnessed"
     return (f"iolab found no block device behind {_fs(e)} whose I/O counters it can read (a network or FUSE "
-            "filesystem, or a run recorded without them)")
+            "filesystem)" + (f": {'; '.join(w.notes)}" if w.notes else ""))
+
+
+def _own(e: ior.Experiment, access: str) -> int | None:
+    """The bytes IOR's processes read from (or dirtied for) storage, from task I/O accounting."""
+    w = e.witnessed
+    if w is None:
+        return None
+    return w.own_read if access == "read" else w.own_written
+
+
+def _device(e: ior.Experiment, access: str) -> int | None:
+    """What the device behind the files read (or wrote) while IOR ran, everybody's bytes."""
+    w = e.witnessed
+    if w is None:
+        return None
+    return w.device_read if access == "read" else w.device_written
+
+
+def _others(e: ior.Experiment, access: str) -> str:
+    """", 20 MiB of them someone else's" when the device moved clearly more than IOR's processes."""
+    w = e.witnessed
+    extra = None if w is None else (w.others_read if access == "read" else w.others_written)
+    if extra is None or extra <= witness.DISTURBANCE_FLOOR:
+        return ""
+    return f", {_size(extra)} of them not IOR's (another program, write-back, the journal)"
 
 
 # --- 1 · sizes ----------------------------------------------------------------------------------
@@ -128,13 +160,18 @@ def dataset(options: ior.Options, tasks: int, mem_bytes: int, *, show: bool = Tr
 # --- which layer took the writes and served the reads -------------------------------------------
 
 def _write_claim(e: ior.Experiment, show: bool) -> Claim | None:
+    """Where the writes ended, from the device's counters while IOR ran (task I/O accounting counts a
+    page when it becomes dirty, so IOR's own bytes say what it wrote into the page cache, not where
+    the data went)."""
     written = e.bytes_moved("write")
     if not written:
         return None
     d = e.during
-    dev_w = d.get("device_written_bytes")
+    dev_w, own_w = _device(e, "write"), _own(e, "write")
     fsync, odirect = _flag(e, "fsync"), _flag(e, "odirect")
-    iters = len(_rates(e, "write"))
+    ior_said = f"IOR wrote {_size(written)}{e.scope}"
+    dirtied = (f", its processes dirtied {_size(own_w)} of page cache (task I/O accounting)"
+               if own_w is not None else "")
     if not (fsync or odirect):
         predicted = ("the write phase ended in the page cache: while IOR ran, the device wrote less than half of "
                      "what IOR wrote")
@@ -150,15 +187,16 @@ def _write_claim(e: ior.Experiment, show: bool) -> Claim | None:
         if d.get("dirty_peak") is not None and d.get("dirty_before") is not None:
             dirty = (f"; /proc/meminfo Dirty rose from {_size(d['dirty_before'])} to {_size(d['dirty_peak'])} "
                      "while it ran")
-        wb = d.get("writeback_peak") or 0
+        wb = d.get("writeback_peak")
         return explain.expect(
             predicted, explain.greater("written by IOR", written, "written by the device", dev_w, by=2),
-            yes=lambda ev: f"IOR wrote {_size(written)} ({iters} iterations), the device {_size(dev_w)}{dirty}",
-            no=lambda ev: f"the device wrote {_size(dev_w)} while IOR wrote {_size(written)} (Writeback peaked at "
-                          f"{_size(wb)})",
+            yes=lambda ev: f"{ior_said}{dirtied}, the device {_size(dev_w)}{_others(e, 'write')}{dirty}: "
+                           "the page cache took it",
+            no=lambda ev: f"the device wrote {_size(dev_w)}{_others(e, 'write')} while {ior_said}"
+                          + (f" (Writeback peaked at {_size(wb)})" if wb is not None else ""),
             why="the kernel began writing dirty pages back while IOR ran: it does so once dirty data passes "
                 "vm.dirty_background_ratio (or _bytes) of memory or is older than vm.dirty_expire_centisecs, "
-                "and the counters are the whole device's, so other programs' writes count too.",
+                "and the device's counters are the whole device's, so other programs' writes count too.",
             show=show)
     how = "O_DIRECT sent every write() to the device" if odirect else \
         "-e (fsync) made the device take the data inside the timing"
@@ -173,50 +211,59 @@ def _write_claim(e: ior.Experiment, show: bool) -> Claim | None:
                               missing=_no_device(e) + ".", show=show)
     return explain.expect(
         predicted, explain.greater("written by the device", dev_w, f"{MOST:.0%} of what IOR wrote", written * MOST),
-        yes=lambda ev: f"IOR wrote {_size(written)} ({iters} iterations), the device {_size(dev_w)}",
-        no=lambda ev: f"the device wrote only {_size(dev_w)} while IOR wrote {_size(written)}",
+        yes=lambda ev: f"{ior_said}{dirtied}, the device {_size(dev_w)}{_others(e, 'write')}",
+        no=lambda ev: f"the device wrote only {_size(dev_w)} while {ior_said}",
         why="a filesystem may ignore fsync() or O_DIRECT (some FUSE and network filesystems do), or a cache below "
             "the page cache (a RAID controller, a file server) acknowledged the data first.",
         show=show)
 
 
 def _read_claim(e: ior.Experiment, show: bool, *, source: str = "memory", predicted: str | None = None) -> Claim | None:
+    """Where the reads came from: first what IOR's processes read from storage (task I/O accounting:
+    the ranks' block reads, readahead included), else, for a recording without them, what the device
+    read (everybody's); the device's bytes beside them either way."""
     read = e.bytes_moved("read")
     if not read:
         return None
-    d = e.during
-    dev_r = d.get("device_read_bytes")
+    own, dev = _own(e, "read"), _device(e, "read")
+    storage = own if own is not None else dev
+    name = "read from storage by IOR's processes" if own is not None else "read by the device"
     resident = e.cache.get("resident_fraction")
     res = f"; {resident:.0%} of the test files' pages were in the page cache afterwards" if resident is not None else ""
+    said_own = f"its processes read {_size(own)} from storage (task I/O accounting), " if own is not None else ""
+    said = f"{said_own}the device {_size(dev)}{_others(e, 'read')}" if dev is not None else \
+        f"{said_own}(no device counters)"
     if source == "memory":
-        predicted = predicted or (f"the read phase came from memory: the device read less than a tenth of what IOR "
-                                  "read")
+        predicted = predicted or ("the read phase came from memory: less than a tenth of what IOR read came "
+                                  "from storage")
         if _memory_fs(e):
             return explain.expect(predicted.partition(":")[0], explain.fact("the files are on a memory filesystem", True),
                                   yes=f"the files are on {_fs(e)}: memory is all there is", show=show)
-        if dev_r is None:
-            return explain.expect(predicted, explain.greater("read by IOR", read, "read by the device", None,
+        if storage is None:
+            return explain.expect(predicted, explain.greater("read by IOR", read, "read from storage", None,
                                                              by=FROM_MEMORY), missing=_no_device(e) + ".", show=show)
         return explain.expect(
-            predicted, explain.greater("read by IOR", read, "read by the device", dev_r, by=FROM_MEMORY),
-            yes=lambda ev: f"IOR read {_size(read)}, the device {_size(dev_r)}{res}",
-            no=lambda ev: f"the device read {_size(dev_r)} while IOR read {_size(read)}{res}",
-            why="the page cache did not keep the whole data set (too little free memory, or pages dropped), or "
-                "other programs read from the same device meanwhile: its counters are the whole device's.",
+            predicted, explain.greater("read by IOR", read, name, storage, by=FROM_MEMORY),
+            yes=lambda ev: f"IOR read {_size(read)}{e.scope}, {said}: memory served it{res}",
+            no=lambda ev: f"IOR read {_size(read)}{e.scope} and {said}{res}",
+            why="the page cache did not keep the whole data set (too little free memory, or pages dropped)"
+                + (", or other programs read from the same device meanwhile: its counters are the whole device's."
+                   if own is None else "; task I/O accounting also counts what mpirun and the ranks loaded "
+                                        "from disk to start (their programs and libraries, when not cached)."),
             show=show)
-    predicted = predicted or f"the read phase came from the device: it read at least {MOST:.0%} of what IOR read"
+    predicted = predicted or f"the read phase came from the device: at least {MOST:.0%} of what IOR read came from storage"
     if _memory_fs(e):
         return explain.expect(predicted, explain.fact("a device behind the files", False),
                               no=f"the files are on {_fs(e)}: there is no device, every read is a copy from memory",
                               why=f"{_fs(e)} keeps files only in memory: nothing can make its reads come from a "
                                   "device.", show=show)
-    if dev_r is None:
-        return explain.expect(predicted, explain.greater("read by the device", None, "read by IOR", read * MOST),
+    if storage is None:
+        return explain.expect(predicted, explain.greater("read from storage", None, "read by IOR", read * MOST),
                               missing=_no_device(e) + ".", show=show)
     return explain.expect(
-        predicted, explain.greater("read by the device", dev_r, f"{MOST:.0%} of what IOR read", read * MOST),
-        yes=lambda ev: f"IOR read {_size(read)}, the device {_size(dev_r)}{res}",
-        no=lambda ev: f"the device read only {_size(dev_r)} while IOR read {_size(read)}{res}",
+        predicted, explain.greater(name, storage, f"{MOST:.0%} of what IOR read", read * MOST),
+        yes=lambda ev: f"IOR read {_size(read)}{e.scope}, {said}: the device served it{res}",
+        no=lambda ev: f"IOR read {_size(read)}{e.scope} and {said}{res}",
         why="part of the data was still in the page cache (eviction left pages behind, or the filesystem ignored "
             "O_DIRECT).",
         show=show)
@@ -248,7 +295,8 @@ def _beyond_device_claim(e: ior.Experiment, show: bool) -> Claim | None:
 
 def layers(e: ior.Experiment, *, read_from: str = "memory", read_predicted: str | None = None,
            yardstick: bool = False, show: bool = True) -> list[Claim]:
-    """Where this run's writes ended and where its reads came from, from what the device counted.
+    """Where this run's writes ended and where its reads came from, from the witness: what IOR's
+    processes read from storage and what the device wrote and read while IOR ran.
 
     ``read_from``: what the lesson expects of the read ("memory" or "device"). ``yardstick``: also
     compare the best read with the device's uncached rate (the seed's argument: nothing reads from
@@ -278,7 +326,7 @@ def _causes(e: ior.Experiment, access: str, rows: list[dict[str, Any]]) -> str:
         bits.append(f"each iteration lasted {min(totals) * 1000:,.0f} to {max(totals) * 1000:,.0f} ms, so a pause "
                     "of a few milliseconds moves its rate a lot")
     if access == "write" and not _flag(e, "fsync") and not _flag(e, "odirect"):
-        wb, dev_w = d.get("writeback_peak"), d.get("device_written_bytes")
+        wb, dev_w = d.get("writeback_peak"), _device(e, "write")
         if wb is not None or dev_w is not None:
             if (wb or 0) > MiB or (dev_w or 0) > 0.1 * e.bytes_moved("write"):
                 bits.append(f"write-back was under way while IOR ran (/proc/meminfo Writeback peaked at {_size(wb)}, "
@@ -447,8 +495,8 @@ def neighbour(e: ior.Experiment, *, show: bool = True) -> list[Claim]:
                 "or this IOR ignores it.",
             show=show)
     read = _read_claim(e, show, predicted="the neighbour's file was in this node's page cache all the same (the page "
-                                          "cache is per node, and both ranks share this one): the device read less "
-                                          "than a tenth of what IOR read")
+                                          "cache is per node, and both ranks share this one): less than a tenth of "
+                                          "what IOR read came from storage")
     return [c for c in (first, _rule_claim(e, table, show), read) if c is not None]
 
 
@@ -470,7 +518,7 @@ def fsync(without: ior.Experiment, with_e: ior.Experiment, *, show: bool = True)
         why=why, show=show)
     out = [first, _write_claim(with_e, show),
            _read_claim(with_e, show, predicted="the read still came from memory: fsync() cleans dirty pages but does "
-                                               "not drop them, so the device read less than a tenth of what IOR read")]
+                                               "not drop them, so less than a tenth of what IOR read came from storage")]
     return [c for c in out if c is not None]
 
 
@@ -645,16 +693,19 @@ def _save(e: ior.Experiment, ref: str, fs_path: str, host: str | None, notes: st
 
     r = e.outcome.run
     recordings.save(r, f"{ref}-summary", ext="json", stream="summaryFile", fs_path=fs_path, host_description=host,
+                    witness=e.witnessed,
                     notes=f"{notes} (IOR's JSON summary file; iolab adds -k to look at the test files' page-cache "
-                          "residency after the run, then removes them)")
+                          "residency after the run, then removes them; the witness covers the whole run, from "
+                          "launch to the removal of the files)")
     recordings.save(json.dumps(e.cache, indent=2) + "\n", f"{ref}-cache", ext="json", argv=r.argv, stream="file",
                     tool_version=r.tool_version, fs_path=fs_path, host_description=host,
                     notes=f"Measured by iolab around the IOR run {ref}-summary: the device's uncached read rate "
                           "(iolab.measure.device_rate, bytes/s), the test files' page-cache residency "
                           "(iolab.pagecache.residency) after the run (for the read run of a split pair: before it), "
-                          "and 'during': what the machine counted while IOR ran (ior.SystemWatch: the device's "
-                          "bytes read and written from /sys/class/block/<dev>/stat, /proc/meminfo Dirty and "
-                          "Writeback sampled every 10 ms, /proc/pressure cpu and io stall seconds).")
+                          "and 'during': what the machine counted while IOR ran (ior.SystemWatch: /proc/meminfo "
+                          "Dirty and Writeback sampled every 10 ms, /proc/pressure cpu and io stall seconds, "
+                          "/proc/vmstat reclaim stalls). The bytes IOR's processes and the device moved are the "
+                          "witness in the -summary recording's meta.")
     if e.trace_run is not None:
         recordings.save(e.trace_run, f"{ref}-opens", ext="txt", stream="file", fs_path=fs_path,
                         tool_version=r.tool_version, host_description=host,

@@ -748,17 +748,6 @@ def block_device(path: str | os.PathLike[str]) -> str | None:
     return d.name if d is not None else None
 
 
-def _disk_bytes(name: str | None) -> tuple[int, int] | None:
-    """(bytes read, bytes written) by the device since boot."""
-    if name is None:
-        return None
-    try:
-        st = witness.device_stat(Path("/sys/class/block") / name)
-    except (OSError, IndexError, ValueError):
-        return None
-    return st.sectors_read * witness.SECTOR, st.sectors_written * witness.SECTOR
-
-
 def _stall_seconds(kind: str) -> float | None:
     """Pressure stall information: seconds some task waited for ``kind`` (cpu, io) since boot."""
     try:
@@ -790,12 +779,12 @@ def _reclaim_counts(vm: dict[str, int]) -> tuple[int | None, int | None]:
 
 
 class SystemWatch:
-    """What the machine did while something ran: the device's bytes read and written (its I/O
-    counters, /sys/class/block/<dev>/stat), /proc/meminfo Dirty and Writeback (sampled) beside the
-    kernel's background write-back threshold (/proc/vmstat), allocations that stalled for memory
-    (direct reclaim, compaction), and the time tasks stalled waiting for a CPU or for I/O
-    (/proc/pressure). All system-wide: other programs count too. :meth:`facts` is a flat dict
-    (None where the machine cannot tell).
+    """What the machine did while something ran, beside the witness of its bytes: /proc/meminfo Dirty
+    and Writeback (sampled) beside the kernel's background write-back threshold (/proc/vmstat),
+    allocations that stalled for memory (direct reclaim, compaction), and the time tasks stalled
+    waiting for a CPU or for I/O (/proc/pressure). All system-wide: other programs count too.
+    :meth:`facts` is a flat dict (None where the machine cannot tell). The bytes the run and the
+    device moved are :class:`iolab.witness.Witness`'s (see :func:`experiment`).
     """
 
     def __init__(self, path: str | os.PathLike[str], interval: float = 0.01):
@@ -808,7 +797,6 @@ class SystemWatch:
     def __enter__(self) -> "SystemWatch":
         import time
 
-        self._disk0 = _disk_bytes(self.device)
         self._cpu0, self._io0 = _stall_seconds("cpu"), _stall_seconds("io")
         self._vm0 = _vmstat()
         self._t0 = time.perf_counter()
@@ -820,16 +808,13 @@ class SystemWatch:
 
         self._sampler.stop()
         seconds = time.perf_counter() - self._t0
-        disk1, cpu1, io1 = _disk_bytes(self.device), _stall_seconds("cpu"), _stall_seconds("io")
+        cpu1, io1 = _stall_seconds("cpu"), _stall_seconds("io")
         vm1 = _vmstat()
         m = self._sampler.frame()
-        both = self._disk0 is not None and disk1 is not None
         (r0, c0), (r1, c1) = _reclaim_counts(self._vm0), _reclaim_counts(vm1)
         page = os.sysconf("SC_PAGE_SIZE")
         self._facts = {
             "seconds": seconds, "device": self.device,
-            "device_read_bytes": disk1[0] - self._disk0[0] if both else None,      # type: ignore[index]
-            "device_written_bytes": disk1[1] - self._disk0[1] if both else None,   # type: ignore[index]
             "dirty_before": int(m["Dirty"].iloc[0]), "dirty_peak": int(m["Dirty"].max()),
             "dirty_after": int(m["Dirty"].iloc[-1]), "writeback_peak": int(m["Writeback"].max()),
             "samples": len(m),
@@ -870,15 +855,40 @@ def to_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:
     return df
 
 
+def _direct_write(rate: float, n: int, w: witness.Witnessed, device_bps: float | None) -> Any:
+    """An O_DIRECT write phase judged by the device's counters (task I/O accounting counts a direct
+    write when it is sent to the device, so IOR's own bytes are the data either way)."""
+    from .. import measure
+
+    wrote = w.device_written or 0
+    lead = f"the device {w.device} wrote {units.format_size(wrote)} while {units.format_size(n)} were written"
+    if wrote >= measure.MOSTLY * n:
+        label, reason = measure.DEVICE, f"{lead} with O_DIRECT: each write() went to the device before it returned"
+    else:
+        label, reason = measure.UNCLEAR, (f"{lead}: with O_DIRECT the device should have taken it all (a filesystem "
+                                          "that ignores O_DIRECT, or counters that missed it)")
+    d = measure.disturbance(w)
+    if d:
+        return measure.Verdict(measure.UNCLEAR, f"{d}, so the time was shared. Its own count still says: {reason}",
+                               measure.WITNESS)
+    return measure.Verdict(label, reason, measure.WITNESS)
+
+
 def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
-            resident_fraction: float | None = None, fstype: str | None = None) -> Any:
+            resident_fraction: float | None = None, fstype: str | None = None,
+            witnessed: witness.Witnessed | None = None, moved: int | None = None, scope: str = "") -> Any:
     """Which layer served one write or read row (an ``iolab.measure.Verdict``); None for remove.
 
-    On a memory filesystem (``fstype`` tmpfs, ramfs...) every row is the page cache: there is no
-    device, so neither fsync nor O_DIRECT can reach one. Elsewhere, reads: ``measure.judge`` with the
-    test files' residency before the read (after an O_DIRECT run, nothing went through the page
-    cache, so it counts as 0). Writes: with O_DIRECT the device took each write; else
-    ``measure.judge_write`` (the page cache, unless -e put fsync inside the timing).
+    The witness first: ``witnessed`` is what the kernel counted over the run (IOR's own bytes from
+    storage, the device's), ``moved`` the bytes IOR read or wrote over the same span (all the
+    iterations' phases of that access), ``scope`` says what that span is (" in the whole run (3 write
+    phases and 3 read phases)"); ``measure.judge`` and ``measure.judge_write`` weigh them and keep
+    the rate as a second, weaker ground, or say that there is no witness and infer. On a memory
+    filesystem (``fstype`` tmpfs, ramfs...) every row is the page cache: there is no device, so
+    neither fsync nor O_DIRECT can reach one. The inference is, for reads, from the test files'
+    residency before the read (after an O_DIRECT run, nothing went through the page cache, so it
+    counts as 0) and the rate; for writes, O_DIRECT sent each write to the device, else the page
+    cache took it unless -e put fsync inside the timing.
     """
     from .. import fsinfo, measure
 
@@ -886,23 +896,41 @@ def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
     if row["access"] == "remove" or bw is None or not bw > 0:
         return None
     if fstype in fsinfo.MEMORY_FS:
+        own = ""
+        if witnessed is not None and witnessed.own_read is not None:
+            own = (f"; task I/O accounting: IOR's processes read {units.format_size(witnessed.own_read)} from "
+                   f"storage and wrote {units.format_size(witnessed.own_written or 0)} to it{scope}")
         return measure.Verdict(measure.CACHE, f"the files are on {fstype}: memory only, there is no device "
-                                              "(fsync has nothing to write, O_DIRECT nothing to bypass)")
+                                              f"(fsync has nothing to write, O_DIRECT nothing to bypass){own}")
     rate = float(bw) * units.MiB
+    n = int(moved) if moved else None
+    w = witnessed if n else None
+    span = f"over{scope.removeprefix(' in')}: " if scope and w is not None else ""
     if row["access"] == "write":
         if row["odirect"]:
-            return measure.Verdict(measure.DEVICE, "O_DIRECT: each write() went past the page cache to the "
-                                                   "device before it returned")
-        return measure.judge_write(rate, fsync=bool(row["fsync"]), device_bps=device_bps)
-    fraction = 0.0 if row["odirect"] else resident_fraction
-    return measure.judge(rate, device_bps=device_bps, resident_fraction=fraction)
+            if w is not None and w.device_written is not None:
+                v = _direct_write(rate, n, w, device_bps)
+                return measure.Verdict(v.label, span + v.reason, v.ground)
+            v = measure.Verdict(measure.DEVICE, "O_DIRECT: each write() went past the page cache to the device "
+                                                "before it returned")
+            why = "; ".join(w.notes) if w is not None and w.notes else measure.NOT_WITNESSED
+            return measure.Verdict(v.label, f"no witness: {why}. By inference: {v.reason}", measure.INFERENCE)
+        v = measure.judge_write(rate, fsync=bool(row["fsync"]), device_bps=device_bps, witness=w, nbytes=n,
+                                fstype=fstype or "")
+    else:
+        fraction = 0.0 if row["odirect"] else resident_fraction
+        v = measure.judge(rate, device_bps=device_bps, resident_fraction=fraction, witness=w, nbytes=n)
+    return measure.Verdict(v.label, span + v.reason, v.ground) if v.witnessed else v
 
 
 def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fraction: float | None = None,
-                 fstype: str | None = None) -> pd.DataFrame:
-    """A copy of ``df`` with ``verdict`` (label) and ``reason`` columns."""
+                 fstype: str | None = None, witnessed: witness.Witnessed | None = None,
+                 moved: dict[str, int] | None = None, scope: str = "") -> pd.DataFrame:
+    """A copy of ``df`` with ``verdict`` (label) and ``reason`` columns (see :func:`verdict`;
+    ``moved``: IOR's bytes per access over what the witness covers)."""
     out = df.copy()
-    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction, fstype=fstype)
+    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction, fstype=fstype,
+                  witnessed=witnessed, moved=(moved or {}).get(r["access"]), scope=scope)
           for r in out.to_dict("records")]
     out["verdict"] = [v.label if v is not None else None for v in vs]
     out["reason"] = [v.reason if v is not None else None for v in vs]
@@ -922,10 +950,35 @@ class Experiment:
     cache: dict[str, Any] = field(default_factory=dict)   # resident_fraction, device_bps, fstype, during...
     opens_text: str | None = None     # the strace -e trace=openat of the run (trace=True), raw
     trace_run: Run | None = None      # live and traced: strace's argv and the trace, to record
+    witnessed: witness.Witnessed | None = None   # what the kernel counted over the whole IOR run
+    witness_note: str = ""            # why there is no witness (a recording made before iolab kept them)
 
     @property
     def mode(self) -> str:
         return self.outcome.mode
+
+    @property
+    def scope(self) -> str:
+        """What the witness covers, as a phrase after a byte count: "" for a run of one phase, else
+        " in the whole run (3 write and 3 read phases)": the counters are read before and after the
+        run, so every row of the run shares them."""
+        n = {a: len([r for r in self.rows if r["access"] == a]) for a in ("write", "read")}
+        if sum(n.values()) <= 1:
+            return ""
+        phases = " and ".join(f"{k} {a}{'s' * (k != 1)}" for a, k in n.items() if k)
+        return f" in the whole run ({phases.replace('write', 'write phase').replace('read', 'read phase')})"
+
+    def witness_row(self) -> dict[str, Any]:
+        """The witness as flat columns (``Witnessed.row()``), or the same columns empty with the reason
+        there is none; ``witness_scope`` says what the counts cover."""
+        if self.witnessed is not None:
+            out = self.witnessed.row()
+        else:
+            out = {k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
+                                     "device_write_bytes", "disturbed")}
+            out["witness_notes"] = self.witness_note or "not witnessed"
+        out["witness_scope"] = self.scope.strip().removeprefix("in ").strip() or "this run"
+        return out
 
     @property
     def during(self) -> dict[str, Any]:
@@ -955,26 +1008,39 @@ class Experiment:
         return self.outcome.data
 
     def frame(self) -> pd.DataFrame:
-        df = to_frame(self.rows, run=self.name, mode=self.mode)
+        """Every row with its verdict and the witness's columns (own_read_bytes, own_write_bytes,
+        device, device_read_bytes, device_write_bytes, disturbed, witness_notes, witness_scope)."""
+        df = to_frame(self.rows, run=self.name, mode=self.mode, **self.witness_row())
         return add_verdicts(df, device_bps=self.cache.get("device_bps"),
-                            resident_fraction=self.cache.get("resident_fraction"), fstype=self.cache.get("fstype"))
+                            resident_fraction=self.cache.get("resident_fraction"), fstype=self.cache.get("fstype"),
+                            witnessed=self.witnessed, moved={a: self.bytes_moved(a) for a in ("write", "read")},
+                            scope=self.scope)
 
     def table(self) -> pd.DataFrame:
-        """Per access: the best and the worst iteration (MiB/s), and the verdict on the best."""
+        """Per access: the best and the worst iteration (MiB/s), IOR's bytes and the witness's (its
+        processes' own bytes from or to storage, the device's), and the verdict on the best."""
         df = self.frame()
         df = df[df["access"].isin(["write", "read"])]
+        w = self.witnessed
         out = []
         for access, part in df.groupby("access", sort=False):
             top = part.loc[part["bw_mib"].idxmax()]
+            own = None if w is None else (w.own_read if access == "read" else w.own_written)
+            dev = None if w is None else (w.device_read if access == "read" else w.device_written)
             out.append({"run": self.name, "options": top["config"], "access": access,
                         "best MiB/s": round(float(top["bw_mib"]), 1), "worst MiB/s": round(float(part["bw_mib"].min()), 1),
-                        "iterations": len(part), "verdict": top["verdict"], "why": top["reason"]})
+                        "iterations": len(part), "IOR bytes": units.format_size(self.bytes_moved(access)),
+                        "own bytes": "?" if own is None else units.format_size(own),
+                        "device bytes": ("no device" if w is not None and w.device is None else
+                                         "?" if dev is None else units.format_size(dev)),
+                        "verdict": top["verdict"], "why": top["reason"]})
         return pd.DataFrame(out)
 
     def describe(self) -> str:
-        """What the page cache held and what the device can do, in one line."""
+        """What the kernel counted (the witness), what the page cache held and what the device can do."""
         c = self.cache
-        bits = []
+        bits = [f"witness{self.scope}: {self.witnessed}" if self.witnessed is not None else
+                (self.witness_note or "not witnessed")]
         if c.get("resident_fraction") is not None:
             bits.append(f"test files ({units.format_size(c.get('bytes', 0))}) resident in the page cache: "
                         f"{c['resident_fraction']:.0%}")
@@ -1020,16 +1086,24 @@ def experiment(options: Options, *, tasks: int = 2, recording: str, name: str | 
 
     Live: measures the device's uncached rate behind the workspace (iolab.measure, once per
     session), runs IOR with ``-k`` so that the test files' page-cache residency can be read right
-    after the run (iolab.pagecache), then removes them; while IOR runs, a :class:`SystemWatch`
-    counts what the device read and wrote, samples Dirty/Writeback and the CPU and I/O stalls
-    (``.cache["during"]``). ``trace=True`` runs the launcher under ``strace -f -e trace=openat``
-    (strace needed too): ``.opens()`` says which file each rank wrote and read.
-    Replay: ``<recording>-summary`` (IOR's JSON summary), ``<recording>-cache`` (what iolab measured
-    around it) and, traced, ``<recording>-opens`` (the raw strace output).
+    after the run (iolab.pagecache), then removes them. Around the run (launch to wait, the removal
+    of the files included), an :class:`iolab.witness.Witness` counts the bytes IOR's processes
+    read from and wrote to storage (task I/O accounting of the children this process waited for:
+    mpirun reaps its ranks, we reap mpirun, so the ranks' bytes add up in ours) and what the device
+    behind the workspace moved (``.witnessed``; on tmpfs a note says there is no device); a
+    :class:`SystemWatch` samples
+    Dirty/Writeback and the CPU and I/O stalls (``.cache["during"]``). ``trace=True`` runs the
+    launcher under ``strace -f -e trace=openat`` (strace needed too): ``.opens()`` says which file
+    each rank wrote and read.
+    Replay: ``<recording>-summary`` (IOR's JSON summary; its meta keeps the witness),
+    ``<recording>-cache`` (what iolab measured around it) and, traced, ``<recording>-opens`` (the raw
+    strace output). A recording made before iolab kept witnesses has none (``.witness_note`` says so,
+    and the verdicts are inference).
     """
     ws = ws or workspace.session()
     cache: dict[str, Any] = {}
     traced: dict[str, Any] = {}
+    seen: dict[str, Any] = {}
 
     def live() -> Run:
         cache.update(_device_facts(ws))
@@ -1043,8 +1117,9 @@ def experiment(options: Options, *, tasks: int = 2, recording: str, name: str | 
                 traced["argv"] = trace_opens_argv(argv, trace_file, paths=names)
                 return traced["argv"]
         try:
-            with SystemWatch(ws.root) as watch:
+            with SystemWatch(ws.root) as watch, witness.Witness(ws.root, children=True) as w:
                 r = run(opts, tasks, launcher=launcher, ws=ws, timeout=timeout, inspect=_residency_facts, wrap=wrap)
+            seen["witnessed"] = w.result
             if trace:
                 traced["text"] = trace_file.read_text(errors="replace") if trace_file.exists() else ""
                 traced["run"] = replace(r.run, argv=traced["argv"], stdout=traced["text"],
@@ -1067,8 +1142,19 @@ def experiment(options: Options, *, tasks: int = 2, recording: str, name: str | 
                 traced["text"] = recordings.load(f"{recording}-opens").text
             except FileNotFoundError:
                 pass
+        seen["witnessed"], seen["note"] = recorded_witness(out.recording)
     return Experiment(name or recording.rpartition("/")[2], options, tasks, out, cache,
-                      opens_text=traced.get("text"), trace_run=traced.get("run"))
+                      opens_text=traced.get("text"), trace_run=traced.get("run"),
+                      witnessed=seen.get("witnessed"), witness_note=seen.get("note", ""))
+
+
+def recorded_witness(rec: recordings.Recording | None) -> tuple[witness.Witnessed | None, str]:
+    """The witness kept in a recorded IOR run's meta, or None and why (a recording made before iolab
+    kept witnesses says so)."""
+    if rec is None:
+        return None, "not witnessed"
+    w = rec.witness()
+    return (w, "") if w is not None else (None, rec.witness_note or "not witnessed")
 
 
 def split_phases(options: Options, *, tasks: int = 2, recording: str, evict: bool = True,
