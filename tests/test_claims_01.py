@@ -9,10 +9,12 @@ import os
 import numpy as np
 import pytest
 
-from conftest import all_consistent
+from conftest import all_consistent, needs
+import pandas as pd
 from iolab import measure, pagecache, recordings, workspace
 from iolab.labs import page_cache as lab
 from iolab.pagecache import Residency
+from iolab.witness import Witnessed
 from iolab.units import KiB, MiB
 
 
@@ -42,12 +44,17 @@ def test_cold_warm_live(place):
     warm = measure.timed_read(f, device_bps=device)
     claims = lab.cold_warm(cold, warm, device, show=False)
     all_consistent(claims)
+    stored_cold, stored_warm, quiet, claims = claims[0], claims[1], claims[2], claims[3:]
     if kind == "tmpfs":
         assert device is None
+        assert stored_cold.held is None and stored_warm.held is None and quiet.held is None
+        assert "no block device" in stored_cold.text
         assert claims[0].held is False and "tmpfs" in claims[0].text       # the "cold" read was warm
         assert claims[1].held is not True or warm.bytes_per_s > 2 * cold.bytes_per_s
         assert claims[2].held is None and claims[3].held is None            # no device to compare with
     else:
+        assert stored_cold.held is True and stored_warm.held is True        # 32 MiB from storage, then 0 B
+        assert quiet.held is (not (cold.witness.disturbed or warm.witness.disturbed))
         assert claims[0].held is True                                       # ext4 evicts
         assert claims[2].held is not None and claims[3].held is not None
     assert "Seed 004" in lab.cold_warm_report(cold, warm)
@@ -105,6 +112,79 @@ def test_odirect_live(place):
 
 
 @pytest.mark.live
+@pytest.mark.live
+def test_task_io_steps_live(place):
+    kind, ws = place
+    f = ws.make_file("data.bin", "16MiB")
+    frame = lab.task_io_steps(f, ws, nbytes="8MiB")
+    claims = lab.task_io_claims(frame, show=False)
+    all_consistent(claims)
+    assert len(frame) == 7 and not (ws.root / "witnessed-write.bin").exists()
+    held = [c.held for c in claims]
+    if kind == "tmpfs":
+        # no device: nothing to witness but what tmpfs does not count (no write-back, nothing to cancel)
+        assert held == [None, None, None, False, None, None, False]
+        assert "tmpfs" in claims[3].text and "tmpfs" in claims[6].text
+    else:
+        # every fact the lesson teaches, measured: cold read charged, warm not, O_DIRECT charged although
+        # cached, write charged when dirtied, fsync reaching the device, truncate cancelling
+        assert held[0] is True and held[1] is True and held[3] is True and held[6] is True
+        assert held[2] is True or "refuses O_DIRECT" in claims[2].text
+        assert held[5] is True
+        assert held[4] is True or frame["device_written"].iloc[3] > 0      # someone else's write-back
+
+
+@pytest.mark.live
+def test_cachestat_steps_live(place):
+    kind, ws = place
+    if lab.witness.cachestat(ws.make_file("probe", "4KiB")) is None:
+        pytest.skip("no cachestat(2) in this kernel")
+    frame = lab.cachestat_steps(ws, nbytes="8MiB")
+    claims = lab.cachestat_claims(frame, show=False)
+    all_consistent(claims)
+    held = [c.held for c in claims]
+    if kind == "tmpfs":
+        assert held == [False, False, True, None]        # never dirty, never written back, never dropped
+    else:
+        assert held[0] is True and held[2] is True and held[3] is True
+        assert frame["evicted"].iloc[-1] == 0 and frame["cached"].iloc[-1] == 0
+
+
+@pytest.mark.live
+@needs("dd")
+def test_neighbour_live(place):
+    kind, ws = place
+    f = ws.make_file("data.bin", "8MiB")
+    run = lab.neighbour(f, ws, nbytes="16MiB")
+    claims = lab.neighbour_claims(run, show=False)
+    all_consistent(claims)
+    assert not (ws.root / "neighbour.bin").exists() and run.reads >= 1
+    if kind == "tmpfs":
+        assert [c.held for c in claims] == [None, None]
+    else:
+        assert run.witnessed.own_written < MiB                 # the neighbour's bytes are not ours
+        assert [c.held for c in claims] == [True, True]
+        assert run.verdict.label == measure.UNCLEAR and "DISTURBED" in run.verdict.reason
+
+
+def test_task_io_claims_say_why_when_the_device_was_busy():
+    n = 8 * MiB
+    rows = [("read 16 MiB cold (evicted first)", 16 * MiB, 0, 16 * MiB, 0, 0, 16 * MiB, 0),
+            ("read 16 MiB warm", 16 * MiB, 0, 0, 0, 0, 0, 0),
+            ("read 16 MiB with O_DIRECT (all cached)", 16 * MiB, 0, 16 * MiB, 0, 0, 16 * MiB, 0),
+            ("write 8 MiB, no fsync", 300, n, 0, n, 0, 0, 40 * MiB),     # someone else wrote 40 MiB meanwhile
+            ("fsync() that file", 300, 0, 0, 0, 0, 0, n),
+            ("write 8 MiB again, no fsync", 300, n, 0, n, 0, 0, 0),
+            ("truncate it to 0 B before write-back", 300, 0, 0, 0, n, 0, 0)]
+    frame = pd.DataFrame([dict(zip(["step", *lab.COUNTERS, "device_read", "device_written"], r), note="")
+                          for r in rows])
+    frame.attrs.update(file_bytes=16 * MiB, write_bytes=n, fstype="ext4", device="vda")
+    claims = lab.task_io_claims(frame, show=False)
+    all_consistent(claims)
+    assert [c.held for c in claims] == [True, True, True, True, False, True, True]
+    assert "another program's" in claims[4].text
+
+
 def test_dd_live(place, monkeypatch):
     kind, ws = place
     monkeypatch.setenv("IOLAB_MODE", "live")
@@ -201,10 +281,32 @@ def _read(rate_bps, before_resident, *, pages=1024, fstype="ext4"):
 def test_cold_warm_constructed(cold_bps, warm_bps, device_bps, held):
     claims = lab.cold_warm(_read(cold_bps, 0), _read(warm_bps, 1024), device_bps, show=False)
     all_consistent(claims)
-    assert [c.held for c in claims] == held
+    assert [c.held for c in claims] == [None, None, None] + held     # not witnessed: cannot tell
+    assert "no kernel counters" in claims[0].text
     for c in claims:
         if c.held is False:
             assert "Why it can happen" in c.text
+
+
+def _witnessed(m, own_read, device_read, device_written=0):
+    import dataclasses
+    return dataclasses.replace(m, witness=Witnessed(own_read, 0, "vda", device_read, device_written))
+
+
+@pytest.mark.parametrize("cold_own, warm_own, other_writes, held", [
+    (4 * MiB, 0, 0, [True, True, True]),                    # cold from storage, warm from memory, quiet
+    (4 * MiB, 0, 64 * MiB, [True, True, False]),            # a neighbour wrote 64 MiB meanwhile
+    (4 * MiB, 2 * MiB, 0, [True, False, True]),             # pages evicted between the reads
+    (0, 0, 0, [False, True, True]),                         # the "cold" read found the file cached
+])
+def test_cold_warm_witnessed_constructed(cold_own, warm_own, other_writes, held):
+    cold = _witnessed(_read(50 * MiB, 0), cold_own, cold_own, other_writes)
+    warm = _witnessed(_read(10_000 * MiB, 1024), warm_own, warm_own)
+    claims = lab.cold_warm(cold, warm, 50 * MiB, show=False)
+    all_consistent(claims)
+    assert [c.held for c in claims[:3]] == held
+    if other_writes:
+        assert "64 MiB that were not ours" in claims[2].text and "DISTURBED" in claims[2].text
 
 
 def _map(pages, ranges):
