@@ -91,3 +91,46 @@ def test_task_io_of_another_users_process_is_unknown():
     if os.geteuid() == 0:
         pytest.skip("root may read every process's counters")
     assert witness.task_io(1) is None
+
+
+def _memory_cgroup(limit: int):
+    """A fresh memory cgroup limited to ``limit`` bytes (v1 or v2), or None where we may not make one."""
+    import uuid
+    name = f"iolab-test-{uuid.uuid4().hex[:8]}"
+    for root, knob, tasks in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "tasks"),
+                              ("/sys/fs/cgroup", "memory.max", "cgroup.procs")):
+        if os.path.exists(os.path.join(root, knob if root.endswith("memory") else "cgroup.controllers")):
+            if not root.endswith("memory") and "memory" not in open(os.path.join(root, "cgroup.subtree_control")).read():
+                continue
+            d = os.path.join(root, name)
+            try:
+                os.mkdir(d)
+            except OSError:
+                continue
+            with open(os.path.join(d, knob), "w") as f:
+                f.write(str(limit))
+            return d, tasks
+    return None
+
+
+def test_reclaim_counts_as_evicted_a_request_does_not(disk_ws):
+    """What lesson 01 teaches about cachestat: memory pressure leaves 'evicted' pages, DONTNEED does not."""
+    if os.geteuid() != 0:
+        pytest.skip("making a memory cgroup needs root")
+    data = disk_ws.make_file("big.bin", "96MiB")
+    pagecache.evict(data)
+    if witness.cachestat(data) is None:
+        pytest.skip("cachestat(2) needs Linux >= 6.5")
+    assert witness.cachestat(data).evicted == 0              # dropped on request: not "evicted"
+    cg = _memory_cgroup(24 * MiB)
+    if cg is None:
+        pytest.skip("no memory cgroup controller we can use")
+    d, tasks = cg
+    try:
+        # a reader confined to 24 MiB reads 96 MiB: reclaim must push most of it out again
+        subprocess.run(["sh", "-c", f'echo $$ > {d}/{tasks} && exec cat "$1" > /dev/null', "sh", str(data)],
+                       check=True)
+    finally:
+        os.rmdir(d)
+    after = witness.cachestat(data)
+    assert after.evicted > 0 and after.cached < 96 * MiB // 4096
