@@ -331,3 +331,27 @@ def test_live_lesson_claims_are_consistent(monkeypatch, place, version):
     if kind == "disk":
         assert direct.witnessed.own_read >= direct.bytes_moved("read")      # O_DIRECT reads are block I/O
         assert read.witnessed.own_read >= read.bytes_moved("read") * 0.9    # evicted: the device served it
+
+
+def test_the_recorded_sweep_says_it_has_no_witness_and_a_witnessed_one_is_judged_by_it():
+    df = ior.sweep_frame("4.0.0")
+    assert df["own_read_bytes"].isna().all() and df["witness_notes"].str.contains("before iolab kept").all()
+    first = lab.sweep(df, lab.sweep_device_bps("4.0.0"), show=False)[0]
+    assert "by the rate alone" in first.text
+    seen = df.assign(own_read_bytes=0, device="vda", device_read_bytes=0)
+    claims = lab.sweep(seen, lab.sweep_device_bps("4.0.0"), show=False)
+    assert len(claims) == 3 and claims[0].held is True and all(c.consistent() for c in claims)
+    assert "by the rate alone" not in claims[1].text
+    cold = seen.assign(own_read_bytes=16 * 2**20 * seen["segments"] * seen["tasks"])
+    assert lab.sweep(cold, None, show=False)[0].held is False
+
+
+@pytest.mark.live
+def test_live_sweep_point_is_witnessed(monkeypatch, ws):
+    import shutil
+    _ior_on_path(monkeypatch, "4.0.0")
+    if shutil.which("mpirun") is None:
+        pytest.skip("not installed here: mpirun")
+    point = ior.sweep_point("segments", 1, ws=ws)
+    assert set(point["access"]) == {"write", "read"} and point["own_write_bytes"].notna().all()
+    assert (point["own_write_bytes"] >= 2 * 16 * 2**20).all()       # -e: both ranks' 16 MiB, dirtied

@@ -622,15 +622,29 @@ def sweep(df: pd.DataFrame, device_bps: float | None, *, show: bool = True) -> l
     sizes = sorted(set(part["transfer_size"]))
     span = f"{format_size(sizes[0])} to {format_size(sizes[-1])}" if sizes else "?"
     dev = device_bps / MiB if device_bps else None
+    own = part[part["access"] == "read"]["own_read_bytes"] if "own_read_bytes" in part else pd.Series(dtype=float)
+    witnessed = bool(len(own)) and own.notna().all()
+    alone = "" if witnessed else (" (by the rate alone: these recordings were made before iolab kept the kernel's "
+                                  "witnesses)")
     out = [explain.expect(
         f"every read of the sweep ({span} transfers) ran more than {BEYOND:g} times the device's uncached rate: "
         "each point re-read what it had just written, from memory",
         explain.greater("slowest read (MiB/s)", reads.min() if len(reads) else None,
                         "device's uncached rate (MiB/s)", dev, by=BEYOND),
-        yes=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached",
-        no=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached",
+        yes=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached{alone}",
+        no=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached{alone}",
         why="a fast device (or a VM host's cache) reads nearly as fast as memory copies: the rate alone cannot tell.",
         missing="the device's uncached rate is not known for this sweep.", show=show)]
+    if witnessed:
+        r = part[part["access"] == "read"]
+        data = (16 * MiB * r["segments"] * r["tasks"]).astype(float)        # sweep_options: 16 MiB blocks
+        share = float((r["own_read_bytes"].astype(float) / data).max())
+        out.insert(0, explain.expect(
+            "every point's read came from memory: its processes read less than a tenth of it from storage",
+            explain.greater("a tenth", 0.1, "largest share read from storage", share),
+            yes=lambda ev: f"at most {share:.1%} of a point's data came from storage (task I/O accounting)",
+            no=lambda ev: f"one point read {share:.0%} of its data from storage",
+            why="memory was short, or the point's pages were dropped between its write and its read.", show=show))
     if len(writes):
         lo, hi = float(writes.min()), float(writes.max())
         out.append(explain.expect(

@@ -1209,24 +1209,35 @@ def sweep_options(transfer_size: int | str = units.MiB, segments: int = 4) -> Op
                    reorder_tasks=True, fsync=True)
 
 
-def _sweep_rows(rows: list[dict[str, Any]], transfer_size: int, tasks: int, segments: int, mode: str) -> pd.DataFrame:
+def _sweep_rows(rows: list[dict[str, Any]], transfer_size: int, tasks: int, segments: int, mode: str,
+                witnessed: witness.Witnessed | None = None, note: str = "") -> pd.DataFrame:
     df = to_frame(rows)
     df = df[df["access"].isin(["write", "read"])]
     best = df.loc[df.groupby("access")["bw_mib"].idxmax(), ["access", "bw_mib"]].copy()
     best["transfer_size"], best["tasks"], best["segments"], best["mode"] = transfer_size, tasks, segments, mode
+    # the point's witness (the whole run: its write and its read phase): own and device bytes, or why not
+    seen = witnessed.row() if witnessed is not None else {
+        **{k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
+                             "device_write_bytes", "disturbed")}, "witness_notes": note or "not witnessed"}
+    for k, v in seen.items():
+        best[k] = v
     return best.reset_index(drop=True)
 
 
 def sweep_frame(version: str = "4.0.0") -> pd.DataFrame:
     """Every recorded sweep point of that IOR version: transfer_size (bytes), tasks, segments, access,
-    bw_mib (the best iteration), mode="recorded"."""
+    bw_mib (the best iteration), mode="recorded", and the point's witness columns (own_read_bytes,
+    own_write_bytes, device, device_read_bytes, device_write_bytes, disturbed, witness_notes: empty,
+    with the note saying why, for a recording made before iolab kept witnesses)."""
     parts = []
     for ref in recordings.available("ior"):
         m = _SWEEP_NAME.match(ref.partition("/")[2])
         if not m or m.group(4) != version:
             continue
         t, n, s = units.parse_size(m.group(1)), int(m.group(2)), int(m.group(3))
-        parts.append(_sweep_rows(parse(recordings.load(ref).text), t, n, s, "recorded"))
+        rec = recordings.load(ref)
+        w, note = recorded_witness(rec)
+        parts.append(_sweep_rows(parse(rec.text), t, n, s, "recorded", w, note))
     if not parts:
         raise FileNotFoundError(f"no recorded IOR sweep for version {version!r} in {recordings.data_dir()}")
     return pd.concat(parts, ignore_index=True)
@@ -1244,13 +1255,16 @@ def sweep_slice(df: pd.DataFrame, by: str) -> pd.DataFrame:
 
 
 def sweep_point(by: str, value: int, *, ws: workspace.Workspace | None = None, timeout: float = 120) -> pd.DataFrame:
-    """Run one sweep point live (IOR and mpirun needed) and return it shaped like :func:`sweep_frame`."""
+    """Run one sweep point live (IOR and mpirun needed), witnessed, and return it shaped like
+    :func:`sweep_frame`."""
     p = dict(SWEEP_BASE)
     if by not in p:
         raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
     p[by] = int(value)
-    r = run(sweep_options(p["transfer_size"], p["segments"]), p["tasks"], ws=ws, timeout=timeout)
-    return _sweep_rows(parse(r.text), p["transfer_size"], p["tasks"], p["segments"], "live")
+    ws = ws or workspace.session()
+    with witness.Witness(ws.root, children=True) as w:
+        r = run(sweep_options(p["transfer_size"], p["segments"]), p["tasks"], ws=ws, timeout=timeout)
+    return _sweep_rows(parse(r.text), p["transfer_size"], p["tasks"], p["segments"], "live", w.result)
 
 
 def published(name: str = "seed001-ior-orfeo") -> pd.DataFrame:
