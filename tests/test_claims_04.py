@@ -355,3 +355,17 @@ def test_live_sweep_point_is_witnessed(monkeypatch, ws):
     point = ior.sweep_point("segments", 1, ws=ws)
     assert set(point["access"]) == {"write", "read"} and point["own_write_bytes"].notna().all()
     assert (point["own_write_bytes"] >= 2 * 16 * 2**20).all()       # -e: both ranks' 16 MiB, dirtied
+
+
+def test_exercise_4_wants_the_witness_first():
+    from iolab import check, units
+    e = lesson("4.0.0", "ext4")["neighbour"]
+    kw = dict(device_bps=e.cache.get("device_bps"), resident_fraction=e.cache.get("resident_fraction"))
+    witnessed = measure.judge(e.best("read") * units.MiB, witness=e.witnessed, nbytes=e.bytes_moved("read"), **kw)
+    assert witnessed.witnessed and witnessed.label == measure.CACHE
+    assert check.check_04_reorder_verdict(e, witnessed)
+    with pytest.raises(check.CheckFailed, match="witness=experiment.witnessed"):
+        check.check_04_reorder_verdict(e, measure.judge(e.best("read") * units.MiB, **kw))
+    # a recording without a witness: the inference is the answer
+    old = replace(e, witnessed=None, witness_note="recorded before iolab kept them")
+    assert check.check_04_reorder_verdict(old, measure.judge(e.best("read") * units.MiB, **kw))
