@@ -166,6 +166,44 @@ def check_01_seed_verdicts(local, beegfs) -> bool:
                   "second BeeGFS read.")
 
 
+def check_01_witnessed_write(result, path, charged: int, reached_device: bool) -> bool:
+    """Exercise 01.4: a write of 16 MiB without fsync inside ``witness.Witness``: the bytes charged to
+    the process (``write_bytes``), and whether the data had reached the device when the block ended."""
+    from . import witness
+    from .units import MiB, format_size
+
+    if not isinstance(result, witness.Witnessed):
+        fail("result should be w.result, the Witnessed that `with witness.Witness(...) as w:` left behind.")
+    if result.own_written is None:
+        fail("this kernel has no task I/O accounting: there is no write_bytes to read here.")
+    if result.own_written < 15 * MiB:
+        fail(f"your process was charged only {format_size(result.own_written)} inside the with block: write "
+             "the 16 MiB inside it (and do not truncate or delete the file before it ends).")
+    if isinstance(charged, bool) or not isinstance(charged, int):
+        fail(f"charged should be a number of bytes (an int), got {charged!r}: read it from w.result.")
+    close_to(charged, result.own_written, rel=0.01, what="charged")
+    if not isinstance(reached_device, bool):
+        fail(f"reached_device should be True or False, got {reached_device!r}.")
+    if result.device is None:
+        if reached_device:
+            fail("there is no block device behind your workspace (see the witness's notes): the data "
+                 "cannot have reached one.")
+        return passed(f"{format_size(charged)} charged, and no device at all below this workspace: "
+                      "the witness says so in its notes.")
+    on_device = result.device_written >= 0.95 * 16 * MiB
+    state = witness.cachestat(path)
+    dirty = f"; cachestat now counts {state.dirty:,} dirty pages of the file" if state is not None else ""
+    if reached_device != on_device:
+        fail(f"look at w.result.device_written: the device {result.device} wrote "
+             f"{format_size(result.device_written)} while the with block ran" + dirty + ".")
+    if on_device:
+        return passed(f"{format_size(charged)} charged, and the device wrote {format_size(result.device_written)}: "
+                      "write-back ran while you wrote (or something else wrote to the device).")
+    return passed(f"{format_size(charged)} charged to write_bytes the moment write() dirtied the pages, while "
+                  f"the device wrote only {format_size(result.device_written)}: the data was still in memory"
+                  + dirty + ". write_bytes is not proof that anything reached the disk.")
+
+
 # --- lesson 02 ----------------------------------------------------------------------------------
 
 def check_02_random_window(path, answer: int) -> bool:

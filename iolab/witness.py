@@ -6,9 +6,12 @@ readable without root:
 * **task I/O accounting** (``/proc/<pid>/io``): ``read_bytes`` / ``write_bytes`` are the bytes this
   process made the storage layer fetch or send (block-device I/O it caused, readahead included);
   ``rchar`` / ``wchar`` are the bytes that passed through read()/write()-like calls, whoever served
-  them. Reads served by the page cache add to ``rchar`` and not to ``read_bytes``. A network
-  filesystem's reads do not count as block I/O at all (``read_bytes`` stays 0 there, which proves
-  nothing). When a child is reaped, the kernel adds its counters to the parent's, so a tool run and
+  them. Reads served by the page cache add to ``rchar`` and not to ``read_bytes``. ``read_bytes`` is
+  charged when a read request is sent to the block layer (``submit_bio``), O_DIRECT included, and by
+  the kernel's network clients when they fetch pages from their server (NFS's ``nfs_readahead``; the
+  netfs clients); a FUSE filesystem's reads are charged to its daemon, not to the reader (0 there
+  proves nothing). ``write_bytes`` is charged when a page is first dirtied (``folio_account_dirtied``),
+  not when it reaches the device; truncating dirty pages adds to ``cancelled_write_bytes``. When a child is reaped, the kernel adds its counters to the parent's, so a tool run and
   waited for (dd, fio, mpirun and its ranks) is in ``/proc/self/io`` too; without task I/O
   accounting, ``getrusage(RUSAGE_CHILDREN)`` (``ru_inblock`` / ``ru_oublock``, 512-byte units) is
   the fallback;

@@ -133,6 +133,31 @@ def test_check_01_seed_verdicts():
 
 
 @pytest.mark.live
+def test_check_01_witnessed_write(ws):
+    from iolab import witness
+    from iolab.units import MiB
+    target = ws.path("witnessed.bin")
+    with witness.Witness(ws.root) as w:
+        with open(target, "wb") as out:
+            for _ in range(16):
+                out.write(b"x" * MiB)
+    r = w.result
+    reached = r.device is not None and r.device_written >= 16 * MiB
+    assert check.check_01_witnessed_write(r, target, r.own_written, reached)
+    with pytest.raises(check.CheckFailed, match="True or False"):
+        check.check_01_witnessed_write(r, target, r.own_written, "no")
+    with pytest.raises(check.CheckFailed, match="charged"):
+        check.check_01_witnessed_write(r, target, 4096, reached)
+    with pytest.raises(check.CheckFailed, match="device_written|no block device"):
+        check.check_01_witnessed_write(r, target, r.own_written, not reached)
+    with pytest.raises(check.CheckFailed, match="w.result"):
+        check.check_01_witnessed_write(None, target, r.own_written, reached)
+    with witness.Witness(ws.root) as nothing:
+        pass
+    with pytest.raises(check.CheckFailed, match="inside"):
+        check.check_01_witnessed_write(nothing.result, target, 0, False)
+
+
 def test_check_02(f, ws):
     assert check.check_02_random_window(f, 1)
     with pytest.raises(check.CheckFailed):
