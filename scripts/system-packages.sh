@@ -4,7 +4,8 @@
 # Idempotent: asks dpkg first and calls apt only for what is missing.
 set -u
 pkgs=(strace fio vmtouch util-linux coreutils openmpi-bin libopenmpi-dev fuse3 s3fs rclone s3cmd
-      chromium hdparm locales slurm-wlm munge)
+      chromium hdparm locales slurm-wlm munge
+      bpftrace)   # optional: lesson 02 traces readahead with it as root, and replays a recorded trace otherwise
 # dd prints a localized summary: lesson 06 and its tests parse a German one too
 german_locale() {
   [ "$(id -u)" = 0 ] || return 0
