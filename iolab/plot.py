@@ -167,6 +167,41 @@ def window_growth(frame: pd.DataFrame, title: str = "Pages in the cache after ea
     return fig
 
 
+def readahead_trace(folios: pd.DataFrame, windows: pd.DataFrame, *, page_size: int = 4096,
+                    title: str = "Readahead during one sequential cold read (bpftrace)") -> go.Figure:
+    """The traced windows (iolab.readahead.growth_frames): top, each window's size in pages (log axis),
+    coloured by what opened it; bottom, each folio added to the page cache, at its first page index
+    (log axis), by its order (a folio of 2**order pages)."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16,
+                        subplot_titles=("window size, window after window", "folios added to the page cache"))
+    colors = {"sync": "#d62728", "async": "#1f77b4", "": "#7f7f7f"}
+    for trigger, part in windows.groupby("trigger", sort=False):
+        name = {"sync": "opened by a miss (sync)", "async": "opened at the marker page (async)"}.get(trigger, "window")
+        fig.add_bar(x=part["window"], y=part["size"], name=name, marker_color=colors.get(trigger, "#7f7f7f"),
+                    customdata=part[["start", "async_size", "ms"]], row=1, col=1,
+                    hovertemplate="window %{x}: %{y:,} pages from page %{customdata[0]:,} "
+                                  "(async part %{customdata[1]:,}) at %{customdata[2]:.2f} ms<extra></extra>")
+    if len(folios):
+        fig.add_scatter(x=folios["index"].clip(lower=0.5), y=folios["order"], mode="markers", name="folio",
+                        marker=dict(size=(folios["order"] + 4) * 2, color=folios["window"], colorscale="Viridis",
+                                    showscale=False),
+                        customdata=(folios["pages"] * page_size / 1024).to_frame().join(folios[["window"]]),
+                        row=2, col=1,
+                        hovertemplate="page %{x:,.0f}: order %{y} (%{customdata[0]:,.0f} KiB), "
+                                      "window %{customdata[1]}<extra></extra>")
+    top = float(windows["size"].max()) if len(windows) else 10.0
+    fig.update_yaxes(type="log", title_text="pages (4 KiB each)", row=1, col=1, **decade_ticks(1, top))
+    fig.update_xaxes(title_text="window number", dtick=1 if len(windows) <= 20 else None, row=1, col=1)
+    fig.update_yaxes(title_text="folio order (2^order pages)", dtick=1, row=2, col=1)
+    last = float(folios["index"].max()) if len(folios) else 10.0
+    fig.update_xaxes(type="log", title_text="first page of the folio (page index, 4 KiB pages; page 0 drawn at 0.5)",
+                     row=2, col=1, **decade_ticks(1, max(last, 10)))
+    fig.update_layout(title=title, height=620, legend_title="")
+    return fig
+
+
 def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while writing") -> go.Figure:
     """Dirty and Writeback (MiB) over time, one panel per run (pagecache.MeminfoSampler frames with a
     ``run`` column, concatenated); labelled events are marked."""

@@ -6,6 +6,10 @@
   kernel brought into the page cache: the readahead window.
 * :func:`window_growth` follows the window as sequential reads go on.
 * :func:`read_ahead_kb` tells the readahead setting of the device (or bdi) behind a path.
+* :func:`window_witnessed` is :func:`window` with the kernel's witness: the bytes the one small read
+  made the storage layer fetch (task I/O accounting), and what the device read meanwhile.
+* :func:`trace_growth` traces, with bpftrace (root), every readahead window and every folio the
+  kernel added to the page cache during a sequential cold read; :func:`growth_frames` tabulates it.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import pandas as pd
 
 from . import fsinfo, pagecache
 from .errors import IolabError
+from .witness import Witness, Witnessed
 from .pagecache import PAGE_SIZE, Residency
 from .units import MiB, parse_size
 
@@ -136,6 +141,94 @@ def window(path: str | os.PathLike[str], nbytes: int | str = 1, advice: str = "n
     finally:
         os.close(fd)
     return pagecache.residency(p)
+
+
+def window_witnessed(path: str | os.PathLike[str], nbytes: int | str = 1, advice: str = "normal", *,
+                     offset: int | str = 0, strict: bool = True) -> tuple[Residency, Witnessed]:
+    """:func:`window`, with the kernel's witness of the one read: ``own_read`` is the bytes it made
+    the storage layer fetch (the readahead window included), ``device_read`` what the device read for
+    everyone in that time."""
+    p = _file(path)
+    n = parse_size(nbytes)
+    off = parse_size(offset)
+    if n <= 0:
+        raise ValueError("nbytes must be at least 1")
+    code = _advice(advice)
+    _make_cold(p, strict)
+    with Witness(p) as w:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, code)
+            os.pread(fd, n, off)
+        finally:
+            os.close(fd)
+    return pagecache.residency(p), w.result
+
+
+def trace_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", *, strict: bool = True):
+    """Evict ``path``, then read it sequentially in ``read_size`` calls while bpftrace traces its
+    readahead windows and the folios added to the page cache (root, tracefs and bpftrace needed:
+    :func:`iolab.tools.bpftrace.why_not`). Returns (the bpftrace Run, the Witnessed of the read)."""
+    from .tools import bpftrace
+
+    p = _file(path)
+    rs = parse_size(read_size)
+    if rs <= 0:
+        raise ValueError("read_size must be at least 1 byte")
+    script = bpftrace.readahead_script(p, readahead_events=bpftrace.tracepoint_exists("readahead:page_cache_ra_order"))
+    _make_cold(p, strict)
+    with bpftrace.Tracer(script) as tracer:
+        with Witness(p) as w:
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                while os.read(fd, rs):
+                    pass
+            finally:
+                os.close(fd)
+        time.sleep(0.1)                 # let bpftrace's buffer drain before SIGINT
+    return tracer.run, w.result
+
+
+GROWTH_FOLIO_COLUMNS = ["folio", "ms", "index", "order", "pages", "window"]
+GROWTH_WINDOW_COLUMNS = ["window", "ms", "trigger", "start", "size", "async_size", "order", "folios",
+                         "pages_added", "max_order"]
+
+
+def growth_frames(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The parsed trace (:func:`iolab.tools.bpftrace.parse`) as two tables.
+
+    folios: one row per folio added (ms since the first event, page index, order, pages, and the
+    window it belongs to: the last ``window`` event before it, 0 when the trace has none).
+    windows: one row per readahead window (what triggered it: the sync miss or the async marker;
+    start page, size and async_size in pages, the folio order asked for, and what was added).
+    """
+    if not records:
+        raise ValueError("no trace records")
+    t0 = records[0]["ns"]
+    folios, windows = [], []
+    trigger = ""
+    for r in records:
+        ms = (r["ns"] - t0) / 1e6
+        if r["kind"] in ("sync", "async"):
+            trigger = r["kind"]
+        elif r["kind"] == "window":
+            windows.append({"window": len(windows) + 1, "ms": ms, "trigger": trigger, "start": r["index"],
+                            "size": r["size"], "async_size": r["async_size"], "order": r["order"]})
+            trigger = ""
+        else:
+            folios.append({"folio": len(folios) + 1, "ms": ms, "index": r["index"], "order": r["order"],
+                           "pages": 1 << r["order"], "window": len(windows)})
+    f = pd.DataFrame(folios, columns=GROWTH_FOLIO_COLUMNS)
+    w = pd.DataFrame(windows, columns=GROWTH_WINDOW_COLUMNS[:7])
+    if len(w):
+        added = f.groupby("window").agg(folios=("folio", "size"), pages_added=("pages", "sum"),
+                                        max_order=("order", "max"))
+        w = w.join(added, on="window")
+        w[["folios", "pages_added"]] = w[["folios", "pages_added"]].fillna(0).astype(int)
+        w["max_order"] = w["max_order"].astype("Int64")
+    else:
+        w = pd.DataFrame(columns=GROWTH_WINDOW_COLUMNS)
+    return f, w
 
 
 def window_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", reads: int = 64,

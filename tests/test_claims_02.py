@@ -7,6 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import iolab
+
 from conftest import all_consistent
 from iolab import pagecache, readahead, recordings
 from iolab.labs import readahead as lab
@@ -187,3 +189,105 @@ def test_dd_recordings_parse():
         rec = recordings.load(f"dd/read-1mib-bs1-{where}")
         assert dd.parse(rec.text)["records_in"] == MiB
 
+
+
+# --- readahead seen from the kernel's counters (issue 12) ----------------------------------------------
+
+@pytest.mark.live
+def test_one_byte_from_storage_live(place):
+    kind, ws = place
+    big = ws.make_file("window.bin", "16MiB")
+    results = lab.one_byte(big)
+    ra = readahead.read_ahead_kb(ws.root)
+    claims = lab.one_byte_claims(results, ra.kb, show=False)
+    all_consistent(claims)
+    frame = lab.one_byte_frame(results)
+    if kind == "tmpfs":
+        assert [c.held for c in claims] == [None, None] and "no block device" in claims[0].text
+        assert frame["from storage"].isna().all()
+    else:
+        # a 1-byte read fetches the kernel's first window (4 pages: 16 KiB here), RANDOM one page
+        normal, rnd = results["normal"][1], results["random"][1]
+        assert rnd.own_read == 4096
+        assert claims[1].held is True
+        if ra.kb and ra.kb >= 128:
+            assert normal.own_read == 16 * 1024 and claims[0].held is True, claims[0].text
+        assert normal.device_read >= normal.own_read
+
+
+def _witnessed_one_byte(own, device="vda"):
+    from iolab.witness import Witnessed
+    res = Residency("f", 16 * MiB, 4096, max(own // 4096, 1), fstype="ext4")
+    return res, Witnessed(own, 0, device, None if device is None else own, None if device is None else 0,
+                          () if device else ("no block device behind this file",))
+
+
+@pytest.mark.parametrize("normal_bytes, kb, held", [
+    (16384, 8192, [True, True]),          # this VM: 4 pages
+    (65536, 8192, [False, True]),         # a filesystem that reads a 64 KiB folio at once
+    (16384, None, [None, True]),          # no readahead setting
+])
+def test_one_byte_claims_constructed(normal_bytes, kb, held):
+    claims = lab.one_byte_claims({"normal": _witnessed_one_byte(normal_bytes), "random": _witnessed_one_byte(4096)},
+                                 kb, show=False)
+    all_consistent(claims)
+    assert [c.held for c in claims] == held
+
+
+def test_growth_trace_replayed(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    out = lab.growth_trace("/nonexistent", quiet=True)
+    assert out.mode == "replay" and out.witness is not None and out.witness.own_read == 64 * MiB
+    folios, windows = out.data
+    claims = lab.growth_trace_claims(out, show=False)
+    all_consistent(claims)
+    # recorded on ext4 with read_ahead_kb = 8192: 4 pages first, up to 2048, folios of order 0 up to 9
+    assert [c.held for c in claims] == [True, True, True, True]
+    assert windows["size"].iloc[0] == 4 and windows["size"].max() == 2048
+    assert folios["order"].iloc[0] == 0 and folios["order"].max() == 9
+    assert folios["pages"].sum() == 64 * MiB // 4096           # every page added once
+
+
+def test_growth_trace_of_an_older_recording_says_it_has_no_witness(monkeypatch, tmp_path):
+    import shutil
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    d = tmp_path / "bpftrace"
+    d.mkdir()
+    src = recordings.data_dir() / "bpftrace"
+    shutil.copy(src / "readahead-growth-ext4-64m.txt", d / "old.txt")
+    import json
+    meta = json.loads((src / "readahead-growth-ext4-64m.meta.json").read_text())
+    del meta["witness"]
+    (d / "old.meta.json").write_text(json.dumps(meta))
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path))
+    out = lab.growth_trace("/nonexistent", recording="bpftrace/old", quiet=True)
+    claims = lab.growth_trace_claims(out, show=False)
+    all_consistent(claims)
+    assert claims[3].held is None and "before iolab kept" in claims[3].text
+
+
+@pytest.mark.live
+def test_growth_trace_live_where_root_may_trace(place, monkeypatch):
+    from iolab.tools import bpftrace
+    why = bpftrace.why_not()
+    if why:
+        pytest.skip(why)
+    kind, ws = place
+    f = ws.make_file("window.bin", "16MiB")
+    if kind == "tmpfs":
+        # tmpfs does not read ahead (its pages are the file): auto mode replays and says why
+        monkeypatch.setenv("IOLAB_MODE", "auto")
+        out = lab.growth_trace(f, quiet=True)
+        assert out.mode == "replay" and "tmpfs keeps files in memory" in out.provenance
+        with pytest.raises(iolab.ToolMissing, match="tmpfs"):
+            monkeypatch.setenv("IOLAB_MODE", "live")
+            lab.growth_trace(f, quiet=True)
+        return
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    out = lab.growth_trace(f, quiet=True)
+    claims = lab.growth_trace_claims(out, show=False)
+    all_consistent(claims)
+    folios, windows = out.data
+    assert out.mode == "live" and out.witness.own_read == 16 * MiB
+    assert claims[0].held is True and claims[3].held is True
+    assert folios["pages"].sum() == 16 * MiB // 4096

@@ -174,3 +174,17 @@ def test_check_02(f, ws):
     assert check.check_02_read_ahead_kb(ws.root, kb)
     with pytest.raises(check.CheckFailed):
         check.check_02_read_ahead_kb(ws.root, -1)
+
+
+def test_readahead_trace_chart_from_the_recording():
+    from iolab import recordings
+    from iolab.tools import bpftrace
+    rec = recordings.load("bpftrace/readahead-growth-ext4-64m")
+    folios, windows = readahead.growth_frames(bpftrace.parse(rec.text))
+    fig = plot.readahead_trace(folios, windows)
+    assert fig.layout.yaxis.type == "log" and "pages" in fig.layout.yaxis.title.text
+    assert fig.layout.xaxis2.type == "log" and "page index" in fig.layout.xaxis2.title.text
+    assert "order" in fig.layout.yaxis2.title.text
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert sum(len(t.y) for t in bars) == len(windows) and max(max(t.y) for t in bars) == 2048
+    assert {t.name for t in bars} == {"opened by a miss (sync)", "opened at the marker page (async)"}

@@ -7,14 +7,17 @@ list they printed, so the lesson reads right on tmpfs, on a VM's disk and on a n
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
 from .. import explain, pagecache, readahead, recordings
 from ..explain import Claim
 from ..pagecache import Residency
-from ..units import MiB, format_size
+from ..units import KiB, MiB, format_size
+from ..witness import Witnessed
 
 MEMORY_FS = pagecache._MEMORY_FS
 
@@ -251,3 +254,154 @@ def seed004_sweep() -> pd.DataFrame:
     pub["calls"] = -(-pub["file_size"] // pub["read_size"]) + 1
     pub["us_per_call"] = pub["seconds"] / pub["calls"] * 1e6
     return pub
+
+
+# --- readahead seen from the device's counters --------------------------------------------------------
+
+def one_byte(path: str | os.PathLike[str], advices: Sequence[str] = ("normal", "random")
+             ) -> dict[str, tuple[Residency, Witnessed]]:
+    """One 1-byte read at offset 0 of the evicted file, per advice, with the kernel's witness."""
+    return {a: readahead.window_witnessed(path, 1, a, strict=False) for a in advices}
+
+
+def one_byte_frame(results: Mapping[str, tuple[Residency, Witnessed]]) -> pd.DataFrame:
+    rows = []
+    for advice, (res, w) in results.items():
+        rows.append({"advice": advice, "bytes asked": 1, "pages resident": res.resident,
+                     "from storage": None if w.device is None else w.own_read,
+                     "device read": w.device_read, "note": "; ".join(w.notes)})
+    return pd.DataFrame(rows)
+
+
+def one_byte_claims(results: Mapping[str, tuple[Residency, Witnessed]], ra_kb: int | None, *,
+                    show: bool = True) -> list[Claim]:
+    """What one 1-byte cold read made the kernel fetch from storage, against its rule."""
+    claims = []
+    for advice, (res, w) in results.items():
+        ps = res.page_size
+        if advice == "random":
+            want, why_want = 1, "readahead is off: only the page that holds the byte"
+        elif ra_kb:
+            mp = ra_kb * KiB // ps * (2 if advice == "sequential" else 1)
+            want, why_want = readahead.initial_window_pages(1, mp), "the kernel's first readahead window"
+        else:
+            want, why_want = None, ""
+        own = None if w.device is None else w.own_read
+        missing = ("; ".join(w.notes) + "." if w.device is None else
+                   "there is no readahead setting for this file.")
+        claims.append(explain.expect(
+            f"with {advice.upper()} advice, one 1-byte cold read makes the kernel fetch "
+            + (f"{format_size(want * ps)} from storage ({why_want})" if want else "its first window from storage"),
+            explain.within("from storage", own, "expected", None if want is None else want * ps, rel=0),
+            yes=lambda ev, w=w: (f"read_bytes grew by {format_size(w.own_read)}; the device read "
+                                 f"{format_size(w.device_read)} in that time, for everyone"),
+            no=lambda ev, w=w: (f"read_bytes grew by {format_size(w.own_read)} (the device read "
+                                f"{format_size(w.device_read)})"),
+            why=("this filesystem reads in larger folios or blocks than a page, and a whole folio is fetched "
+                 "at once; or the filesystem reads ahead on its own."),
+            missing=missing, show=show))
+    return claims
+
+
+GROWTH_RECORDING = "bpftrace/readahead-growth-ext4-64m"
+
+
+def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORDING,
+                 read_size: str = "4KiB", quiet: bool = False) -> recordings.Outcome:
+    """The readahead windows and folios of a sequential cold read, traced with bpftrace where this
+    learner may (root, tracefs, bpftrace, the filemap tracepoint), else (or with IOLAB_MODE=replay)
+    the recording. ``out.data`` = (folios, windows) frames (:func:`iolab.readahead.growth_frames`);
+    ``out.witness`` the read's witness; ``out.extra``: read_ahead_kb, file_bytes."""
+    from ..tools import bpftrace
+
+    why = bpftrace.why_not()
+    fstype = pagecache._fstype(Path(path).parent) if Path(path).parent.exists() else ""
+    if why is None and _memory(fstype):
+        why = f"{fstype} keeps files in memory: reading one adds nothing to the page cache, there is no readahead to trace"
+    mode = recordings.mode()
+    if mode == "live" or (mode == "auto" and why is None):
+        if why is not None:
+            from ..errors import ToolMissing
+            raise ToolMissing("bpftrace", why)
+        run, w = readahead.trace_growth(path, read_size)
+        out = recordings.Outcome("live", run.stdout, f"LIVE bpftrace run here ({socket.gethostname()}, {run.started:%Y-%m-%d %H:%M} UTC): "
+                                 "readahead and filemap tracepoints during a sequential cold read", run=run,
+                                 witness=w)
+        out.extra.update(read_ahead_kb=readahead.read_ahead_kb(path).kb, file_bytes=os.stat(path).st_size)
+    else:
+        rec = recordings.load(recording)
+        reason = "IOLAB_MODE=replay" if mode == "replay" else why
+        out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec,
+                                 reason=reason, witness=rec.witness(), witness_note=rec.witness_note)
+        fs = rec.meta.get("filesystem", {})
+        out.extra.update(read_ahead_kb=fs.get("read_ahead_kb"), file_bytes=fs.get("file_bytes"))
+    out.data = readahead.growth_frames(bpftrace.parse(out.text))
+    if not quiet:
+        print(out.provenance)
+    return out
+
+
+def record_growth(path: str | os.PathLike[str], ref: str = GROWTH_RECORDING, *, read_size: str = "4KiB",
+                  root=None) -> "os.PathLike[str]":
+    """Make the recording :func:`growth_trace` replays: a live trace, saved with its witness, the
+    file's size and the device's read_ahead_kb."""
+    run, w = readahead.trace_growth(path, read_size)
+    size = os.stat(path).st_size
+    return recordings.save(run, ref, fs_path=path, witness=w, root=root,
+                           fs_facts={"read_ahead_kb": readahead.read_ahead_kb(path).kb, "file_bytes": size,
+                                     "read_size": read_size},
+                           notes=f"bpftrace of readahead:page_cache_{{sync,async}}_ra, readahead:page_cache_ra_order "
+                                 f"and filemap:mm_filemap_add_to_page_cache while Python read a {format_size(size)} "
+                                 f"file, evicted first, sequentially in {read_size} os.read() calls")
+
+
+def growth_trace_claims(out: recordings.Outcome, *, show: bool = True) -> list[Claim]:
+    """What the traced windows and folios showed: a small first window, growth to read_ahead_kb,
+    larger folios as the windows grow, and every byte fetched once (the witness)."""
+    folios, windows = out.data
+    ra_kb = out.extra.get("read_ahead_kb")
+    size = out.extra.get("file_bytes")
+    ps = 4096
+    max_pages = None if not ra_kb else ra_kb * KiB // ps
+    have_windows = len(windows) > 0
+    no_windows = "this kernel has no readahead tracepoints (Linux 6.x added them): only the folios were traced."
+    first = int(windows["size"].iloc[0]) if have_windows else None
+    want_first = readahead.initial_window_pages(1, max_pages) if max_pages else None
+    claims = [explain.expect(
+        "the first window, opened by the first 4 KiB read's miss, is the kernel's first window for a 1-page "
+        f"read: {want_first} pages" if want_first else "the first window is small",
+        explain.within("first window", first, "kernel's rule", want_first, rel=0),
+        yes=f"{first} pages", no=f"it was {first} pages",
+        why="a filesystem that caches in large folios rounds the window up to a folio.",
+        missing=no_windows if not have_windows else "there is no readahead setting for this file.",
+        show=show)]
+    biggest = int(windows["size"].max()) if have_windows else None
+    claims.append(explain.expect(
+        f"the windows grow until they reach the readahead maximum, read_ahead_kb = {ra_kb:,} KiB "
+        f"({max_pages:,} pages)" if max_pages else "the windows grow to the readahead maximum",
+        explain.within("largest window", biggest, "read_ahead_kb in pages", max_pages, rel=0),
+        yes=lambda ev: (f"from {first} pages to {biggest:,} in {int((windows['size'] < biggest).sum()) + 1} "
+                        "windows"),
+        no=lambda ev: f"the largest window was {biggest:,} pages",
+        why="the file ended before the windows reached the maximum (each window is at most 4x, then 2x, the "
+            "one before).",
+        missing=no_windows if not have_windows else "the recording does not say the device's read_ahead_kb.",
+        show=show))
+    orders = list(folios["order"])
+    claims.append(explain.expect(
+        "the folios grow with the windows: the last ones are larger than the first (higher order)",
+        explain.greater("last order", orders[-1] if orders else None, "first order", orders[0] if orders else None),
+        yes=lambda ev: (f"order {orders[0]} ({1 << orders[0]} page) at first, order {orders[-1]} "
+                        f"({format_size((1 << orders[-1]) * ps)}) at the end"),
+        no=lambda ev: f"order {orders[0]} at first, {orders[-1]} at the end",
+        why="this filesystem caches files in single pages only (no large folios).", show=show))
+    w = out.witness
+    claims.append(explain.expect(
+        "the kernel fetched the whole file from storage once: read_bytes grew by the file's size",
+        explain.within("from storage", None if w is None or w.device is None else w.own_read, "file size", size,
+                       rel=0.01),
+        yes=lambda ev: f"{format_size(w.own_read)} for a {format_size(size)} file",
+        no=lambda ev: f"{format_size(w.own_read)} for a {format_size(size)} file",
+        why="part of the file was cached already, or readahead read beyond what was read.",
+        missing=out.witness_note or "the read had no witness.", show=show))
+    return claims
