@@ -327,3 +327,76 @@ def test_a_sync_mount_is_found_by_its_options_not_its_name():
     claims = ok(M.explain_class_filesystems(_class(rows)))
     assert [c.predicted.split("(")[1].split(")")[0] for c in claims] == ["slow", "slow"]
     assert all(c.held for c in claims)
+
+
+# --- section 6, witnessed: the device's own counters during each phase -------------------------------
+
+PHASE_HELD = {"tmp": [True, True, True], "shm": [True, True], "ext4-journal": [True, True, True],
+              "ext4-journal-discard": [True, True, True, True], "ext4-nojournal": [True, True, True],
+              "ext4-nojournal-discard": [True, True, True]}
+
+
+def phases(name: str, version: str) -> tuple[mdtest.Phases, M.FsFacts]:
+    ph = mdtest.recorded_phases(f"mdtest/phases-{name}-{version}", quiet=True)
+    return ph, M.recorded_facts(ph.phases["create"].outcome.recording.meta["filesystem"])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", list(PHASE_HELD))
+def test_phase_claims_on_six_filesystems(version, name):
+    ph, f = phases(name, version)
+    claims = ok(M.explain_phases(name, ph, f))
+    assert [c.held for c in claims] == PHASE_HELD[name], [c.text for c in claims]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_four_ext4_images_discard_where_their_facts_say(version):
+    d = {v: phases(f"ext4-{v}", version)[0].device for v in ("journal", "journal-discard", "nojournal",
+                                                              "nojournal-discard")}
+    # a private loop device: nobody else's traffic, so the counts are exactly the filesystem's
+    assert d["nojournal-discard"]["remove"]["discards"] >= 200                  # one per rmdir, inside the call
+    assert d["journal-discard"]["remove"]["discards"] == 0 < d["journal-discard"]["after"]["discards"]
+    assert all(x["discards"] == 0 for v in ("journal", "nojournal") for x in d[v].values() if x)
+    assert d["journal"]["after"]["written_bytes"] > 0                           # the commit, after the phases
+    for v in d:
+        assert d[v]["create"]["written_bytes"] == 0                             # creating: memory work
+
+
+def test_phase_claims_that_fail_say_why():
+    ph, f = phases("ext4-journal-discard", "4.0.0")
+    unwatched = replace(ph, device={k: v for k, v in ph.device.items() if k != "after"}, settle_s=0.0)
+    last = ok(M.explain_phases("j", unwatched, f))[-1]
+    assert last.held is None and "not watched after the last phase" in last.text
+    early = replace(ph, device={**ph.device, "remove": {**ph.device["remove"], "discards": 200}})
+    assert ok(M.explain_phases("j", early, f))[2].held is False                 # a commit inside the phase
+    ph, f = phases("ext4-nojournal-discard", "4.0.0")
+    merged = replace(ph, device={**ph.device, "remove": {**ph.device["remove"], "discards": 3}})
+    c = ok(M.explain_phases("n", merged, f))[2]
+    assert c.held is False and "merged" in c.text
+    no_device = replace(f, discard_max=0)                                        # a device that takes no discard
+    assert no_device.discard_in_call is False and "takes no discard" in no_device.describe()
+    ph, f = phases("tmp", "4.0.0")
+    crowded = ok(M.explain_phases("/tmp", ph, f))[2]
+    assert "not mdtest's" in crowded.text                                         # this recording was disturbed
+    old = M.recorded_facts({"path": "/x", "fstype": "ext4"})
+    assert ok(M.explain_phases("x", ph, old))[-1].held is None                    # facts unknown: cannot tell
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("version", VERSIONS)
+def test_live_phase_claims(monkeypatch, place, version):
+    import os
+    import shutil
+
+    d = f"/tmp/ior-{version}/bin"
+    if not os.path.exists(f"{d}/mdtest") or shutil.which("mpirun") is None:
+        pytest.skip(f"mdtest {version} or mpirun is not here")
+    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    kind, ws = place
+    f = M.facts(ws.root)
+    ph = mdtest.measure_phases(ws.root, M.PHASE_RUN, recording="mdtest/none", settle_s=M.settle_s(f), quiet=True)
+    claims = ok(M.explain_phases(str(ws.root), ph, f))
+    assert claims[0].held is True                                               # stat: the caches answered
+    if f.discard_in_call:
+        assert ph.device["remove"]["discards"] >= ph.directories

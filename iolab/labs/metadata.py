@@ -9,10 +9,14 @@ from a recording's meta. The mechanisms, checked in the sources:
   written and none is synced (:func:`iolab.tools.mdtest.expected_fsyncs`).
 * ext4 frees a block in ``ext4_mb_clear_bb`` (fs/ext4/mballoc.c). With a journal, the freed block
   waits for the transaction to commit, and a ``discard`` mount sends the device its discard (TRIM)
-  after the commit, outside the system call. Without a journal there is no transaction to wait
-  for: with ``discard`` the discard is issued, and waited for, inside the call that freed the
-  block (``unlink`` of a file that owns a block, ``rmdir`` of a directory: every ext4 directory
-  owns one). An empty file owns no block, so its ``unlink`` frees nothing.
+  after the commit, outside the system call (from a kernel worker the commit queues,
+  ``ext4_discard_work``, since Linux 5.14; from the journal's commit thread before). Without a
+  journal there is no transaction to wait for: with ``discard`` the discard is issued, and waited
+  for, inside the call that freed the block (``unlink`` of a file that owns a block, ``rmdir`` of a
+  directory: every ext4 directory owns one). An empty file owns no block, so its ``unlink`` frees
+  nothing. The device's stat file counts the discards (fields 12-15, Linux 4.18+): the lesson's
+  witnessed phases (:func:`explain_phases`) show them during the remove phase or after it; a device
+  whose ``queue/discard_max_bytes`` is 0 takes none, whatever the mount option.
 * ext4 ``fsync`` (fs/ext4/fsync.c): with a journal it waits for the commit of the transaction that
   holds the file's metadata; without one it writes the file's data and inode itself; both then
   flush the device's write cache. tmpfs has no device: its fsync has nothing to do.
@@ -31,9 +35,14 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo
+from .. import explain, fsinfo, witness
+from ..tools import mdtest
+from ..units import format_size
 
 EXT = ("ext4", "ext3", "ext2")
+# section 6's witnessed phases: the seed's command with one iteration and more items, so that the
+# device's counters rise clearly above one file's noise (mdtest -n 100: each rank 100 files, 100 dirs)
+PHASE_RUN = mdtest.Options(files=100, iterations=1)
 
 
 # --- the facts of a filesystem ------------------------------------------------------------------
@@ -46,6 +55,7 @@ class FsFacts:
     fstype: str
     options: tuple[str, ...] | None = None     # mount options (None: not known, e.g. an old recording)
     journal: bool | None = None                # ext2/3/4 only: has it a journal? (None: not known)
+    discard_max: int | None = None             # the device's queue/discard_max_bytes (0: it takes no discard)
 
     @property
     def memory(self) -> bool:
@@ -70,9 +80,31 @@ class FsFacts:
             return False if self.memory else None
         if self.discard is None:
             return None
-        if not self.discard:
+        if not self.discard or self.discard_max == 0:
             return False
         return None if self.journal is None else not self.journal
+
+    @property
+    def discards(self) -> bool | None:
+        """Does freeing a block send the device a discard at all (in the call or after a commit)?"""
+        if self.memory:
+            return False
+        if not self.ext or self.discard is None:
+            return None
+        return bool(self.discard) and self.discard_max != 0
+
+    @property
+    def commit_s(self) -> float | None:
+        """How often a journalled ext4 commits (mount option commit=N, default 5 s); None without a journal."""
+        if not (self.ext and self.journal):
+            return None
+        for o in self.options or ():
+            if o.startswith("commit="):
+                try:
+                    return float(o.partition("=")[2]) or 5.0
+                except ValueError:
+                    pass
+        return 5.0
 
     def describe(self) -> str:
         """'ext4 without a journal, mounted with discard' and the like."""
@@ -84,6 +116,8 @@ class FsFacts:
         if self.options is not None:
             shown = [o for o in ("discard", "sync", "dirsync") if o in self.options]
             bits.append(f"mounted with {', '.join(shown)}" if shown else "mounted without discard")
+        if self.discard and self.discard_max == 0:
+            bits.append("on a device that takes no discard")
         return ", ".join(bits[:1]) + (" " + ", ".join(bits[1:]) if len(bits) > 1 else "")
 
 
@@ -100,17 +134,34 @@ def ext4_journal(mount: fsinfo.Mount) -> bool | None:
     return text != "<none>"
 
 
+def discard_max_bytes(path: str | os.PathLike[str]) -> int | None:
+    """The largest discard the block device behind ``path`` accepts (``queue/discard_max_bytes`` of
+    the disk; 0: it takes none, and a ``discard`` mount option then sends nothing), or None where
+    there is no block device or no such file."""
+    d = witness.block_device(path)
+    if d is None:
+        return None
+    for q in (d / "queue", d.parent / "queue"):          # a partition's queue is its disk's
+        try:
+            return int((q / "discard_max_bytes").read_text())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def facts(path: str | os.PathLike[str]) -> FsFacts:
     """The facts of the filesystem that serves ``path`` on this machine."""
     m = fsinfo.mount_of(path)
-    return FsFacts(str(path), m.fstype, tuple(m.options.split(",")), ext4_journal(m))
+    return FsFacts(str(path), m.fstype, tuple(m.options.split(",")), ext4_journal(m), discard_max_bytes(path))
 
 
 def recorded_facts(meta_fs: Mapping[str, Any], path: str | None = None) -> FsFacts:
-    """The facts kept in a recording's ``filesystem`` meta (older recordings lack options/journal)."""
+    """The facts kept in a recording's ``filesystem`` meta (older recordings lack options, journal,
+    discard_max_bytes)."""
     opts = meta_fs.get("options")
     return FsFacts(path or str(meta_fs.get("path", "?")), str(meta_fs.get("fstype", "?")),
-                   tuple(opts.split(",")) if isinstance(opts, str) else None, meta_fs.get("journal"))
+                   tuple(opts.split(",")) if isinstance(opts, str) else None, meta_fs.get("journal"),
+                   meta_fs.get("discard_max_bytes"))
 
 
 def facts_of(outcome, path: str | os.PathLike[str]) -> FsFacts:
@@ -120,9 +171,18 @@ def facts_of(outcome, path: str | os.PathLike[str]) -> FsFacts:
     return recorded_facts(outcome.recording.meta.get("filesystem", {}), str(path))
 
 
+def settle_s(f: FsFacts) -> float:
+    """How long to keep watching the device after the last mdtest phase: a journalled ext4 sends its
+    commit (and the discards of the blocks it freed) up to one commit interval later; 0 otherwise."""
+    c = f.commit_s
+    return 0.0 if c is None else 1.5 * c
+
+
 def fs_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What ``recordings.save(..., fs_facts=...)`` keeps beside the mount options: the journal."""
-    return {"journal": facts(path).journal}
+    """What ``recordings.save(..., fs_facts=...)`` keeps beside the mount options: the journal and
+    the device's discard_max_bytes."""
+    f = facts(path)
+    return {"journal": f.journal, "discard_max_bytes": f.discard_max}
 
 
 # --- section 1: what -y does ---------------------------------------------------------------------
@@ -386,6 +446,118 @@ def explain_removal_rates(label: str, frame: pd.DataFrame, f: FsFacts) -> explai
         no=lambda e: f"{e['files']:,.0f} files/s against {e['directories']:,.0f} directories/s",
         why="with 10 items per rank a phase lasts well under a millisecond: one slow call, or another "
             "job on the same cores, weighs on a whole iteration")
+
+
+# --- section 6, witnessed: what the device did during each phase ---------------------------------
+
+BLOCK = 4096       # an ext4 directory's first block (mkfs.ext4's default block size)
+
+
+def _dev(d: Mapping[str, Any] | None, key: str) -> Any:
+    return None if d is None else d.get(key)
+
+
+def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
+    """mdtest's create, stat and remove phases run one at a time (:func:`iolab.tools.mdtest.measure_phases`),
+    each witnessed: what mdtest's processes read from storage during the stat phase, what the device
+    wrote during the create phase, and the discards the device received during the remove phase (and,
+    for a journalled ext4, after it), against what this filesystem's facts predict."""
+    dev = ph.device
+    dirs, items = ph.directories, ph.items
+    stat = ph.phases.get("stat")
+    own_r = stat.witnessed.own_read if stat is not None and stat.witnessed is not None else None
+    claims = [explain.expect(
+        f"on {label}, the stat phase read (next to) nothing from storage: the inode and dentry caches answered",
+        explain.greater("a 4 KiB block per 10 items stat-ed", 2 * items / 10 * BLOCK,
+                        "read from storage by mdtest's processes", own_r),
+        yes=lambda e: f"mdtest's processes read {format_size(own_r)} from storage (task I/O accounting) to stat "
+                      f"{2 * items:,} files and directories",
+        no=lambda e: f"mdtest's processes read {format_size(own_r)} from storage to stat {2 * items:,} items",
+        why="memory was short, and the inodes had been evicted between the phases (each phase is a separate run, "
+            "so mdtest's own program and libraries are loaded again too: a cold start reads them from disk)",
+        missing="this run was not witnessed.")]
+    if f.memory or (dev.get("remove") is None and dev.get("create") is None and ph.phases
+                    and all(m.witnessed is not None and m.witnessed.device is None for m in ph.phases.values())):
+        claims.append(explain.expect(
+            f"on {label}, creating and removing asked no device anything",
+            explain.fact("no block device behind it (the witness's note)", f.memory or None),
+            yes=f"{f.describe()}: the witness found no block device to count; files and directories are memory",
+            no="", missing="the witness found no block device here, but this filesystem is not one kept in memory: "
+                           "a network or FUSE filesystem's requests are not block I/O."))
+        return claims
+    create, remove, after = dev.get("create"), dev.get("remove"), dev.get("after")
+    written = _dev(create, "written_bytes")
+    own_w = ph.phases["create"].witnessed.own_written if ph.phases.get("create") and \
+        ph.phases["create"].witnessed is not None else None
+    dirtied = f"mdtest's processes dirtied {format_size(own_w)} of it in memory, " if own_w else ""
+    claims.append(explain.expect(
+        f"on {label}, the create phase wrote less to the device than one {BLOCK // 1024} KiB block per directory "
+        "it made: without -w and fsync, creating is memory work, written back later",
+        explain.greater("one block per directory", dirs * BLOCK, "written by the device", written),
+        yes=lambda e: f"{dirs:,} directories and {items:,} files; {dirtied}the device wrote {format_size(written)} "
+                      "while the phase ran",
+        no=lambda e: f"the device wrote {format_size(written)} while {dirs:,} directories were made",
+        why="the device's counters are everybody's (another program, the write-back of older dirty pages), and a "
+            "journal that commits during the phase writes it then.",
+        missing="the device's counters were not read for this run."))
+    d_rem, d_after = _dev(remove, "discards"), _dev(after, "discards")
+    rw = ph.phases["remove"].witnessed if ph.phases.get("remove") is not None else None
+    crowd = ""
+    if rw is not None and rw.disturbed:
+        crowd = (f" (the device also read {format_size(rw.others_read or 0)} and wrote "
+                 f"{format_size(rw.others_written or 0)} that were not mdtest's meanwhile: its counters are "
+                 "everybody's, so some of these discards can be someone else's)")
+    if f.discard_in_call:
+        claims.append(explain.expect(
+            f"on {label}, the remove phase sent the device about one discard per directory it removed: each rmdir "
+            "frees the directory's block and waits for its discard",
+            explain.greater("discards during the remove phase", d_rem, "directories removed", dirs, by=0.95),
+            yes=lambda e: f"{d_rem:,} discards ({format_size(_dev(remove, 'discarded_bytes'))}) while {dirs:,} "
+                          f"directories were removed, {_dev(create, 'discards'):,} during the create phase; this is "
+                          f"{f.describe()}{crowd}",
+            no=lambda e: f"the device counted {d_rem:,} discards while {dirs:,} directories were removed",
+            why="the block layer merged neighbouring discards into fewer requests, or this ext4 frees directory "
+                "blocks in another way than the lesson read in its source.",
+            missing="this kernel's stat file has no discard counters (before Linux 4.18)."))
+    elif f.discards and f.journal:
+        settle = ph.settle_s
+        claims.append(explain.expect(
+            f"on {label}, the remove phase itself sent (next to) no discard: the journal keeps the freed blocks "
+            "until its commit",
+            explain.greater("directories removed", dirs, "discards during the remove phase", d_rem, by=10),
+            yes=lambda e: f"{d_rem:,} discards while {dirs:,} directories were removed; this is {f.describe()}",
+            no=lambda e: f"the device counted {d_rem:,} discards while {dirs:,} directories were removed",
+            why="the device's counters are everybody's: another program removing files on this device sends "
+                "discards too; and a commit can fall inside the phase.",
+            missing="this kernel's stat file has no discard counters (before Linux 4.18)."))
+        claims.append(explain.expect(
+            f"on {label}, the discards came after the phase, once the journal had committed (a kernel worker sends "
+            "them, not rmdir)",
+            explain.greater("discards after the phase", d_after, "none", 0),
+            yes=lambda e: f"{d_after:,} discard request{'s' * (d_after != 1)} "
+                          f"({format_size(_dev(after, 'discarded_bytes'))}) in the {settle:g} s after the last phase, "
+                          f"with {format_size(_dev(after, 'written_bytes'))} written (the commit)",
+            no=lambda e: f"no discard in the {settle:g} s after the last phase",
+            why="the journal had not committed yet when the watch ended (mount option commit=, or a busy journal).",
+            missing="the device was not watched after the last phase (settle_s=0)."))
+    elif f.ext and f.discards is False:
+        total = sum(x for x in (_dev(dev.get(k), "discards") for k in ("create", "stat", "remove", "after"))
+                    if x is not None) if d_rem is not None else None
+        claims.append(explain.expect(
+            f"on {label}, removing sent the device (next to) no discard: without the discard option a freed block "
+            "is only marked free in the bitmap",
+            explain.greater("directories removed", dirs, "discards (every phase)", total, by=10),
+            yes=lambda e: f"{total:,} discards in all while {dirs:,} directories were removed; this is {f.describe()}",
+            no=lambda e: f"the device counted {total:,} discards while {dirs:,} directories were removed",
+            why="the device's counters are everybody's: another program removing files on a filesystem of this device "
+                "mounted with discard sends discards too.",
+            missing="this kernel's stat file has no discard counters (before Linux 4.18)."))
+    else:
+        claims.append(explain.expect(
+            f"on {label}, the device's discards follow the filesystem's facts",
+            explain.fact("the facts are known", None),
+            missing=f"the lesson does not know how {f.describe()} frees a block (its journal, its discard option)."))
+    return claims
 
 
 # --- section 7: many small files against one stream ----------------------------------------------

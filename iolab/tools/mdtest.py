@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from . import first_line
-from .. import fsinfo, mpi, recordings, runner, workspace
+from .. import fsinfo, mpi, recordings, runner, witness, workspace
 from ..errors import BudgetExceeded, ParseError, ToolFailed, ToolMissing
 from ..runner import Run
 from ..units import format_size
@@ -129,8 +129,14 @@ def error_line(*texts: str) -> str | None:
 
 def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launcher: str = "mpirun",
         ws: workspace.Workspace | None = None, timeout: float = 300, exe: str = "mdtest",
-        launcher_kwargs: dict[str, Any] | None = None) -> Run:
-    """Run mdtest with ``tasks`` ranks in a fresh directory, removed afterwards.
+        launcher_kwargs: dict[str, Any] | None = None, keep: bool = False,
+        runtime_dir: str | Path | None = None) -> Run:
+    """Run mdtest with ``tasks`` ranks in a fresh directory, removed afterwards (``keep=True``, with
+    ``on=None``: left in ``ws`` for a later run in the same directory, e.g. mdtest's ``-C``, then
+    ``-T``, then ``-r``, one phase per run; ``ws`` removes what is left when it closes).
+    ``runtime_dir``: an existing directory of yours for the MPI runtime's session files (default:
+    beside the tree; elsewhere, e.g. on tmpfs, their shared-memory files do not count as the measured
+    filesystem's writes).
 
     on: the directory of the filesystem to measure (e.g. "/dev/shm"); a private workspace is made
     inside it for the run. None: the session's workspace (``ws``). What the files will hold
@@ -140,6 +146,8 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
     """
     if runner.which(exe) is None:
         raise ToolMissing(exe, runner.install_hint(exe))
+    if keep and on is not None:
+        raise ValueError("keep=True keeps the tree in ws: give ws (and options.directory in it), not on")
     owner = ws or workspace.session()          # whose budget the files count against, wherever they go
     nbytes = bytes_to_write(options, tasks)
     if on is not None and owner.used + nbytes > owner.budget:
@@ -150,7 +158,7 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
     private = workspace.Workspace(budget=owner.budget, base=on, prefix=".iolab-mdtest-") if on is not None else None
     space = private or owner
     target = space.inside(options.directory) if options.directory is not None else space.path("mdtest")
-    runtime = space.path(f".mpi-{uuid.uuid4().hex[:8]}")    # the MPI runtime's session files
+    runtime = Path(runtime_dir or space.root) / f".mpi-{uuid.uuid4().hex[:8]}"    # the MPI runtime's session files
     try:
         workspace.reserve_for(target, nbytes)      # the workspace that holds the tree (and its filesystem)
         opts = replace(options, directory=str(target))
@@ -168,11 +176,16 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
                              message=head)
         return r
     finally:
+        if runtime_dir is not None:
+            import shutil
+            shutil.rmtree(runtime, ignore_errors=True)
         if private is not None:
             private.close()
         else:
-            space.remove(target)
-            space.remove(runtime)
+            if not keep:
+                space.remove(target)
+            if runtime_dir is None:
+                space.remove(runtime)
 
 
 @functools.lru_cache(maxsize=8)
@@ -273,10 +286,13 @@ def window(text: str) -> tuple[datetime | None, datetime | None]:
     """When the run started and finished, from mdtest's ``-- started at MM/DD/YYYY HH:MM:SS --`` and
     ``-- finished at ... --`` lines (local time of the machine that ran it, 1 s resolution)."""
     found: dict[str, datetime] = {}
-    for line in text.splitlines():
+    for no, line in enumerate(text.splitlines(), 1):
         m = _STAMP.match(line.strip())
-        if m:
-            found.setdefault(m.group(1), datetime.strptime(m.group(2), "%m/%d/%Y %H:%M:%S"))
+        if m and m.group(1) not in found:
+            try:
+                found[m.group(1)] = datetime.strptime(m.group(2), "%m/%d/%Y %H:%M:%S")
+            except ValueError:
+                raise ParseError(f"not a date and time: {m.group(2)!r}", line_no=no, line=line) from None
     return found.get("started"), found.get("finished")
 
 
@@ -290,25 +306,57 @@ def to_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:
 
 @dataclass
 class Measured:
-    """mdtest on one directory, live or replayed."""
+    """mdtest on one directory, live or replayed, with the kernel's witness of the run (the bytes its
+    processes moved to and from storage, the device's; None with ``witness_note`` saying why)."""
 
     path: str
     fstype: str
     outcome: recordings.Outcome
+    witnessed: witness.Witnessed | None = None
+    witness_note: str = ""
+    scope: str = "the whole run"          # what the witness covers
 
     @property
     def mode(self) -> str:
         return self.outcome.mode
 
     def frame(self) -> pd.DataFrame:
-        return to_frame(self.outcome.data, path=self.path, fstype=self.fstype, mode=self.mode)
+        """The parsed rows, with path, fstype, mode and the witness's columns (own_read_bytes,
+        own_write_bytes, device, device_read_bytes, device_write_bytes, disturbed, witness_notes,
+        witness_scope), the same on every row of the run."""
+        if self.witnessed is not None:
+            seen = self.witnessed.row()
+        else:
+            seen = {**{k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
+                                         "device_write_bytes", "disturbed")},
+                    "witness_notes": self.witness_note or "not witnessed"}
+        return to_frame(self.outcome.data, path=self.path, fstype=self.fstype, mode=self.mode, **seen,
+                        witness_scope=self.scope)
+
+
+def _witnessed_outcome(out: recordings.Outcome, seen: dict[str, Any]) -> tuple[witness.Witnessed | None, str]:
+    if out.mode == "live":
+        return seen.get("witnessed"), ""
+    rec = out.recording
+    w = rec.witness() if rec is not None else None
+    return w, "" if w is not None else (rec.witness_note if rec is not None else "not witnessed")
 
 
 def measure_on(path: str | Path, options: Options, *, tasks: int = 2, recording: str, launcher: str = "mpirun",
                timeout: float = 300, quiet: bool = False) -> Measured:
-    """mdtest on the filesystem of ``path`` (live), or the recording made there (replay)."""
+    """mdtest on the filesystem of ``path`` (live), or the recording made there (replay).
+
+    Live, the run is taken under :class:`iolab.witness.Witness` on ``path``: the bytes mdtest's
+    processes (mpirun and its ranks, reaped) made the storage layer read and write, and what the
+    block device behind ``path`` moved for everyone (``.witnessed``); a replay carries the witness
+    the recording kept, or says that it has none."""
+    seen: dict[str, Any] = {}
+
     def live() -> Run:
-        return run(options, tasks, on=path, launcher=launcher, timeout=timeout)
+        with witness.Witness(path, children=True) as w:
+            r = run(options, tasks, on=path, launcher=launcher, timeout=timeout)
+        seen["witnessed"] = w.result
+        return r
 
     out = recordings.live_or_recorded(live, recording, requires=("mdtest", launcher), parse=parse, quiet=quiet)
     if out.mode == "live":
@@ -318,7 +366,181 @@ def measure_on(path: str | Path, options: Options, *, tasks: int = 2, recording:
         fs = out.recording.meta.get("filesystem", {}) if out.recording else {}
         fstype = fs.get("fstype", "?")
         shown = str(path)
-    return Measured(shown, fstype, out)
+    w, note = _witnessed_outcome(out, seen)
+    iters = options.iterations
+    return Measured(shown, fstype, out, w, note,
+                    scope=f"the whole run (every phase, {iters} iteration{'s' * (iters != 1)})")
+
+
+# --- one phase per run: what the device did while mdtest created, stat-ed, removed ------------------
+
+# mdtest 3.3 and 4.0: -C only creates, -T only stats, -E only reads, -r only removes what a run with
+# the same -d left (src/mdtest.c: create_only, stat_only, read_only, remove_only)
+PHASES = {"create": "-C", "stat": "-T", "read": "-E", "remove": "-r"}
+DEVICE_KEYS = ("device", "reads", "read_bytes", "writes", "written_bytes", "discards", "discarded_bytes",
+               "busy_ms")
+
+
+def device_moved(before: witness.DeviceStat, after: witness.DeviceStat) -> dict[str, Any]:
+    """What a block device did between two snapshots of its stat file: requests and bytes read and
+    written, discard requests and bytes discarded (None where the kernel has no discard fields, before
+    4.18), milliseconds busy. Everybody's traffic."""
+    sector = witness.SECTOR
+    disc = after.discards is not None and before.discards is not None
+    return {"device": after.device, "reads": after.reads - before.reads,
+            "read_bytes": (after.sectors_read - before.sectors_read) * sector,
+            "writes": after.writes - before.writes,
+            "written_bytes": (after.sectors_written - before.sectors_written) * sector,
+            "discards": after.discards - before.discards if disc else None,
+            "discarded_bytes": (after.sectors_discarded - before.sectors_discarded) * sector if disc else None,
+            "busy_ms": after.busy_ms - before.busy_ms}
+
+
+@dataclass
+class Phases:
+    """mdtest's phases run one at a time on one tree: each phase's Measured (rates and witness) and
+    what the device did during it (:func:`device_moved`; None where there is no block device), and
+    ``after`` (the device in the ``settle_s`` seconds after the last phase: a journal commits later)."""
+
+    path: str
+    phases: dict[str, Measured]
+    device: dict[str, dict[str, Any] | None]
+    items: int                       # files (and as many directories) the run made: tasks x -n
+    directories: int                 # directories the remove phase removed (mdtest's items; 0 with -F)
+    settle_s: float = 0.0
+
+    @property
+    def mode(self) -> str:
+        return next(iter(self.phases.values())).mode
+
+    def frame(self) -> pd.DataFrame:
+        """One row per phase: phase, operation rates (mdtest's, ops/s), own_read_bytes, own_write_bytes,
+        and the device's reads, read_bytes, writes, written_bytes, discards, discarded_bytes, busy_ms."""
+        rows = []
+        for name in [*self.phases, *(["after"] if "after" in self.device else [])]:
+            m = self.phases.get(name)
+            row: dict[str, Any] = {"phase": name}
+            if m is not None:
+                rates = {r["operation"]: r["mean"] for r in m.outcome.data if r["unit"] == "ops/s" and r["mean"]}
+                row["rates"] = ", ".join(f"{k} {v:,.0f}/s" for k, v in rates.items())
+                w = m.witnessed
+                row["own_read_bytes"] = w.own_read if w is not None else None
+                row["own_write_bytes"] = w.own_written if w is not None else None
+            else:
+                row.update(rates=f"(the {self.settle_s:g} s after the last phase)", own_read_bytes=None,
+                           own_write_bytes=None)
+            d = self.device.get(name) or {}
+            row.update({k: d.get(k) for k in DEVICE_KEYS})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def run_phases(options: Options, tasks: int = 2, *, on: str | Path, phases: Sequence[str] = ("create", "stat",
+               "remove"), launcher: str = "mpirun", timeout: float = 300, settle_s: float = 0.0,
+               ws: workspace.Workspace | None = None) -> dict[str, Any]:
+    """Run ``phases`` of ``options`` one mdtest run each, on one tree in a private workspace on ``on``,
+    each under a :class:`~iolab.witness.Witness` with the device's stat file read around it. The MPI
+    runtime's files go to /dev/shm when it is a tmpfs, so that they are not counted as the measured
+    filesystem's I/O.
+    ``settle_s``: keep watching the device that long after the last phase. Returns {phase: (Run,
+    Witnessed, device_moved or None)} and "after": device_moved or None."""
+    bad = [p for p in phases if p not in PHASES]
+    if bad or not phases:
+        raise ValueError(f"phases are some of {', '.join(PHASES)}, got {list(phases)}")
+    if any(f in options.extra for f in PHASES.values()):
+        raise ValueError("give the phases with phases=..., not -C/-T/-E/-r in options.extra")
+    import os
+    import time
+
+    owner = ws or workspace.session()
+    out: dict[str, Any] = {}
+    # the MPI runtime's shared-memory files (megabytes per rank) go to memory, when there is a tmpfs:
+    # on the measured disk they would be writes and, once removed, discards of their own
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") and fsinfo.fstype("/dev/shm") in fsinfo.MEMORY_FS else None
+    with workspace.Workspace(budget=owner.budget, base=on, prefix=".iolab-mdtest-") as space, \
+            workspace.Workspace(budget="1MiB", base=shm, prefix=".iolab-mpi-") as mpi_space:
+        dev = witness.block_device(space.root)
+        tree = replace(options, directory=str(space.path("mdtest")))
+        for name in phases:
+            opts = replace(tree, extra=(*tree.extra, PHASES[name]))
+            d0 = witness.device_stat(dev) if dev else None
+            with witness.Witness(space.root, children=True) as w:
+                r = run(opts, tasks, ws=space, launcher=launcher, timeout=timeout, keep=True,
+                        runtime_dir=mpi_space.root if shm else None)
+            d1 = witness.device_stat(dev) if dev else None
+            out[name] = (r, w.result, device_moved(d0, d1) if dev else None)
+        d0 = witness.device_stat(dev) if dev else None
+        time.sleep(settle_s)
+        out["after"] = device_moved(d0, witness.device_stat(dev)) if dev and settle_s else None
+    return out
+
+
+def measure_phases(path: str | Path, options: Options, *, tasks: int = 2, recording: str,
+                   phases: Sequence[str] = ("create", "stat", "remove"), settle_s: float = 0.0,
+                   launcher: str = "mpirun", timeout: float = 300, quiet: bool = False) -> Phases:
+    """:func:`run_phases` on ``path`` live (mdtest and mpirun here), or its recordings:
+    ``<recording>-<phase>`` (mdtest's output, its witness in the meta) and ``<recording>-device``
+    (iolab's counts of the device's stat file around each phase, JSON)."""
+    done: dict[str, Any] = {}
+
+    def live(name: str) -> Run:
+        if not done:
+            done.update(run_phases(options, tasks, on=path, phases=phases, launcher=launcher, timeout=timeout,
+                                   settle_s=settle_s))
+        return done[name][0]
+
+    return _phases(path, recording, phases, lambda name: recordings.live_or_recorded(
+        lambda: live(name), f"{recording}-{name}", requires=("mdtest", launcher), parse=parse, quiet=quiet),
+        done, settle_s)
+
+
+def recorded_phases(recording: str, *, phases: Sequence[str] = ("create", "stat", "remove"),
+                    path: str | None = None, quiet: bool = False) -> Phases:
+    """The recordings of :func:`measure_phases`, replayed whatever tools are here (e.g. ext4 images that
+    were loop-mounted as root to record them)."""
+    def replay(name: str) -> recordings.Outcome:
+        rec = recordings.load(f"{recording}-{name}")
+        out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; a recording of its own", recording=rec,
+                                 data=parse(rec.text))
+        if not quiet:
+            print(out.provenance)
+        return out
+
+    where = path or (recordings.load(f"{recording}-{phases[0]}").meta.get("filesystem") or {}).get("path", "?")
+    return _phases(where, recording, phases, replay, {}, 0.0)
+
+
+def _phases(path: str | Path, recording: str, phases: Sequence[str], outcome_of: Any, done: dict[str, Any],
+            settle_s: float) -> Phases:
+    import json
+
+    measured: dict[str, Measured] = {}
+    for name in phases:
+        out = outcome_of(name)
+        if out.mode == "live":
+            w, note, fstype = done[name][1], "", fsinfo.fstype(path)
+        else:
+            w, note = _witnessed_outcome(out, {})
+            fstype = (out.recording.meta.get("filesystem", {}) if out.recording else {}).get("fstype", "?")
+        measured[name] = Measured(str(path), fstype, out, w, note, scope=f"the {name} phase")
+    first = next(iter(measured.values()))
+    if first.mode == "live":
+        device = {name: done[name][2] for name in phases}
+        if done.get("after") is not None:
+            device["after"] = done["after"]
+        settled = settle_s
+    else:
+        try:
+            kept = json.loads(recordings.load(f"{recording}-device").text)
+        except FileNotFoundError:
+            kept = {}
+        device = {k: v for k, v in (kept.get("phases") or {}).items()}
+        settled = float(kept.get("settle_s") or 0.0)
+    rows = first.outcome.data
+    items = int(rows[0]["items"] or 0) if rows else 0
+    argv = first.outcome.run.argv if first.outcome.run is not None else \
+        (first.outcome.recording.meta.get("argv", []) if first.outcome.recording is not None else [])
+    return Phases(str(path), measured, device, items, 0 if "-F" in argv else items, settled)
 
 
 def candidate_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
@@ -361,10 +583,11 @@ def one_file_trace(on: str | Path | None = None, *, exe: str = "mdtest", timeout
 
 
 def one_file_calls(text: str) -> pd.DataFrame:
-    """The syscalls of a :func:`one_file_trace` text, in order: syscall, duration (s), result, path."""
+    """The syscalls of a :func:`one_file_trace` text, in order: syscall, duration (s), result, path.
+    A trace that ends inside a line (cut short) raises ParseError (:func:`strace.parse_calls`)."""
     from . import strace
 
-    df = strace.calls_frame(strace.parse_calls(text.splitlines(), events=False))
+    df = strace.calls_frame(strace.parse_calls(text, events=False))
     if not len(df):
         raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
     return df[["syscall", "duration", "result", "path", "args"]].reset_index(drop=True)
@@ -469,10 +692,11 @@ def _item_kind(path: Any) -> str | None:
 def removal_calls(text: str) -> pd.DataFrame:
     """The calls of a :func:`trace_removals` trace on mdtest's own items: syscall, item ("file",
     "directory", "tree directory", "top directory"), duration (s), pid, path. The MPI runtime's
-    unlink/rmdir calls (its session directory, shared-memory segments) are left out."""
+    unlink/rmdir calls (its session directory, shared-memory segments) are left out. A trace that
+    ends inside a line (cut short) raises ParseError (:func:`strace.parse_calls`)."""
     from . import strace
 
-    df = strace.calls_frame(strace.parse_calls(text.splitlines(), events=False))
+    df = strace.calls_frame(strace.parse_calls(text, events=False))
     if not len(df):
         raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
     df = df.assign(item=df["path"].map(_item_kind))

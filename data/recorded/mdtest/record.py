@@ -10,7 +10,14 @@ For each version (``/tmp/ior-<version>/bin/mdtest``, put first on PATH), 2 ranks
 * ``removals-tmp-V``, ``removals-shm-V``, ``removals-write4k-tmp-V``: ``strace -f -T`` of the seed's
   command (and of ``-w 4096 -y``), only unlink/rmdir/fsync, each call with its time;
 * as root only: ``removals-ext4-<variant>-V`` on fresh 512 MiB ext4 images loop-mounted under /tmp:
-  with and without a journal (``mkfs.ext4 -O ^has_journal``), with and without ``-o discard``.
+  with and without a journal (``mkfs.ext4 -O ^has_journal``), with and without ``-o discard``;
+* ``phases-{tmp,shm}-V-{create,stat,remove}`` and, as root, ``phases-ext4-<variant>-V-...``: the
+  seed's command with one iteration and 100 items per rank (``metadata.PHASE_RUN``), one mdtest run
+  per phase (-C, -T, -r) on one tree, each witnessed (its meta keeps the bytes mdtest's processes
+  and the device moved), and ``...-device`` (JSON): the device's stat file around each phase
+  (requests, bytes, discards, busy time), and for a journalled ext4 in the seconds after the last
+  phase too (``metadata.settle_s``: one commit interval and a half). Only these:
+  ``record.py --phases-only``.
 
 Each recording's meta keeps the filesystem's mount options and, for ext4, whether it has a journal
 (``iolab.labs.metadata.fs_meta``): the lesson's sentences depend on both.
@@ -114,15 +121,65 @@ def record(version: str, loop: bool) -> None:
                        f"{' '.join(features) or '(defaults)'}, mount -o {','.join(['loop', *options])})")
 
 
+def save_phases(ph, name: str, path: str, notes: str) -> None:
+    """The phases of mdtest.measure_phases: one recording per phase (its witness in the meta) and the
+    device's counts around each (JSON)."""
+    import json
+
+    for phase, m in ph.phases.items():
+        out = recordings.save(m.outcome.run, f"mdtest/{name}-{phase}", fs_path=path, fs_facts=metadata.fs_meta(path),
+                              host_description=HOST, witness=m.witnessed,
+                              notes=f"{notes}: the {phase} phase ({mdtest.PHASES[phase]}), its own mdtest run on the "
+                                    "tree the previous phases left; the witness covers this run")
+        print(f"  {out.relative_to(ROOT)}")
+    r = next(iter(ph.phases.values())).outcome.run
+    text = json.dumps({"phases": ph.device, "settle_s": ph.settle_s, "directories": ph.directories}, indent=2) + "\n"
+    out = recordings.save(text, f"mdtest/{name}-device", ext="json", argv=r.argv, stream="file",
+                          tool_version=r.tool_version, fs_path=path, fs_facts=metadata.fs_meta(path),
+                          host_description=HOST,
+                          notes=f"{notes}: what the block device's stat file (/sys/class/block/<dev>/stat: requests, "
+                                "sectors read and written, discard requests and sectors, ms busy) moved during each "
+                                "phase, for everyone; 'after': in the settle_s seconds after the last phase "
+                                "(a journal commits later); measured by iolab (mdtest.run_phases)")
+    print(f"  {out.relative_to(ROOT)}")
+
+
+def record_phases(version: str, loop: bool) -> None:
+    os.environ["PATH"] = f"/tmp/ior-{version}/bin:" + os.environ["PATH"]
+    assert mdtest.installed_version() == version, mdtest.installed_version()
+    cmd = " ".join(metadata.PHASE_RUN.argv()[1:])
+    print(f"mdtest {version}: phases")
+    for short, path in PLACES.items():
+        ph = mdtest.measure_phases(path, metadata.PHASE_RUN, recording="mdtest/none",
+                                   settle_s=metadata.settle_s(metadata.facts(path)), quiet=True)
+        save_phases(ph, f"phases-{short}-{version}", path, f"`mpirun -np 2 mdtest {cmd}` on {path}")
+    if not loop:
+        return
+    for name, (features, options) in EXT4_VARIANTS.items():
+        with loop_ext4(features, options) as mnt:
+            f = metadata.facts(mnt)
+            ph = mdtest.measure_phases(mnt, metadata.PHASE_RUN, recording="mdtest/none",
+                                       settle_s=metadata.settle_s(f), quiet=True)
+            save_phases(ph, f"phases-ext4-{name}-{version}", mnt,
+                        f"`mpirun -np 2 mdtest {cmd}` on a fresh 512 MiB ext4 image loop-mounted under /tmp as root "
+                        f"({f.describe()}; mkfs.ext4 {' '.join(features) or '(defaults)'}, mount -o "
+                        f"{','.join(['loop', *options])})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--versions", nargs="+", default=["3.3.0", "4.0.0"])
     ap.add_argument("--no-loop", action="store_true", help="skip the loop-mounted ext4 images (they need root)")
+    ap.add_argument("--phases-only", action="store_true", help="record only the witnessed phases (section 6)")
     args = ap.parse_args()
     path0 = os.environ["PATH"]
     for v in args.versions:
         os.environ["PATH"] = path0
-        record(v, loop=not args.no_loop and os.geteuid() == 0)
+        loop = not args.no_loop and os.geteuid() == 0
+        if not args.phases_only:
+            record(v, loop=loop)
+            os.environ["PATH"] = path0
+        record_phases(v, loop=loop)
 
 
 if __name__ == "__main__":
