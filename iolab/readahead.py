@@ -35,7 +35,7 @@ ADVICE = {"normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL
 MAX_CALLS = 20_000_000
 
 SWEEP_COLUMNS = ["read_size", "file_size", "seconds", "calls", "bytes_per_s", "mib_per_s",
-                 "us_per_call", "cache", "resident_before"]
+                 "us_per_call", "cache", "resident_before", "from_storage", "device_read"]
 
 
 def _file(path: str | os.PathLike[str]) -> Path:
@@ -88,7 +88,9 @@ def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *,
     ``cache="cold"`` evicts the file before each pass (and checks it worked); ``"warm"`` reads it
     once first, so every pass is served from memory. Columns: read_size, file_size (bytes), seconds,
     calls (including the last one that returns 0 at end of file), bytes_per_s, mib_per_s,
-    us_per_call, cache, resident_before (fraction). ``strict=False``: a file that cannot be evicted
+    us_per_call, cache, resident_before (fraction), and the pass's witness: from_storage (bytes the
+    kernel fetched from storage for it; None without a block device) and device_read (the device's,
+    for everyone). ``strict=False``: a file that cannot be evicted
     (tmpfs) is read anyway, and ``resident_before`` says it was not cold.
     """
     if cache not in ("cold", "warm"):
@@ -113,12 +115,16 @@ def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *,
         else:
             _read_whole(p, MiB)
         before = pagecache.residency(p, keep_map=False)
-        seconds, calls, total = _read_whole(p, size)
+        with Witness(p) as w:
+            seconds, calls, total = _read_whole(p, size)
+        seen = w.result
         rows.append({"read_size": size, "file_size": total, "seconds": seconds, "calls": calls,
                      "bytes_per_s": total / seconds if seconds > 0 else float("inf"),
                      "mib_per_s": total / seconds / MiB if seconds > 0 else float("inf"),
                      "us_per_call": seconds / calls * 1e6, "cache": cache,
-                     "resident_before": before.fraction})
+                     "resident_before": before.fraction,
+                     "from_storage": seen.own_read if seen.device is not None else None,
+                     "device_read": seen.device_read})
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 
 

@@ -86,9 +86,13 @@ def test_writeback_live(place):
     claims = lab.writeback(plain, synced, show=False)
     all_consistent(claims)
     if kind == "tmpfs":
+        assert claims[0].held is None and claims[1].held is None and "tmpfs" in claims[0].text
         for c in claims:
             if c.held is False:
                 assert "tmpfs" in c.text
+    else:
+        assert claims[1].held is True                      # fsync: the device wrote it all
+        assert claims[0].held is True or plain.witness.device_written > 0
 
 
 @pytest.mark.live
@@ -193,6 +197,13 @@ def test_dd_live(place, monkeypatch):
     d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=True, recording="dd/write-64m-dsync-tmp",
                      ws=ws, quiet=True)
     assert not (ws.root / "dd.bin").exists()
+    assert b.witness is not None and d.witness is not None           # dd's own run, witnessed
+    if kind == "disk":
+        assert d.witness.own_written >= 16 * MiB                     # dd's rusage, once reaped
+        assert d.witness.device_written >= 16 * MiB                  # dsync: on the device when dd ended
+    else:
+        assert d.witness.own_written == 0                            # tmpfs pages are never charged
+        assert d.witness.device is None and "no block device" in str(d.witness)
     claims = lab.dd_sync(b, d, show=False)
     all_consistent(claims)
     assert d.extra["fstype"] == ("tmpfs" if kind == "tmpfs" else pagecache._fstype(ws.root))
@@ -210,6 +221,7 @@ def test_dd_recorded(where, held, monkeypatch, tmp_path):
                          recording=f"dd/write-64m-dsync-{where}", ws=ws, quiet=True)
     claims = lab.dd_sync(b, d, show=False)
     all_consistent(claims)
+    assert b.witness is None and "before iolab kept" in b.witness_note   # an older recording says so
     assert claims[0].held is held
     if not held:
         assert "tmpfs has no device" in claims[0].text
@@ -360,6 +372,22 @@ def _write(rate_bps, fsync, growth, fstype="ext4"):
                                {"fsync": fsync, "dirty_growth": growth})
 
 
+@pytest.mark.parametrize("plain_wrote, synced_wrote, held", [
+    (0, 64 * MiB, [True, True]),
+    (40 * MiB, 64 * MiB, [False, True]),       # write-back (or a neighbour) wrote during the plain write
+    (0, MiB, [True, False]),
+])
+def test_writeback_witnessed_constructed(plain_wrote, synced_wrote, held):
+    import dataclasses
+    plain = dataclasses.replace(_write(2_000 * MiB, False, 64 * MiB),
+                                witness=Witnessed(0, 64 * MiB, "vda", 0, plain_wrote))
+    synced = dataclasses.replace(_write(100 * MiB, True, 64 * MiB),
+                                 witness=Witnessed(0, 64 * MiB, "vda", 0, synced_wrote))
+    claims = lab.writeback(plain, synced, show=False)
+    all_consistent(claims)
+    assert [c.held for c in claims[:2]] == held
+
+
 @pytest.mark.parametrize("plain_bps, synced_bps, growth, fstype, held", [
     (2_000 * MiB, 100 * MiB, 64 * MiB, "ext4", [True, True]),         # a slow disk
     (2_000 * MiB, 1_800 * MiB, 64 * MiB, "ext4", [False, True]),      # a write cache answers for the disk
@@ -369,7 +397,7 @@ def test_writeback_constructed(plain_bps, synced_bps, growth, fstype, held):
     claims = lab.writeback(_write(plain_bps, False, growth, fstype), _write(synced_bps, True, growth, fstype),
                            show=False)
     all_consistent(claims)
-    assert [c.held for c in claims] == held
+    assert [c.held for c in claims] == [None, None] + held      # not witnessed
     if fstype == "tmpfs":
         assert all("tmpfs" in c.text for c in claims)
 

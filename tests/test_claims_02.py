@@ -34,8 +34,10 @@ def test_sweep_live(place, monkeypatch):
     assert claims[0].held is True                                   # the counts are exact everywhere
     if kind == "tmpfs":
         assert (sweep[sweep.cache == "cold"]["resident_before"] == 1).all()
-        assert [c.held for c in claims[1:]] == [None, None, None]   # nothing cold to compare with
-        assert "tmpfs" in claims[1].text
+        assert [c.held for c in claims[1:]] == [None, None, None, None]   # nothing cold, nothing witnessed
+        assert "tmpfs" in claims[1].text and "tmpfs" in claims[2].text
+    else:
+        assert claims[1].held is True                               # cold passes from storage, warm ones not
     monkeypatch.setenv("IOLAB_MODE", "live")
     out = lab.dd_one_byte(f, recording="dd/read-1mib-bs1-tmp", quiet=True)
     assert out.data["records_in"] == 256 * 1024
@@ -103,7 +105,19 @@ def _sweep(*, cold_small=1.0, warm_small=0.9, cold_big=0.010, warm_big=0.00005, 
 def test_sweep_constructed(kwargs, held):
     claims = lab.sweep_claims(_sweep(**kwargs), show=False)
     all_consistent(claims)
-    assert [c.held for c in claims] == held
+    assert claims[1].held is None and "cannot witness" in claims[1].text   # no witness in these numbers
+    assert [c.held for c in claims[:1] + claims[2:]] == held
+
+
+@pytest.mark.parametrize("cold_stored, warm_stored, held", [
+    (MiB, 0, True), (MiB // 2, 0, False), (MiB, MiB, False)])
+def test_sweep_witness_constructed(cold_stored, warm_stored, held):
+    frame = _sweep()
+    frame["from_storage"] = [cold_stored if c == "cold" else warm_stored for c in frame["cache"]]
+    frame["device_read"] = frame["from_storage"]
+    claims = lab.sweep_claims(frame, fstype="ext4", show=False)
+    all_consistent(claims)
+    assert claims[1].held is held
 
 
 def _dd(seconds, records=MiB, mode="live"):

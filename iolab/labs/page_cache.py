@@ -345,11 +345,39 @@ def drop_all_caches(allowed: bool) -> dict[str, Any]:
 # --- 4 · write-back: fsync, dd oflag=dsync, hdparm ------------------------------------------------
 
 def writeback(plain: measure.Measurement, synced: measure.Measurement, *, show: bool = True) -> list[Claim]:
-    """What a timed write without fsync and one with fsync (same size, same place) showed."""
+    """What a timed write without fsync and one with fsync (same size, same place) showed: the
+    device's counters first (what it had written when the clock stopped), then the rates and Dirty."""
     mem = _memory_fs(plain.after, synced.after)
     a, b = _mibs(plain.bytes_per_s), _mibs(synced.bytes_per_s)
     by = 1.5
+
+    def wrote(m: measure.Measurement) -> int | None:
+        return None if m.witness is None or m.witness.device is None else m.witness.device_written
+
+    def nodev(m: measure.Measurement) -> str:
+        if mem:
+            return f"{mem} has no block device: nothing is ever written to one, and nothing counts it."
+        return _no_witness(m)
+
+    w_plain, w_synced = wrote(plain), wrote(synced)
     claims = [explain.expect(
+        "when write() returned, the device had written (next to) none of it: the data was in memory, dirty",
+        explain.greater("allowance", None if w_plain is None else measure.HARDLY * plain.nbytes + measure.SLACK,
+                        "device wrote", w_plain),
+        yes=lambda ev: f"the device wrote {format_size(w_plain)} while {format_size(plain.nbytes)} were written",
+        no=lambda ev: f"the device wrote {format_size(w_plain)} while {format_size(plain.nbytes)} were written",
+        why="the device counts everyone's writes (another program, the write-back of older dirty pages, the "
+            "journal), and the kernel starts write-back early when dirty memory piles up.",
+        missing=nodev(plain), show=show)]
+    claims.append(explain.expect(
+        "when fsync() returned, the device had written all of it",
+        explain.greater("device wrote", w_synced, "95 % of the write",
+                        None if w_synced is None else measure.MOSTLY * synced.nbytes),
+        yes=lambda ev: f"the device wrote {format_size(w_synced)} for {format_size(synced.nbytes)}",
+        no=lambda ev: f"the device wrote only {format_size(w_synced)} for {format_size(synced.nbytes)}",
+        why="the filesystem compresses or deduplicates what it writes, or wrote part of it before the clock "
+            "started.", missing=nodev(synced), show=show))
+    claims.append(explain.expect(
         f"write() without fsync returned at least {by:g}x sooner than write + fsync",
         explain.greater("no fsync", a, "fsync", b, by=by),
         yes=f"{a:,.0f} MiB/s against {b:,.0f} MiB/s ({a / b:.1f}x)",
@@ -361,7 +389,7 @@ def writeback(plain: measure.Measurement, synced: measure.Measurement, *, show: 
              "the machine's dirty pages pile up (other programs' writes count too), the kernel makes writers "
              "sleep until write-back catches up. Each write lasts only tens of milliseconds, so anything else "
              "running on this machine moves both rates."),
-        show=show)]
+        show=show))
     growth = plain.options.get("dirty_growth")
     claims.append(explain.expect(
         "Dirty (the machine's not-yet-written pages) grew by about what was written when write() returned",
@@ -393,10 +421,11 @@ def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = 
             r = dd.run(src, target, bs=block, count=count, oflag=["dsync"] if dsync else ())
         finally:
             target.unlink(missing_ok=True)
-        return runner.Run(argv=r.argv, stdout=r.stderr, stderr=r.stderr, returncode=r.returncode,
-                          seconds=r.seconds, started=r.started, host=r.host, tool_version=r.tool_version)
+        return witness.WitnessedRun.of(r, r.witness, r.witness_note, stdout=r.stderr)   # dd's summary
 
     out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+    if out.recording is not None and out.recording.witness_note:
+        out.witness_note = out.recording.witness_note
     out.extra["fstype"] = (out.recording.meta.get("filesystem", {}).get("fstype", "") if out.recording
                            else fstype_of(ws.root))
     return out

@@ -17,7 +17,7 @@ from .. import explain, pagecache, readahead, recordings
 from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size
-from ..witness import Witnessed
+from ..witness import Witnessed, WitnessedRun
 
 MEMORY_FS = pagecache._MEMORY_FS
 
@@ -59,6 +59,7 @@ def sweep_claims(frame: pd.DataFrame, *, fstype: str = "", show: bool = True) ->
         yes=f"from {int(frame['calls'].max()):,} calls at {format_size(small)} down to "
             f"{int(frame['calls'].min()):,} at {format_size(big)}",
         no="some counts differ", why="the file changed size while it was read.", show=show)]
+    claims.append(_sweep_witness(frame, fstype, show))
     cold = frame[frame["cache"] == "cold"].sort_values("read_size")
     was_cold = bool(len(cold)) and bool((cold["resident_before"] == 0).all())
     not_cold = ("the 'cold' passes found the file in memory (" + (f"{fstype} keeps files in memory and "
@@ -110,20 +111,52 @@ def sweep_claims(frame: pd.DataFrame, *, fstype: str = "", show: bool = True) ->
     return claims
 
 
+def _sweep_witness(frame: pd.DataFrame, fstype: str, show: bool) -> Claim:
+    """The first ground of the sweep: what each pass took from storage (the kernel's count)."""
+    n = int(frame["file_size"].iloc[0])
+    stored = frame["from_storage"] if "from_storage" in frame.columns else pd.Series([None] * len(frame))
+    known = stored.notna().all() and len(frame)
+    cold = frame[frame["cache"] == "cold"]
+    warm = frame[frame["cache"] == "warm"]
+    allowance = 0.05 * n + 256 * KiB
+    least_cold = float(stored[cold.index].min()) if known and len(cold) else None
+    most_warm = float(stored[warm.index].max()) if known and len(warm) else None
+    value = None if not known else bool((least_cold is None or least_cold >= 0.95 * n) and
+                                        (most_warm is None or most_warm <= allowance))
+    if _memory(fstype):
+        missing = (f"{fstype} has no block device: the kernel counts no storage bytes for it, so nothing "
+                   "witnesses which pass came from where.")
+    elif "from_storage" not in frame.columns:
+        missing = "this sweep was made without the kernel's counters."
+    else:
+        missing = "no block device behind this file: the kernel's counters cannot witness it."
+    return explain.expect(
+        "every cold pass took the whole file from storage, every warm pass (next to) nothing: the kernel's "
+        "own count of which layer served each",
+        explain.fact("cold from storage, warm from memory", value),
+        yes=lambda ev: (f"at least {format_size(least_cold)} from storage in each cold pass, at most "
+                        f"{format_size(most_warm)} in each warm one, for a {format_size(n)} file"),
+        no=lambda ev: (f"the cold passes took at least {format_size(least_cold)} from storage and the warm ones "
+                       f"at most {format_size(most_warm)}"),
+        why="the eviction before a cold pass did not take, or memory pressure evicted the file between warm passes.",
+        missing=missing, show=show)
+
+
 # --- the cost of one call: Python's loop against dd's ---------------------------------------------
 
 def dd_one_byte(path: str | os.PathLike[str], *, recording: str, quiet: bool = False) -> recordings.Outcome:
     """``dd if=PATH of=/dev/null bs=1``: one read(2) and one write(2) per byte, from a C program.
     Live when dd is here, else (or with IOLAB_MODE=replay) the recording."""
-    from ..runner import Run
     from ..tools import dd
 
     def live():
         r = dd.run(path, "/dev/null", bs=1, timeout=300)
-        return Run(argv=r.argv, stdout=r.stderr, stderr=r.stderr, returncode=r.returncode, seconds=r.seconds,
-                   started=r.started, host=r.host, tool_version=r.tool_version)
+        return WitnessedRun.of(r, r.witness, r.witness_note, stdout=r.stderr)   # dd's summary is on stderr
 
-    return recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+    out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+    if out.recording is not None and out.recording.witness_note:
+        out.witness_note = out.recording.witness_note
+    return out
 
 
 def call_cost(frame: pd.DataFrame, dd_out: recordings.Outcome, *, show: bool = True) -> list[Claim]:
