@@ -12,9 +12,9 @@ readable without root:
   netfs clients); a FUSE filesystem's reads are charged to its daemon, not to the reader (0 there
   proves nothing). ``write_bytes`` is charged when a page is first dirtied (``folio_account_dirtied``),
   not when it reaches the device; truncating dirty pages adds to ``cancelled_write_bytes``. When a child is reaped, the kernel adds its counters to the parent's, so a tool run and
-  waited for (dd, fio, mpirun and its ranks) is in ``/proc/self/io`` too; without task I/O
-  accounting, ``getrusage(RUSAGE_CHILDREN)`` (``ru_inblock`` / ``ru_oublock``, 512-byte units) is
-  the fallback;
+  waited for (dd, fio, mpirun and its ranks) is in ``/proc/self/io`` too, and in
+  ``getrusage(RUSAGE_CHILDREN)`` (``ru_inblock`` / ``ru_oublock``, 512-byte units, the same counters:
+  without task I/O accounting both are missing or 0, and the own bytes are unknown);
 * **the device's counters** (``/sys/dev/block/<major>:<minor>/stat``): sectors read and written by
   everybody on the machine. Device bytes beyond this process's own are someone else's traffic:
   another user, write-back of older dirty pages, the journal;
@@ -294,17 +294,20 @@ class Witness:
         kids1 = children_blocks()
         notes = []
         own_r = own_w = None
-        if self.children:
+        if self._io0 is None or io1 is None:
+            # no task I/O accounting in this kernel: getrusage's block counts come from the same
+            # counters (task_io_get_inblock), so they are 0 too. 0 would read as "memory served it":
+            # the own bytes are unknown, and the device's counters are only an upper bound
+            notes.append("no task I/O accounting here (/proc/self/io is missing, and getrusage's block "
+                         "counts come from the same counters): this measurement's own storage bytes "
+                         "cannot be counted")
+        elif self.children:
             own_r, own_w = kids1[0] - self._kids0[0], kids1[1] - self._kids0[1]
-        elif self._io0 is not None and io1 is not None:
+        else:
             # a reaped child's counters are added to its parent's (wait_task_zombie): these include
             # every tool this process ran and waited for
             own_r = io1.read_bytes - self._io0.read_bytes
             own_w = io1.write_bytes - self._io0.write_bytes
-        else:
-            notes.append("no task I/O accounting here (/proc/self/io is missing): only the children's "
-                         "block counts (getrusage) witness this process's own storage bytes")
-            own_r, own_w = kids1[0] - self._kids0[0], kids1[1] - self._kids0[1]
         dev_r = dev_w = None
         if self._dev0 is not None and dev1 is not None:
             dev_r = (dev1.sectors_read - self._dev0.sectors_read) * SECTOR

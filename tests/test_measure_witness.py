@@ -181,3 +181,17 @@ def test_live_tmpfs_says_it_cannot_be_witnessed():
     assert m.witness.device is None and m.verdict.ground == measure.INFERENCE
     assert m.verdict.reason.startswith("no witness: no block device") and "By inference" in m.verdict.reason
     assert m.row()["device_read_bytes"] is None and "no block device" in m.row()["witness_notes"]
+
+
+@pytest.mark.live
+def test_without_task_accounting_own_bytes_are_unknown_not_zero(disk, monkeypatch):
+    """A kernel without task I/O accounting has no /proc/self/io, and its rusage block counts are 0 too
+    (both come from the same counters): 0 would read as 'memory served it', so the witness says unknown."""
+    f = disk.make_file("d.bin", "8MiB")
+    pagecache.evict(f)
+    monkeypatch.setattr(witness, "task_io", lambda pid="self": None)
+    m = measure.timed_read(f)
+    assert m.witness.own_read is None and "no task I/O accounting" in str(m.witness)
+    assert m.witness.device_read >= 8 * MiB or m.witness.disturbed
+    assert m.verdict.label != measure.CACHE                    # 8 MiB came from the device: not memory
+    assert m.verdict.ground == measure.INFERENCE and "cannot be told" in m.verdict.reason
