@@ -162,13 +162,14 @@ def test_fsspec_claims_without_a_link():
 # --- section 6: stage or stream ----------------------------------------------------------------------
 
 def test_staging_claims_with_the_slow_link():
-    _verdicts(lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING))), [YES, YES, YES])
+    # seconds, then bytes (staging once, streaming every pass), then the start-ups
+    _verdicts(lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING))), [YES, YES, YES, YES, YES])
 
 
 def test_staging_claims_without_a_link():
     claims = lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING + "-nolink")))
-    _verdicts(claims, [NO, YES, YES])
-    assert "no slow link" in claims[0].text
+    _verdicts(claims, [NO, CANNOT, CANNOT, YES, YES])
+    assert "no slow link" in claims[0].text and "no slow link" in claims[1].text
 
 
 def test_staging_claims_when_start_ups_make_streaming_win():
@@ -179,7 +180,7 @@ def test_staging_claims_when_start_ups_make_streaming_win():
     staging.loc[per, "stage_s"] = staging.loc[per, "stage_s"] + 2 * (0.35 - 0.14)
     staging.loc[per, "total_s"] = staging.loc[per, "stage_s"] + staging.loc[per, "work_s"]
     claims = lab.staging_claims(staging)
-    _verdicts(claims, [NO, YES, YES])
+    _verdicts(claims, [NO, YES, YES, YES, YES])
     assert "start-up once per object" in claims[0].text
 
 
@@ -203,3 +204,71 @@ def test_claims_print_their_verdict(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out and all(line.startswith((explain.AS_PREDICTED, explain.NOT_THIS_TIME, explain.CANNOT_TELL))
                        for line in out)
+
+
+# --- the witness of each read: the bytes that crossed the link (issue 12) ---------------------------
+
+def test_every_read_carries_the_bytes_that_crossed_the_link():
+    reads = lab.recorded_reads()
+    size = int(reads["nbytes"].iloc[0])
+    assert (reads["device"] == lab.LINK).all() and (reads["device_read_bytes"] == reads["link_down"]).all()
+    assert reads["own_read_bytes"].isna().all() and (reads["witness_notes"] == lab.LINK_NOTE).all()
+    by = reads.set_index(["label", "read"])
+    # a read served by a FUSE cache: 0 B crossed the link (rclone full, gcsfuse --cache-dir) ...
+    for label, read in (("rclone, --vfs-cache-mode full", lab.READS[1]), ("gcsfuse, file cache", lab.READS[2])):
+        row = by.loc[(label, read)]
+        assert row["device_read_bytes"] == 0 and row["layer"] == lab.FUSE_CACHE
+        assert row["why"].startswith(f"0 B crossed the link while 2 MiB were read") and row["why"].endswith(
+            f"{lab.FUSE_CACHE} served it")
+    # ... or only the reply to s3fs's request at open (a HEAD), no file data
+    assert 0 < by.loc[("s3fs, use_cache", lab.READS[1]), "device_read_bytes"] < 1024
+    assert "no file data" in by.loc[("s3fs, use_cache", lab.READS[1]), "why"]
+    # a read that crossed the link: at least the object
+    cold = reads[reads["read"] == lab.READS[0]]
+    assert (cold["device_read_bytes"] >= size).all() and cold["why"].str.endswith("over the network").all()
+
+
+def test_reads_without_a_link_count_say_so_and_infer():
+    reads = lab.recorded_reads("-nolink")
+    assert reads["device_read_bytes"].isna().all() and (reads["witness_notes"] == lab.NO_LINK).all()
+    assert reads["why"].str.startswith("no witness (no byte count of the link): by inference").all()
+
+
+def test_staging_and_streaming_counted_in_bytes():
+    staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
+    claims = lab.staging_claims(staging)
+    by_bytes = [c for c in claims if "bytes" in c.predicted or "in bytes" in c.predicted or "per pass" in c.predicted]
+    _verdicts(by_bytes, [YES, YES])
+    assert "2.00 times the inputs, against 1.00 times for staging" in by_bytes[1].text
+    cached = staging.copy()                 # a mount that kept the pages: the 2nd pass fetched nothing
+    sel = cached["strategy"].str.startswith("stream")
+    cached.loc[sel, "link_down"] = cached.loc[sel, "object_bytes"]
+    c = [c for c in lab.staging_claims(cached) if "per pass" in c.predicted][0]
+    assert c.held is NO and c.consistent() and "page cache kept across opens" in c.text
+
+
+@pytest.mark.live
+def test_live_a_cached_read_crosses_no_byte_of_the_link_and_an_uncached_one_the_object(tmp_path):
+    import contextlib
+
+    from iolab import workspace
+    from iolab.objectstore import mounts, servers, slowlink
+
+    if servers.which_s3_server() is None or not mounts.fuse_available() or not slowlink.available():
+        pytest.skip("needs an S3 server, FUSE and toxiproxy")
+    if not (mounts.clients_here().get("rclone") and mounts.clients_here().get("s3fs")):
+        pytest.skip("needs rclone and s3fs")
+    with workspace.Workspace(budget="256MiB", base=tmp_path) as ws, contextlib.ExitStack() as stack:
+        store = stack.enter_context(lab.remote_store("s3", ws=ws))
+        if not store.link.counts:
+            pytest.skip("this toxiproxy counts no bytes (older than 2.5)")
+        key = lab.put_files(store, "data", n=1, size=lab.OBJECT_SIZE)[0]
+        size = 2 * 2**20
+        cached = lab.with_witness(pd.DataFrame(json.loads(lab.client_reads(store, ws, "rclone", "cache", key))))
+        plain = lab.with_witness(pd.DataFrame(json.loads(lab.client_reads(store, ws, "s3fs", "none", key))))
+    assert (cached["nbytes"] == size).all() and (plain["nbytes"] == size).all()
+    warm = cached.set_index("read").loc[lab.READS[1]]
+    assert warm["device_read_bytes"] == 0 and warm["why"].startswith("0 B crossed the link while 2 MiB were read")
+    assert cached.set_index("read").loc[lab.READS[0], "device_read_bytes"] >= size
+    assert (plain["device_read_bytes"] >= size).all() and (plain["layer"] == lab.NETWORK).all()
+    _verdicts(lab.reads_claims(pd.concat([cached, plain], ignore_index=True)), [ANY] * 7)

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import fsinfo, guard, measure, pagecache
+from .. import fsinfo, guard, measure, pagecache, witness
 from .. import workspace as _workspace
-from ..units import parse_size
+from ..units import format_size, parse_size
 from . import slowlink
 from ._proc import free_ports
 from .endpoint import Endpoint
@@ -116,6 +116,71 @@ def metered(store: "Store | None") -> Iterator[dict[str, Any]]:
     yield out
     moved = store.link.traffic() - before
     out["link_down"], out["link_up"] = moved.down, moved.up
+
+
+# --- the witness of a read through a mount: the bytes that crossed the link ---------------------------
+
+LINK = "the slow link (toxiproxy)"
+# what the witness of a lesson-06 read is, and why the kernel's own counters are not it
+LINK_NOTE = ("a FUSE filesystem's reads are not block I/O: neither this process's task I/O accounting nor a "
+             "block device counts them; the bytes the proxy passed to and from the store are the witness "
+             "(the proxy is this lesson's own, so every byte through it is ours)")
+
+
+def link_witness(link_down: Any, link_up: Any) -> witness.Witnessed | None:
+    """The bytes that crossed the slow link during a read, in the witness's vocabulary: the link stands
+    where a block device stands for a local file (``device_read``: store to client, ``device_written``:
+    client to store); own bytes are not counted (see :data:`LINK_NOTE`). None without a count (no slow
+    link, or a toxiproxy older than 2.5)."""
+    down, up = _num(link_down), _num(link_up)
+    if down is None:
+        return None
+    return witness.Witnessed(None, None, LINK, int(down), int(up or 0), (LINK_NOTE,))
+
+
+def read_why(row: dict[str, Any]) -> str:
+    """The ground of one read's layer, the witness first: the bytes that crossed the link against the
+    bytes read ("0 B crossed the link while 2 MiB were read: ..."), then the page cache at open;
+    without a count, the inference from the residency and the rate, saying that it is one."""
+    n = _num(row.get("nbytes")) or 0
+    down = _num(row.get("link_down"))
+    resident = _num(row.get("resident_before"))
+    layer = row.get("layer") or which_layer(_num(row.get("bytes_per_s")) or 0.0, link_bps=_cap_bps(row.get("rate_kbps")),
+                                            resident_before=math.nan if resident is None else resident,
+                                            link_down=down, nbytes=n)
+    res = f"{resident:.0%} of the file was in the page cache at open" if resident is not None else \
+        "the residency at open was not measured"
+    if down is not None:
+        said = f"{format_size(down)} crossed the link while {format_size(n)} were read"
+        if layer == NETWORK:
+            return f"{said}: the store served it, over the network"
+        replies = "" if down == 0 else " (replies to the client's requests, no file data)"
+        if layer == PAGE_CACHE:
+            return f"{said}{replies}, and {res}: the kernel page cache served it"
+        return f"{said}{replies}, and {res}: {FUSE_CACHE} served it"
+    cap = _cap_bps(row.get("rate_kbps"))
+    rate = _num(row.get("bytes_per_s"))
+    how = (f"; it ran at {rate / 1e6:,.1f} MB/s against the link's cap of {cap / 1e6:,.1f} MB/s"
+           if rate is not None and cap else "")
+    return f"no witness (no byte count of the link): by inference, {res}{how}: {layer}"
+
+
+def with_witness(df: Any) -> Any:
+    """A frame of reads (timed_read rows, live or recorded) with ``why`` (:func:`read_why`) and the
+    witness's columns (own_read_bytes, own_write_bytes, device, device_read_bytes, device_write_bytes,
+    disturbed, witness_notes), the link as the device; empty, with the reason, where there is no count."""
+    out = df.copy()
+    rows = out.to_dict("records")
+    out["why"] = [read_why(r) for r in rows]
+    seen = [link_witness(r.get("link_down"), r.get("link_up")) for r in rows]
+    cols = [w.row() if w is not None else {"own_read_bytes": None, "own_write_bytes": None, "device": None,
+                                            "device_read_bytes": None, "device_write_bytes": None,
+                                            "disturbed": None, "witness_notes": NO_LINK}
+            for w in seen]
+    for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes", "device_write_bytes",
+              "disturbed", "witness_notes"):
+        out[k] = [c[k] for c in cols]
+    return out
 
 
 def which_layer(bytes_per_s: float, *, link_bps: float | None, resident_before: float,
@@ -396,7 +461,7 @@ def reads_frame(stores: dict[str, Store | None], ws: _workspace.Workspace, keys:
             live=lambda client=client, mode=mode, store=store, key=key: client_reads(store, ws, client, mode, key),
             recording=reads_recording(client, mode), parse=json.loads)
         frames.append(pd.DataFrame(out.data).assign(source=out.mode))
-    return pd.concat(frames, ignore_index=True)
+    return with_witness(pd.concat(frames, ignore_index=True))
 
 
 def dd_sweep(store: Store | None, ws: _workspace.Workspace, *, cached: bool, key: str,
@@ -440,9 +505,13 @@ def dd_frame(rows: Sequence[dict[str, Any]]):
     out = []
     for r in rows:
         rec = dd.parse(r["dd"])
+        w = link_witness(r.get("link_down"), r.get("link_up"))
         out.append({**{k: v for k, v in r.items() if k != "dd"}, "bytes": rec["bytes"], "seconds": rec["seconds"],
                     "bytes_per_s": rec["bytes_per_s"], "mb_per_s": rec["bytes_per_s"] / 1e6,
-                    "configuration": "s3fs, use_cache (warm)" if r["cached"] else "s3fs, no cache"})
+                    "configuration": "s3fs, use_cache (warm)" if r["cached"] else "s3fs, no cache",
+                    "device": w.device if w else None, "device_read_bytes": w.device_read if w else None,
+                    "device_write_bytes": w.device_written if w else None,
+                    "witness_notes": "; ".join(w.notes) if w else NO_LINK})
     return pd.DataFrame(out)
 
 
@@ -674,7 +743,7 @@ def recorded_reads(variant: str = ""):
 
     frames = [pd.DataFrame(json.loads(recordings.load(reads_recording(c, mode, variant)).text))
               for c, mode in READ_CONFIGS]
-    return pd.concat(frames, ignore_index=True)
+    return with_witness(pd.concat(frames, ignore_index=True))
 
 
 def fsspec_caches(store: Store | None, ws: _workspace.Workspace, key: str) -> str:
@@ -1155,6 +1224,33 @@ def staging_claims(staging: Any) -> list:
                  "staging with one s3cmd process per object pays the program's start-up once per object (see "
                  "the next lines); with few, small inputs that costs more than a second pass over the link.")),
     ]
+    size = _num(stage.get("object_bytes")) if stage is not None else None
+    down_stage = _num(stage.get("link_down")) if stage is not None else None
+    down_stream = _num(stream.get("link_down")) if stream is not None else None
+    passes = _num(stream.get("passes")) if stream is not None and "passes" in stream else None
+    claims.append(explain.expect(
+        "counted in bytes, staging paid the link once: its copy brought the inputs' size down the link (within "
+        "10 %), and its passes over the local copies nothing",
+        explain.within("bytes down the link, staging", down_stage, "bytes of inputs", size, rel=0.1),
+        yes=lambda ev: f"{ev['bytes down the link, staging']:,.0f} bytes came down for "
+                       f"{ev['bytes of inputs']:,.0f} bytes of inputs.",
+        no=lambda ev: f"{ev['bytes down the link, staging']:,.0f} bytes came down for "
+                      f"{ev['bytes of inputs']:,.0f} bytes of inputs",
+        why="a copy that was retried, or a tool that fetched an object twice (a listing, a checksum), moves more.",
+        missing=NO_LINK))
+    claims.append(explain.expect(
+        "streaming paid the link on every pass: about the inputs' size per pass came down (within 10 %)",
+        explain.within("bytes down the link, streaming", down_stream, "passes x bytes of inputs",
+                       None if passes is None or size is None else passes * size, rel=0.1),
+        yes=lambda ev: f"{ev['bytes down the link, streaming']:,.0f} bytes for {passes:.0f} passes over "
+                       f"{size:,.0f} bytes: {ev['bytes down the link, streaming'] / size:.2f} times the inputs, "
+                       f"against {down_stage / size:.2f} times for staging." if down_stage else
+                       f"{ev['bytes down the link, streaming']:,.0f} bytes for {passes:.0f} passes.",
+        no=lambda ev: f"{ev['bytes down the link, streaming']:,.0f} bytes came down for {passes:.0f} passes over "
+                      f"{size:,.0f} bytes",
+        why="a mount that kept the file open between passes (or a page cache kept across opens) serves the second "
+            "pass from memory, and fetches less.",
+        missing=NO_LINK))
     if startup is not None and n:
         claims.append(explain.expect(
             "starting s3cmd once per object is a large part of staging",
