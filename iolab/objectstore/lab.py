@@ -122,8 +122,9 @@ def metered(store: "Store | None") -> Iterator[dict[str, Any]]:
 
 LINK = "the slow link (toxiproxy)"
 # what the witness of a lesson-06 read is, and why the kernel's own counters are not it
-LINK_NOTE = ("a FUSE filesystem's reads are not block I/O: neither this process's task I/O accounting nor a "
-             "block device counts them; the bytes the proxy passed to and from the store are the witness "
+LINK_NOTE = ("a read through a FUSE mount is not the reader's block I/O: its task I/O accounting counts none of "
+             "it (the FUSE client's own I/O, on its cache files, is charged to the client's process) and the mount "
+             "has no block device of its own; the bytes the proxy passed to and from the store are the witness "
              "(the proxy is this lesson's own, so every byte through it is ours)")
 
 
