@@ -1,7 +1,7 @@
 """Lesson 06's sentences, fed the numbers of several setups: every claim must be consistent with
 its evidence, and its verdict must be the right one for those numbers.
 
-Setups (recordings made with benchmarks/record_lesson06.py on the course VM):
+Setups (recordings made with recorders/lesson06.py on the course VM):
   lesson  — caches on local disk (ext4), the slow link (20 ms per response, 12 MB/s);
   ram     — the read caches of section 3 in /dev/shm (tmpfs), the same link;
   nolink  — no slow link: the store straight on loopback (toxiproxy missing), nothing counted.

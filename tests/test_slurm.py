@@ -12,8 +12,7 @@ import pytest
 from iolab import recordings, slurm
 from iolab.errors import ParseError, ToolFailed, ToolTimeout
 
-import slurm_cluster
-from slurm_cluster import slurm_single, slurm_two_nodes  # noqa: F401  (pytest fixtures)
+from recorders import slurm_cluster
 
 REC = Path(recordings.data_dir()) / "slurm"
 IOR = next((p for p in ("/tmp/ior-4.0.0/bin/ior", shutil.which("ior") or "") if p and os.access(p, os.X_OK)), None)
@@ -445,3 +444,29 @@ def test_input_files_are_written_once_and_never_clash():
     clash[1].files = {"fio.fio": "[b]\n"}
     with pytest.raises(ValueError, match="different input files"):
         slurm.batch_script(clash)
+
+
+# --- the private Slurm, one per module ---
+
+def _cluster_fixture(nodes: int):
+    reason = slurm_cluster.why_not()
+    if reason:
+        pytest.skip(f"Slurm cannot start here: {reason}")
+    cluster = slurm_cluster.SlurmCluster(nodes=nodes)
+    cluster.start()      # a failure here, with slurm installed and root, is an error: it shows the logs
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def slurm_single():
+    """A one-node private Slurm (the host's short name), stopped after the module."""
+    yield from _cluster_fixture(1)
+
+
+@pytest.fixture(scope="module")
+def slurm_two_nodes():
+    """A two-node private Slurm (n1, n2: two slurmd on this host), stopped after the module."""
+    yield from _cluster_fixture(2)

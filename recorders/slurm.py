@@ -1,4 +1,4 @@
-"""Re-make the recordings in this directory on a machine with Slurm (as root): `python record.py`.
+"""Re-make the recordings in this directory on a machine with Slurm (as root): `.venv/bin/python -m recorders.slurm`.
 
 Starts the tests' private Slurm (two fake nodes n1, n2 on this host), then records, with
 iolab.recordings.save (raw text + .meta.json):
@@ -16,17 +16,15 @@ It prints the cluster's start-up time and each job's round trip (submit → COMP
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from recorders import RECORDED
+from recorders.slurm_cluster import SlurmCluster
 
-from slurm_cluster import SlurmCluster  # noqa: E402
+HERE = RECORDED / "slurm"
 
-from iolab import recordings, runner, slurm  # noqa: E402
+from iolab import recordings, runner, slurm
 
 IOR = "/tmp/ior-4.0.0/bin/ior"
 HOST = "2-core Debian 12 VM, virtio disk; Slurm 22.05 with two fake nodes (two slurmd) on one host"

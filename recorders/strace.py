@@ -1,4 +1,4 @@
-"""Re-make lesson 03's write + fsync recordings, and its tmpfs ones: `python data/recorded/strace/record.py`.
+"""Re-make lesson 03's write + fsync recordings, and its tmpfs ones: `.venv/bin/python -m recorders.strace`.
 
 With iolab.recordings.save (the text strace wrote with -o + .meta.json), in a private workspace on
 /tmp (a disk) and on /dev/shm (tmpfs, memory), removed afterwards:
@@ -16,14 +16,10 @@ Never edit the recorded text; run this again instead.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
 
-from iolab import recordings, runner, workspace  # noqa: E402
-from iolab.tools import strace  # noqa: E402
+from iolab import recordings, runner, workspace
+from iolab.tools import strace
 
 HOST = os.environ.get("IOLAB_HOST_DESCRIPTION", "2-core AMD EPYC VM (shared), 24 GiB, virtio disk, Debian 12")
 PLACES = {"tmp": "/tmp", "shm": "/dev/shm"}

@@ -17,30 +17,28 @@ For each version (``/tmp/ior-<version>/bin/mdtest``, put first on PATH), 2 ranks
   and the device moved), and ``...-device`` (JSON): the device's stat file around each phase
   (requests, bytes, discards, busy time), and for a journalled ext4 in the seconds after the last
   phase too (``metadata.settle_s``: one commit interval and a half). Only these:
-  ``record.py --phases-only``.
+  ``-m recorders.mdtest --phases-only``.
 
 Each recording's meta keeps the filesystem's mount options and, for ext4, whether it has a journal
 (``iolab.labs.metadata.fs_meta``): the lesson's sentences depend on both.
 
-Run: ``.venv/bin/python data/recorded/mdtest/record.py [--versions 3.3.0 4.0.0] [--no-loop]``.
+Run: ``.venv/bin/python -m recorders.mdtest [--versions 3.3.0 4.0.0] [--no-loop]``.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent.parent
-sys.path.insert(0, str(ROOT))
+from recorders import ROOT
 
-from iolab import recordings, runner  # noqa: E402
-from iolab.labs import metadata  # noqa: E402
-from iolab.tools import mdtest  # noqa: E402
+
+from iolab import recordings, runner
+from iolab.labs import metadata
+from iolab.tools import mdtest
 
 HOST = "2-core VM (Debian 12, 24 GiB), virtio disk; Open MPI 4.1.4"
 SEED = mdtest.Options(files=10, iterations=10, sync=True)

@@ -1,6 +1,6 @@
 """Record lesson 06's live measurements (run on a machine with FUSE, the clients and toxiproxy).
 
-    .venv/bin/python benchmarks/record_lesson06.py [--only fio,reads,dd,staging,fsspec,copy] [--setups lesson,ram,nolink]
+    .venv/bin/python -m recorders.lesson06 [--only fio,reads,dd,staging,fsspec,copy] [--setups lesson,ram,nolink]
 
 Setups: ``lesson`` (what the lesson replays: caches on local disk, the slow link), ``ram`` (the
 caches of section 3 in /dev/shm), ``nolink`` (no slow link: the store straight on loopback). The
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from iolab import recordings, runner, workspace
 from iolab.objectstore import lab
-from iolab.tools import dd, fio
+from iolab.tools import fio
 
 HOST = "2-core VM (Debian 12), SeaweedFS / fake-gcs-server on loopback behind toxiproxy"
 HOST_NOLINK = "2-core VM (Debian 12), SeaweedFS / fake-gcs-server on loopback, no slow link"

@@ -4,7 +4,7 @@ Seed 001 asks a class to "run [mdtest] on four different filesystems and report/
 differences in performance" (``srun mdtest -d <filesystem> -n 10 -i 200 -y``). This script plays
 that class on one machine, as root, with real runs only:
 
-* a private Slurm with two fake nodes (tests/slurm_cluster.py), so each student's job is queued,
+* a private Slurm with two fake nodes (recorders/slurm_cluster.py), so each student's job is queued,
   placed on n1 or n2 and runs next to the other students' jobs, as on a cluster;
 * four filesystems: the VM's disk (ext4, /tmp), memory (tmpfs, /dev/shm), a loop-mounted ext4
   image mounted ``-o sync,dirsync`` (the same kind of filesystem, configured differently, as the
@@ -20,7 +20,7 @@ Every student's job is submitted at once. Each raw output is kept as a recording
 (``class/<student>-<fs>-<tool>.txt|json`` with .meta.json) and saved with iolab.results into
 ``results/<student>.json``, which the instructor notebook loads.
 
-Run: ``.venv/bin/python data/recorded/class/record.py`` (root, slurm-wlm, munge, fio, s3fs,
+Run: ``.venv/bin/python -m recorders.class_results`` (root, slurm-wlm, munge, fio, s3fs,
 SeaweedFS, and mdtest at /tmp/ior-4.0.0/bin/mdtest). It takes a few minutes.
 """
 from __future__ import annotations
@@ -28,21 +28,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from recorders import RECORDED
+from recorders.slurm_cluster import SlurmCluster
 
-from slurm_cluster import SlurmCluster  # noqa: E402
+HERE = RECORDED / "class"
 
-from iolab import recordings, results, runner, slurm, workspace  # noqa: E402
-from iolab.labs import metadata  # noqa: E402
-from iolab.tools import mdtest  # noqa: E402
-from iolab.objectstore import mounts, servers  # noqa: E402
+from iolab import recordings, results, runner, slurm, workspace
+from iolab.labs import metadata
+from iolab.tools import mdtest
+from iolab.objectstore import mounts, servers
 
 MDTEST = "/tmp/ior-4.0.0/bin/mdtest"
 ITERATIONS = 20

@@ -1,4 +1,4 @@
-"""A real, private Slurm on loopback for tests: munged + slurmctld + one or two slurmd.
+"""A real, private Slurm on loopback, for tests and for recordings: munged + slurmctld + one or two slurmd.
 
 Debian's ``slurm-wlm`` and ``munge`` (22.05 on Debian 12) run unchanged; everything they write
 (key, sockets, state, spool, logs, per-node TmpFS) lives in one private directory that is removed
@@ -6,9 +6,9 @@ afterwards. Two "fake nodes" (``n1``, ``n2``) are two slurmd processes on this h
 port, so ``sbatch -N 2`` and ``srun`` across nodes behave as on a cluster (except that the page
 cache is shared: it is one kernel).
 
-Use it as a context manager (``with SlurmCluster(nodes=2) as c: c.env ...``) or through the pytest
-fixtures ``slurm_single`` and ``slurm_two_nodes`` (module scope). Where Slurm cannot run (not
-root, packages missing) the fixtures skip and say why; ``IOLAB_SLURM_TESTS=skip`` skips them on
+Use it as a context manager (``with SlurmCluster(nodes=2) as c: c.env ...``); the tests use it
+through the fixtures ``slurm_single`` and ``slurm_two_nodes`` of tests/test_slurm.py. Where Slurm cannot
+run (not root, packages missing) :func:`why_not` says why, and the fixtures skip; ``IOLAB_SLURM_TESTS=skip`` skips them on
 purpose. When the packages are here and we are root, a start-up failure is an error, with the
 daemons' log tails, never a silent skip.
 
@@ -25,8 +25,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-
-import pytest
 
 from iolab import runner
 
@@ -131,7 +129,7 @@ class SlurmCluster:
             (d / "tmp" / n).mkdir(parents=True, exist_ok=True)
             (d / "spool" / n).mkdir(parents=True, exist_ok=True)
         conf = f"""\
-# written by tests/slurm_cluster.py: a private Slurm on loopback
+# written by recorders/slurm_cluster.py: a private Slurm on loopback
 ClusterName=iolab
 SlurmctldHost={self.hostname}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -306,27 +304,3 @@ PartitionName={self.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
     def __repr__(self) -> str:
         return f"SlurmCluster(nodes={self.node_names}, dir={self.dir})"
-
-
-def _cluster_fixture(nodes: int):
-    reason = why_not()
-    if reason:
-        pytest.skip(f"Slurm cannot start here: {reason}")
-    cluster = SlurmCluster(nodes=nodes)
-    cluster.start()      # a failure here, with slurm installed and root, is an error: it shows the logs
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def slurm_single():
-    """A one-node private Slurm (the host's short name), stopped after the module."""
-    yield from _cluster_fixture(1)
-
-
-@pytest.fixture(scope="module")
-def slurm_two_nodes():
-    """A two-node private Slurm (n1, n2: two slurmd on this host), stopped after the module."""
-    yield from _cluster_fixture(2)

@@ -1,4 +1,4 @@
-"""Re-make the dd recordings of lessons 01 and 02 on this machine: `python data/recorded/dd/record.py`.
+"""Re-make the dd recordings of lessons 01 and 02 on this machine: `.venv/bin/python -m recorders.dd`.
 
 With iolab.recordings.save (dd's summary from stderr + .meta.json), on /tmp (a disk) and on /dev/shm
 (tmpfs, memory), each in a private workspace that is removed afterwards:
@@ -13,14 +13,10 @@ Never edit the recorded text; run this again instead.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
 
-from iolab import recordings, workspace  # noqa: E402
-from iolab.tools import dd  # noqa: E402
+from iolab import recordings, workspace
+from iolab.tools import dd
 
 HOST = os.environ.get("IOLAB_HOST_DESCRIPTION", "2-core AMD EPYC VM (shared), 24 GiB, virtio disk, Debian 12")
 PLACES = {"tmp": "/tmp", "shm": "/dev/shm"}
