@@ -119,7 +119,8 @@ class Service:
     def __init__(self, name: str, argv: Sequence[str], *, log_path: str | os.PathLike[str],
                  ready: Callable[[], bool], cwd: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str | None] | None = None, start_timeout: float = 30.0,
-                 stop_grace: float = 5.0, cleanup_globs: Sequence[str] = ()):
+                 stop_grace: float = 5.0, cleanup_globs: Sequence[str] = (), pass_fds: Sequence[int] = (),
+                 umask: int = -1):
         self.name = name
         self.argv = [os.fspath(a) for a in argv]
         self.log_path = Path(log_path)
@@ -129,6 +130,8 @@ class Service:
         self.start_timeout = start_timeout
         self.stop_grace = stop_grace
         self.cleanup_globs = list(cleanup_globs)
+        self.pass_fds = tuple(pass_fds)
+        self.umask = umask          # e.g. 0o077: the sockets and files it makes are its owner's only
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at: float | None = None
 
@@ -144,7 +147,8 @@ class Service:
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=full_env, stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                         pass_fds=self.pass_fds, umask=self.umask)
         except FileNotFoundError as e:
             raise ToolMissing(self.argv[0], install_hint(Path(self.argv[0]).name)) from e
         finally:

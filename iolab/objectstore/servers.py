@@ -1,4 +1,4 @@
-"""Real object stores on 127.0.0.1, on free ports, with their data in the workspace.
+"""Real object stores for one user, on free ports, with their data in the workspace.
 
     with local_s3(ws) as ep:          # SeaweedFS (enforces keys), or moto_server
         ep.make_bucket("lesson06")
@@ -7,6 +7,11 @@
 
 Each yields an :class:`~iolab.objectstore.endpoint.Endpoint` and stops its server (process group,
 stray sockets) on exit, on error and on KeyboardInterrupt.
+
+A server runs in the session's private network (:mod:`.netns`): all its ports (SeaweedFS opens ten,
+most without credentials) are on a loopback of its own, and the one port its clients use is carried
+to the node's 127.0.0.1 for its owner's connections only. Where no private network can be made, it
+listens on the node's 127.0.0.1 as it is, and the lesson says so.
 """
 from __future__ import annotations
 
@@ -20,18 +25,24 @@ from pathlib import Path
 
 from .. import workspace as _workspace
 from ..runner import tool_version
+from . import netns
 from ._proc import LOOPBACK, Service, free_ports, http_ok, port_open, require_free, resolve
 from .endpoint import Endpoint
 
 S3_SERVERS = ("seaweedfs", "moto")
 GCS_SERVERS = ("fake-gcs-server",)
 
-# weed mini: every listening port it opens, moved off its defaults so two students do not clash.
+# weed mini: every listening port it opens, moved off its defaults so two students do not clash
+# (in a private network too: each gRPC port names a socket in the node's /tmp, see _seaweedfs).
 # Its admin worker dials the admin's HTTP port + 10000 whatever -admin.port.grpc says, so every
-# gRPC port is kept at HTTP port + 10000.
+# gRPC port is kept at HTTP port + 10000. The ports the lesson does not need are switched off:
+# WebDAV, the admin UI, the Iceberg and Lance catalogues (0 turns them off), the metrics ports
+# (off unless given).
 _WEED_PORTS = ("master", "volume", "filer", "s3", "admin")
-_WEED_SINGLE = ("s3.port.iceberg", "s3.port.lance", "webdav.port", "metricsPort", "s3.metricsPort")
+_WEED_OFF = ("-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0")
 _GRPC_OFFSET = 10000
+# a server makes its sockets and files for its owner only
+_UMASK = 0o077
 
 
 def _venv_bin(name: str) -> str:
@@ -69,10 +80,10 @@ def which_s3_server() -> str | None:
 @contextlib.contextmanager
 def local_s3(ws: _workspace.Workspace | None = None, *, server: str = "auto", port: int | None = None,
              access_key: str | None = None, secret_key: str | None = None) -> Iterator[Endpoint]:
-    """Start an S3 store on 127.0.0.1; yield its Endpoint; stop it on exit.
+    """Start an S3 store; yield its Endpoint (on 127.0.0.1, for its owner only); stop it on exit.
 
     server: "auto" (SeaweedFS if installed, else moto), "seaweedfs" or "moto".
-    port: the S3 port; taken -> PortTaken. By default a free one.
+    port: the S3 port on 127.0.0.1; taken -> PortTaken. By default a free one.
     Fresh random keys are made for each start unless given (moto accepts any keys).
     """
     w = _ws(ws)
@@ -84,19 +95,45 @@ def local_s3(ws: _workspace.Workspace | None = None, *, server: str = "auto", po
     secret = secret_key or secrets.token_urlsafe(24)
     if port is not None:
         require_free(port, f"the {server} S3 server")
+    exe = resolve("weed", _venv_bin("weed")) if server == "seaweedfs" else \
+        resolve("moto_server", _venv_bin("moto_server"))
     d = Path(w.mkdir(f"objectstore/{server}-{secrets.token_hex(3)}"))
-    if server == "seaweedfs":
-        svc, s3_port = _seaweedfs(d, port, key, secret)
-    else:
-        svc, s3_port = _moto(d, port)
-    url = f"http://{LOOPBACK}:{s3_port}"
-    name = {"seaweedfs": "SeaweedFS", "moto": "moto"}[server]
-    ep = Endpoint("s3", url, key, secret, server=f"{name} {_version(server, svc.argv[0])} on {LOOPBACK}")
+    with netns.private_net(w) as net:
+        if server == "seaweedfs":
+            svc, inner = _seaweedfs(exe, d, key, secret, net, None if net else port)
+        else:
+            svc, inner = _moto(exe, d, net, None if net else port)
+        with _exposed(net, inner, port) as s3_port:
+            url = f"http://{LOOPBACK}:{s3_port}"
+            name = {"seaweedfs": "SeaweedFS", "moto": "moto"}[server]
+            ep = Endpoint("s3", url, key, secret, server=f"{name} {_version(server, exe)} {_where(net)}")
+            svc.ready = _ready_at(s3_port, "/" if server == "seaweedfs" else "/moto-api/")
+            try:
+                with svc:
+                    yield ep
+            finally:
+                svc.stop()
+
+
+def _where(net: "netns.PrivateNet | None") -> str:
+    return "in a private network (owner only)" if net is not None else f"on {LOOPBACK} (open to the node)"
+
+
+@contextlib.contextmanager
+def _exposed(net: "netns.PrivateNet | None", inner: int, port: int | None) -> Iterator[int]:
+    """The port clients use on the node's 127.0.0.1: inner carried there (owner only), or inner itself."""
+    if net is None:
+        yield inner
+        return
+    host = net.expose(inner, port)
     try:
-        with svc:
-            yield ep
+        yield host
     finally:
-        svc.stop()
+        net.close_port(host)
+
+
+def _ready_at(port: int, path: str):
+    return lambda: port_open(port) and http_ok(f"http://{LOOPBACK}:{port}{path}")
 
 
 def _version(server: str, exe: str) -> str:
@@ -108,47 +145,56 @@ def _version(server: str, exe: str) -> str:
     return m.group(1) if m else "(unknown version)"
 
 
-def _seaweedfs(d: Path, port: int | None, key: str, secret: str) -> tuple[Service, int]:
-    weed = resolve("weed", _venv_bin("weed"))
-    ports = free_ports(len(_WEED_PORTS) + len(_WEED_SINGLE), grpc_offset=_GRPC_OFFSET)
-    if port is not None:
-        if port + _GRPC_OFFSET > 65535:
-            raise ValueError(f"SeaweedFS also needs port + {_GRPC_OFFSET}: give a port below {65536 - _GRPC_OFFSET}")
-        require_free(port + _GRPC_OFFSET, "SeaweedFS (its gRPC port is the S3 port + 10000)")
-        ports[_WEED_PORTS.index("s3")] = port
+def _seaweedfs(exe: str, d: Path, key: str, secret: str, net: "netns.PrivateNet | None",
+               port: int | None) -> tuple[Service, int]:
+    """The weed mini service (not started; its ready check is set once the clients' port is known)
+    and its S3 port (inside the private network, if any)."""
+    n = len(_WEED_PORTS)
+    if net is not None:
+        # the namespace's ports are all free, but a socket named for the same port may be in /tmp:
+        # another student's weed, whose socket ours would then dial
+        taken = {int(m.group(1)) for p in glob.glob("/tmp/seaweedfs-*.sock")
+                 if (m := re.search(r"-(\d+)\.sock$", p))}
+        ports = net.free_ports(n, grpc_offset=_GRPC_OFFSET, avoid=sorted(taken))
+    else:
+        ports = free_ports(n, grpc_offset=_GRPC_OFFSET)
+        if port is not None:
+            if port + _GRPC_OFFSET > 65535:
+                raise ValueError(f"SeaweedFS also needs port + {_GRPC_OFFSET}: give a port below "
+                                 f"{65536 - _GRPC_OFFSET}")
+            require_free(port + _GRPC_OFFSET, "SeaweedFS (its gRPC port is the S3 port + 10000)")
+            ports[_WEED_PORTS.index("s3")] = port
     # -logdir: weed's own log files (weed.<host>.<user>.log.INFO.*) go to /tmp otherwise, one per start
-    argv = [weed, f"-logdir={d}", "mini", f"-dir={d / 'data'}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
-            "-master.volumeSizeLimitMB=64", "-admin.ui=false", "-webdav=false", "-master.telemetry=false"]
+    argv = [exe, f"-logdir={d}", "mini", f"-dir={d / 'data'}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+            "-master.volumeSizeLimitMB=64", "-master.telemetry=false", *_WEED_OFF]
     # its local sockets keep their default names (/tmp/seaweedfs-<component>-<port>.sock): a socket path
     # inside a deep workspace can pass the 108-byte limit, and the filer then dies at start
-    named = dict(zip(_WEED_PORTS + _WEED_SINGLE, ports))
+    named = dict(zip(_WEED_PORTS, ports))
     for comp in _WEED_PORTS:
         argv += [f"-{comp}.port={named[comp]}", f"-{comp}.port.grpc={named[comp] + _GRPC_OFFSET}"]
-    argv += [f"-{name}={named[name]}" for name in _WEED_SINGLE]
     (d / "data").mkdir(exist_ok=True)
-    s3_port = named["s3"]
     # SeaweedFS leaves /tmp/seaweedfs-<component>-grpc-<port>.sock behind when killed
     socks = [f"/tmp/seaweedfs-*-{named[c] + off}.sock" for c in _WEED_PORTS for off in (0, _GRPC_OFFSET)]
-    svc = Service("SeaweedFS", argv, log_path=d / "weed.log", cwd=d,
+    svc = Service("SeaweedFS", net.argv(argv) if net else argv, log_path=d / "weed.log", cwd=d,
                   env={"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret},
-                  ready=lambda: port_open(s3_port) and http_ok(f"http://{LOOPBACK}:{s3_port}/"),
-                  start_timeout=30, stop_grace=1.5, cleanup_globs=socks)
-    return svc, s3_port
+                  ready=lambda: False, start_timeout=30, stop_grace=1.5, cleanup_globs=socks, umask=_UMASK)
+    return svc, named["s3"]
 
 
-def _moto(d: Path, port: int | None) -> tuple[Service, int]:
-    exe = resolve("moto_server", _venv_bin("moto_server"))
-    p = port or free_ports(1)[0]
-    svc = Service("moto_server", [exe, "-H", LOOPBACK, "-p", str(p)], log_path=d / "moto.log", cwd=d,
-                  ready=lambda: http_ok(f"http://{LOOPBACK}:{p}/moto-api/"), start_timeout=30, stop_grace=3)
+def _moto(exe: str, d: Path, net: "netns.PrivateNet | None", port: int | None) -> tuple[Service, int]:
+    p = net.free_ports(1)[0] if net is not None else (port or free_ports(1)[0])
+    argv = [exe, "-H", LOOPBACK, "-p", str(p)]
+    svc = Service("moto_server", net.argv(argv) if net else argv, log_path=d / "moto.log", cwd=d,
+                  ready=lambda: False, start_timeout=30, stop_grace=3, umask=_UMASK)
     return svc, p
 
 
 @contextlib.contextmanager
 def local_gcs(ws: _workspace.Workspace | None = None, *, port: int | None = None,
               public_port: int | None = None) -> Iterator[Endpoint]:
-    """Start fake-gcs-server (memory backend: its filesystem backend drops ``dir/`` objects) on
-    127.0.0.1; yield its Endpoint (URL written with ``localhost``, as gcsfuse needs); stop it on exit.
+    """Start fake-gcs-server (memory backend: its filesystem backend drops ``dir/`` objects); yield
+    its Endpoint (on 127.0.0.1 for its owner only, the URL written with ``localhost``, as gcsfuse
+    needs); stop it on exit. fake-gcs-server checks no credentials at all.
 
     public_port: the port clients will use when a proxy stands in front (a slow link). fake-gcs-server
     serves the XML API, which gcsfuse reads objects with, only to requests whose Host header is its
@@ -158,20 +204,22 @@ def local_gcs(ws: _workspace.Workspace | None = None, *, port: int | None = None
     exe = _fake_gcs_binary()
     if port is not None:
         require_free(port, "fake-gcs-server")
-    p = port or free_ports(1)[0]
-    public = public_port or p
     d = Path(w.mkdir(f"objectstore/fake-gcs-{secrets.token_hex(3)}"))
-    argv = [exe, "-scheme", "http", "-backend", "memory", "-host", LOOPBACK, "-port", str(p),
-            "-external-url", f"http://localhost:{public}", "-public-host", f"localhost:{public}",
-            "-log-level", "warn"]
-    svc = Service("fake-gcs-server", argv, log_path=d / "fake-gcs.log", cwd=d,
-                  ready=lambda: http_ok(f"http://{LOOPBACK}:{p}/storage/v1/b"), start_timeout=30, stop_grace=3)
-    ep = Endpoint("gcs", f"http://localhost:{p}", server=f"fake-gcs-server on {LOOPBACK}")
-    try:
-        with svc:
-            yield ep
-    finally:
-        svc.stop()
+    with netns.private_net(w) as net:
+        inner = net.free_ports(1)[0] if net is not None else (port or free_ports(1)[0])
+        with _exposed(net, inner, port) as p:
+            public = public_port or p
+            argv = [exe, "-scheme", "http", "-backend", "memory", "-host", LOOPBACK, "-port", str(inner),
+                    "-external-url", f"http://localhost:{public}", "-public-host", f"localhost:{public}",
+                    "-log-level", "warn"]
+            svc = Service("fake-gcs-server", net.argv(argv) if net else argv, log_path=d / "fake-gcs.log", cwd=d,
+                          ready=_ready_at(p, "/storage/v1/b"), start_timeout=30, stop_grace=3, umask=_UMASK)
+            ep = Endpoint("gcs", f"http://localhost:{p}", server=f"fake-gcs-server {_where(net)}")
+            try:
+                with svc:
+                    yield ep
+            finally:
+                svc.stop()
 
 
 def stray_sockets() -> list[str]:

@@ -7,6 +7,10 @@ latency to every response and caps the bandwidth, for this proxy only. Nothing e
 
     with local_s3(ws) as store, slow_link(store, latency_ms=20, rate_kbps=20_000) as remote:
         ...  # give `remote` to the clients; `store` stays fast (for staging test data)
+
+toxiproxy's API takes no credentials: whoever reaches it can list, change or delete the proxy. In
+front of a store in a private network (:mod:`.netns`) toxiproxy runs in that network too, and both
+its API and its proxy are carried to the node's 127.0.0.1 for the owner's connections only.
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ from typing import Any
 
 from .. import workspace as _workspace
 from ..errors import IolabError
-from ._proc import LOOPBACK, Service, free_ports, http_ok, resolve
+from . import netns
+from ._proc import LOOPBACK, Service, free_ports, http_ok, port_open, resolve
 from .endpoint import Endpoint
 
 TOXIPROXY = "toxiproxy-server"
@@ -185,25 +190,42 @@ def open_slow_link(upstream: Endpoint, spec: LinkSpec | None = None, *, ws: _wor
     exe = toxiproxy_path()
     w = ws if ws is not None else _workspace.session()
     d = Path(w.mkdir(f"objectstore/toxiproxy-{secrets.token_hex(3)}"))
-    api_port, spare = free_ports(2)
-    listen_port = listen_port or spare
     # -proxy-metrics (toxiproxy 2.5+): it counts the bytes it passes each way (Prometheus text at
     # /metrics), so a lesson can say how much of a read crossed the link
     counts = counts_bytes(exe)
-    svc = Service("toxiproxy", [exe, "-host", LOOPBACK, "-port", str(api_port)] + (["-proxy-metrics"] if counts else []),
-                  log_path=d / "toxiproxy.log",
-                  cwd=d, ready=lambda: http_ok(f"http://{LOOPBACK}:{api_port}/version"), start_timeout=15,
-                  stop_grace=2)
-    with svc:
-        api = _Api(api_port)
-        up = f"{LOOPBACK}:{upstream.port}" if upstream.host in ("localhost", LOOPBACK) else \
-            f"{upstream.host}:{upstream.port}"
-        api.call("POST", "/proxies", {"name": "store", "listen": f"{LOOPBACK}:{listen_port}", "upstream": up,
-                                      "enabled": True})
-        host = "localhost" if upstream.host == "localhost" else LOOPBACK
-        ep = upstream.via(f"http://{host}:{listen_port}",
-                          server=f"{upstream.server} behind toxiproxy ({spec.describe()})")
-        link = SlowLink(svc, api, upstream, ep, spec)
-        link.counts = counts
-        link.set(spec)
-        yield link
+    local = upstream.host in ("localhost", LOOPBACK)
+    inside = netns.route(upstream.port) if local else None
+    with contextlib.ExitStack() as stack:
+        if inside is not None:
+            # the store is in a private network: toxiproxy joins it, its two ports are carried out
+            net, up_port = inside
+            stack.enter_context(netns.joined(net))
+            api_in, listen_in = net.free_ports(2)
+            api_port = net.expose(api_in)
+            stack.callback(net.close_port, api_port)
+            port = net.expose(listen_in, listen_port)
+            stack.callback(net.close_port, port)
+            wrap = net.argv
+        else:
+            api_in, spare = free_ports(2)
+            listen_in = port = listen_port or spare
+            api_port = api_in
+            up_port = upstream.port
+            wrap = list
+        argv = [exe, "-host", LOOPBACK, "-port", str(api_in)] + (["-proxy-metrics"] if counts else [])
+        svc = Service("toxiproxy", wrap(argv), log_path=d / "toxiproxy.log", cwd=d,
+                      ready=lambda: port_open(api_port) and http_ok(f"http://{LOOPBACK}:{api_port}/version"),
+                      start_timeout=15, stop_grace=2, umask=0o077)
+        with svc:
+            api = _Api(api_port)
+            up = f"{LOOPBACK}:{up_port}" if local else f"{upstream.host}:{upstream.port}"
+            api.call("POST", "/proxies", {"name": "store", "listen": f"{LOOPBACK}:{listen_in}", "upstream": up,
+                                          "enabled": True})
+            host = "localhost" if upstream.host == "localhost" else LOOPBACK
+            where = " (owner only)" if inside is not None else ""
+            ep = upstream.via(f"http://{host}:{port}",
+                              server=f"{upstream.server} behind toxiproxy{where} ({spec.describe()})")
+            link = SlowLink(svc, api, upstream, ep, spec)
+            link.counts = counts
+            link.set(spec)
+            yield link
