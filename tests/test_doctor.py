@@ -55,6 +55,6 @@ def test_ior_and_mdtest_versions_without_leftovers_in_tmp():
     from iolab import runner
 
     runner.tool_version.cache_clear()
-    assert runner.tool_version("ior") == items["ior"].detail.split()[1]      # what results.save records
-    assert runner.tool_version("mdtest") == items["mdtest"].detail.split()[1]
+    assert doctor.tool_version("ior") == items["ior"].detail.split()[1]      # what results.save records
+    assert doctor.tool_version("mdtest") == items["mdtest"].detail.split()[1]
     assert mpi_leftovers_in_tmp() - before == set()

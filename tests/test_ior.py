@@ -349,7 +349,7 @@ def test_doctor_reads_iors_version_from_its_banner(fake_ior):
     assert item.status == doctor.OK and item.detail == "ior 4.0.0", item.line()
     runner.tool_version.cache_clear()
     try:
-        assert runner.tool_version("ior") == "4.0.0"        # results.save's provenance: no version flag
+        assert doctor.tool_version("ior") == "4.0.0"        # results.save's provenance: no version flag
     finally:
         runner.tool_version.cache_clear()
 

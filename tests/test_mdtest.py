@@ -198,12 +198,14 @@ def test_mpi_runtime_files_stay_in_the_workspace(fake_mdtest, ws):
 
 
 def test_tool_version_asks_the_banner_not_a_version_flag(fake_mdtest):
-    # results.save(tool="mdtest") asks runner.tool_version: each refused flag was an aborted MPI start
-    from iolab import runner
+    # results.save(tool="mdtest") asks doctor.tool_version: each refused flag was an aborted MPI start
+    from iolab import doctor, runner
 
     runner.tool_version.cache_clear()
     try:
-        assert runner.tool_version("mdtest") == "4.0.0"
+        assert runner.tool_version("mdtest") == "unknown version"    # without running it
+        assert not fake_mdtest.exists() or fake_mdtest.read_text().split() == []
+        assert doctor.tool_version("mdtest") == "4.0.0"
     finally:
         runner.tool_version.cache_clear()
     assert len(fake_mdtest.read_text().split()) == 1          # one DUMMY run, in a private TMPDIR
