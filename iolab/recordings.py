@@ -236,9 +236,15 @@ def save(run: Run | str, ref: str, *, ext: str = "txt", argv: Sequence[str] | No
 
 @dataclass
 class Outcome:
-    """The text an experiment produced, and whether it ran here or was replayed."""
+    """What a lesson's experiment gives back, live or replayed: the text the tool produced, where it
+    comes from (``provenance``), its parse (``data``) and the lesson's table of it (``frame``).
 
-    mode: str                      # "live" or "replay"
+    Every lesson function that runs a tool or replays its recording returns one (or a subclass that
+    adds what its lesson needs, e.g. the phases of a run). An outcome made of several runs
+    (:func:`combine`) has one provenance line per run, their outcomes in ``parts``, and mode
+    "mixed" when some ran here and some were replayed."""
+
+    mode: str                      # "live", "replay" (or "mixed": see combine)
     text: str
     provenance: str
     run: Run | None = None
@@ -248,6 +254,8 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
     witness: Witnessed | None = None   # what the kernel saw: live, or stored with the recording
     witness_note: str = ""         # why there is none (an older recording)
+    frame: "pd.DataFrame | None" = None   # the lesson's table of the result
+    parts: list["Outcome"] = field(default_factory=list)   # the runs it combines (see combine)
 
     @property
     def live(self) -> bool:
@@ -255,6 +263,36 @@ class Outcome:
 
     def __str__(self) -> str:
         return self.provenance
+
+
+def as_frame(data: Any) -> "pd.DataFrame | None":
+    """A parse as a table: a DataFrame as it is, a list of rows (dicts) or one row (a dict) as a
+    DataFrame; None for anything else (raw text, numbers)."""
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, Mapping):
+        return pd.DataFrame([dict(data)])
+    if isinstance(data, list) and all(isinstance(r, Mapping) for r in data):
+        return pd.DataFrame([dict(r) for r in data])
+    return None
+
+
+def combine(parts: Sequence[Outcome], frame: "pd.DataFrame | None" = None, *, data: Any = None,
+            cls: type[Outcome] | None = None, **fields: Any) -> Outcome:
+    """Several live-or-replayed runs as one outcome: one provenance line per distinct run, mode
+    "live" or "replay" when they agree, else "mixed"; the first part's run and recording (what
+    facts of the filesystem are read from); ``frame`` the lesson's table of them all. ``cls``: a
+    subclass of Outcome to build, ``fields`` its own fields."""
+    if not parts:
+        raise ValueError("combine() needs at least one outcome")
+    modes = {p.mode for p in parts}
+    first = parts[0]
+    return (cls or Outcome)(mode=modes.pop() if len(modes) == 1 else "mixed", text="",
+                            provenance="\n".join(dict.fromkeys(p.provenance for p in parts)),
+                            run=first.run, recording=first.recording, data=data, reason=first.reason,
+                            frame=frame, parts=list(parts), **fields)
 
 
 def mode() -> str:
@@ -267,7 +305,8 @@ def mode() -> str:
 def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires: Sequence[str] = (),
                      parse: Callable[[str], Any] | None = None, quiet: bool = False,
                      witness_path: str | os.PathLike[str] | None = None) -> Outcome:
-    """Run ``live()`` when its tools are here, else replay ``recording``; parse either the same way.
+    """Run ``live()`` when its tools are here, else replay ``recording``; parse either the same way
+    (``outcome.data``, and ``outcome.frame`` when the parse is a table: :func:`as_frame`).
 
     ``witness_path``: a file or directory on the filesystem the run reads or writes. A live run is
     then taken under :class:`~iolab.witness.Witness` (``outcome.witness``); a replay carries the
@@ -317,6 +356,7 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires:
                 outcome.provenance += "; it has no witnesses (recorded before iolab kept them)"
     if parse is not None:
         outcome.data = parse(outcome.text)
+        outcome.frame = as_frame(outcome.data)
     if not quiet:
         print(outcome.provenance)
     return outcome

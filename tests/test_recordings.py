@@ -131,3 +131,29 @@ def test_a_live_run_is_witnessed_when_asked(data, monkeypatch):
     out = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True, witness_path=data)
     assert out.mode == "live" and out.witness is not None and out.witness.own_read is not None
     assert out.witness_note == ""
+
+
+def test_an_outcome_carries_its_parse_as_a_frame(data, monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    rows = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True,
+                                       parse=lambda t: [{"word": w} for w in t.split()])
+    assert list(rows.frame["word"]) == ["recorded", "text"]
+    one = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True, parse=lambda t: {"n": len(t)})
+    assert one.frame.to_dict("records") == [{"n": 14}]
+    text = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True, parse=str.upper)
+    assert text.frame is None and text.data == "RECORDED TEXT\n"
+
+
+def test_combine_joins_runs_into_one_outcome(data, monkeypatch):
+    import pandas as pd
+
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    live = recordings.live_or_recorded(live_ok, "demo/hello", quiet=True)
+    replay = recordings.live_or_recorded(live_missing, "demo/hello", quiet=True)
+    both = recordings.combine([live, replay, replay], pd.DataFrame({"x": [1]}))
+    assert both.mode == "mixed" and both.parts == [live, replay, replay] and both.run is live.run
+    assert both.provenance.splitlines() == [live.provenance, replay.provenance]   # each run once
+    assert recordings.combine([replay, replay]).mode == "replay"
+    assert list(both.frame["x"]) == [1]
+    with pytest.raises(ValueError):
+        recordings.combine([])
