@@ -94,8 +94,12 @@ def check_00_rate(answer: float) -> bool:
     """Exercise 00.3: seed 000's 10.2 MB/s (fio's decimal unit) in MiB/s."""
     from .units import MB, MiB
 
-    close_to(answer, 10.2 * MB / MiB, rel=0.002, what="10.2 MB/s in MiB/s")
-    return passed("10.2 MB/s is 10.2 x 10^6 bytes/s = 9.73 MiB/s: about 5 % apart. "
+    from .recordings import published
+
+    pub = published("seed000-fio-s3fs-cache")
+    mb_s = float(pub[(pub["configuration"] == "no cache") & (pub["direction"] == "read")]["mb_per_s"].iloc[0])
+    close_to(answer, mb_s * MB / MiB, rel=0.002, what=f"{mb_s} MB/s in MiB/s")
+    return passed(f"{mb_s} MB/s is {mb_s} x 10^6 bytes/s = {mb_s * MB / MiB:.2f} MiB/s: about 5 % apart. "
                   "Always check which unit a tool prints.")
 
 # --- lesson 01 ----------------------------------------------------------------------------------
@@ -137,8 +141,19 @@ def check_01_cold_warm(cold, warm, answer: float) -> bool:
     return True
 
 
-# seed 004 (HTCF storage training, Sept. 2023): `ls -l` totals in KiB and `time cat *` after drop_caches
-SEED_004_CAT = {"local": (1948472, 3.667, 0.352), "beegfs": (1948449, 3.284, 3.160)}
+def _seed004_cat() -> dict[str, tuple[int, float, float]]:
+    """Seed 004 (HTCF storage training, Sept. 2023), data/published/seed004-cold-warm-cat.csv: per
+    filesystem the `ls -l` total in KiB, and `time cat *` after drop_caches (cold) and at once (warm)."""
+    from .recordings import published
+
+    pub = published("seed004-cold-warm-cat")
+    out = {}
+    for name, fs in (("local", "local disk"), ("beegfs", "BeeGFS")):
+        part = pub[pub["filesystem"] == fs]
+        cold = float(part[part["state"].str.startswith("cold")]["seconds"].iloc[0])
+        warm = float(part[part["state"].str.startswith("warm")]["seconds"].iloc[0])
+        out[name] = (int(part["ls_total_kib"].iloc[0]), cold, warm)
+    return out
 
 
 def check_01_seed_verdicts(local, beegfs) -> bool:
@@ -149,17 +164,18 @@ def check_01_seed_verdicts(local, beegfs) -> bool:
     for name, v in (("local", local), ("beegfs", beegfs)):
         if not isinstance(v, measure.Verdict):
             fail(f"{name} should be the Verdict that iolab.measure.judge(...) returned, got {type(v).__name__}.")
-    kib, cold, warm = SEED_004_CAT["local"]
+    seed = _seed004_cat()
+    kib, cold, warm = seed["local"]
     expected = measure.judge(kib * KiB / warm, device_bps=kib * KiB / cold)
     if local.label != expected.label:
-        fail("local: judge the second cat's rate (bytes / 0.352 s) with device_bps = the first cat's rate "
-             "(bytes / 3.667 s), the read that followed drop_caches.")
-    kib, cold, warm = SEED_004_CAT["beegfs"]
+        fail(f"local: judge the second cat's rate (bytes / {warm} s) with device_bps = the first cat's rate "
+             f"(bytes / {cold} s), the read that followed drop_caches.")
+    kib, cold, warm = seed["beegfs"]
     expected_b = measure.judge(kib * KiB / warm, device_bps=kib * KiB / cold)
     if beegfs.label != expected_b.label:
-        fail("beegfs: the same computation with 3.284 s (first cat) and 3.160 s (second cat).")
-    ratio = SEED_004_CAT["local"][1] / SEED_004_CAT["local"][2]
-    ratio_b = SEED_004_CAT["beegfs"][1] / SEED_004_CAT["beegfs"][2]
+        fail(f"beegfs: the same computation with {cold} s (first cat) and {warm:.3f} s (second cat).")
+    ratio = seed["local"][1] / seed["local"][2]
+    ratio_b = seed["beegfs"][1] / seed["beegfs"][2]
     return passed(f"On /tmp the second cat ran {ratio:.1f}x faster than the first: {local.label!r}. "
                   f"On BeeGFS it ran {ratio_b:.2f}x faster: {beegfs.label!r}. A rate within noise of the "
                   "device's proves nothing by itself: nothing in these numbers shows that a cache served the "
@@ -343,17 +359,25 @@ def check_03_storm(frame, syscall: object, failed: object) -> bool:
 
 # --- lesson 04 ----------------------------------------------------------------------------------
 
-# seed 001 (ORFEO handout): the -F run's "Max Read: 239575.53 MiB/sec", served by 4 storage nodes
-SEED_001_FPP_READ_MIB = 239575.53
+# seed 001 (ORFEO handout): /fast is served by 4 storage nodes; its -F run's "Max Read" is in
+# data/published/seed001-ior-orfeo.csv
 SEED_001_STORAGE_NODES = 4
+
+
+def _seed001_fpp_read_mib() -> float:
+    from .recordings import published
+
+    pub = published("seed001-ior-orfeo")
+    return float(pub[(pub["config"] == "-F") & (pub["access"] == "read")]["bw_mib"].iloc[0])
 
 
 def check_04_storage_node_rate(answer: object) -> bool:
     """Exercise 04.1: GB/s (decimal) each of /fast's storage nodes would have had to send for seed
     001's -F read to have come from the filesystem."""
-    expected = SEED_001_FPP_READ_MIB * 2**20 / 1e9 / SEED_001_STORAGE_NODES
+    read_mib = _seed001_fpp_read_mib()
+    expected = read_mib * 2**20 / 1e9 / SEED_001_STORAGE_NODES
     if isinstance(answer, (int, float)) and not isinstance(answer, bool) and \
-            math.isclose(answer, SEED_001_FPP_READ_MIB / 1024 / SEED_001_STORAGE_NODES, rel_tol=0.03):
+            math.isclose(answer, read_mib / 1024 / SEED_001_STORAGE_NODES, rel_tol=0.03):
         fail("that is GiB/s: the question asks for GB/s (10**9 bytes). 1 MiB = 2**20 bytes.")
     close_to(answer, expected, rel=0.03, what="GB/s per storage node")
     return passed(f"{expected:,.1f} GB/s per node, about {expected * 8:,.0f} Gbit/s each: no storage node's "

@@ -5,26 +5,13 @@ import os
 
 import pandas as pd
 
-from . import fsinfo, measure, pagecache
+from . import fsinfo, measure, pagecache, recordings
 from .units import MiB, format_size
 
 # The storage types one cluster offers its users (seed 004, HTCF user training, 2023), with the job
 # each does best. Sites differ in names and products; the layers are the same everywhere.
-CLUSTER_LAYERS = pd.DataFrame([
-    {"layer": "node-local disk", "example": "/tmp", "filesystem": "ext4 / xfs on the node's SSD",
-     "shared": "no (one node)", "good for": "small and random reads, temporary files of one job"},
-    {"layer": "network filesystem", "example": "/home", "filesystem": "NFS",
-     "shared": "all nodes", "good for": "scripts, configuration, small files read rarely"},
-    {"layer": "parallel filesystem", "example": "/scratch", "filesystem": "BeeGFS (Lustre, GPFS elsewhere)",
-     "shared": "all nodes", "good for": "large sequential I/O of running jobs; staged input"},
-    {"layer": "block storage", "example": "/lts", "filesystem": "Ceph RBD", "shared": "login nodes",
-     "good for": "long-term storage of raw data and results"},
-    {"layer": "distributed filesystem", "example": "/ref", "filesystem": "CephFS", "shared": "all nodes",
-     "good for": "reference data: written once, read by many"},
-    {"layer": "object storage", "example": "LTOS (S3 API)", "filesystem": "none: Ceph RADOS Gateway",
-     "shared": "anywhere, by HTTP", "good for": "get/put whole objects; streaming into workflows"},
-])
-CLUSTER_LAYERS_SOURCE = "seed 004: HTCF 'Understanding I/O: Storage Types and Use' slides, Sep 2023"
+CLUSTER_LAYERS = recordings.published("seed004-storage-layers")
+CLUSTER_LAYERS_SOURCE = str(CLUSTER_LAYERS.pop("source").iloc[0])
 
 
 def this_machine() -> pd.DataFrame:
