@@ -271,9 +271,21 @@ def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch)
         assert _outcome(lines) == want, lines
         assert _outcome([ln + "\n" for ln in lines]) == want, lines
         path = tmp_path / f"{case}.txt"
-        path.write_text("\n".join(lines) + rnd.choice(["", "\n"]))
+        end = rnd.choice(["", "\n"])
+        path.write_text("\n".join(lines) + end)
         with open(path) as f:
-            assert _outcome(f) == want, lines
+            got = _outcome(f)
+        if end or not lines[-1]:
+            assert got == want, lines
+        else:   # a file that ends inside a line: the records before it, then that line refused as cut
+            with open(path) as f:
+                cut = _outcome(f, _fast=False)
+            assert got == cut, lines
+            if len(lines) > 1:      # lines that carry their newlines, the last one without
+                assert _outcome([ln + "\n" for ln in lines[:-1]] + [lines[-1]]) == cut, lines
+                assert _outcome([ln + "\n" for ln in lines[:-1]] + [lines[-1]], _fast=False) == cut, lines
+            assert _outcome("\n".join(lines)) == cut and _outcome("\n".join(lines), _fast=False) == cut, lines
+            assert cut[-1][0] == "ParseError" and (cut[-1][1] == len(lines) or cut[-1][2] == want[-1][2]), lines
 
 
 @pytest.mark.parametrize("newline", [None, "", "\n", "\r", "\r\n"])

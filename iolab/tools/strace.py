@@ -352,6 +352,20 @@ def _row(cells: dict[str, str], line_no: int, line: str) -> dict[str, Any]:
     return row
 
 
+# cells strace leaves blank: errors when there were none; usecs/call of strace 4.x's total row
+_BLANK_OK = frozenset({"errors"})
+_BLANK_OK_TOTAL = frozenset({"errors", "usecs/call"})
+
+
+def _summary_row(line: str, titles: list[str], spans: list[tuple[int, int]], line_no: int,
+                 total: bool = False) -> dict[str, Any]:
+    cells = _cells(line, titles, spans, line_no)
+    blank = [t for t in titles if t not in cells and t not in (_BLANK_OK_TOTAL if total else _BLANK_OK)]
+    if blank:
+        raise ParseError(f"a strace summary row without its {', '.join(map(repr, blank))} (cut short?)", line_no, line)
+    return _row(cells, line_no, line)
+
+
 def parse_summary(text: str) -> Summary:
     """Parse a strace ``-c`` / ``-C`` summary table into one dict per syscall.
 
@@ -359,10 +373,12 @@ def parse_summary(text: str) -> Summary:
     or wall time with ``-w``), ``usecs_per_call``, ``percent_time``, ``min_seconds``,
     ``max_seconds`` (None unless ``-U`` asked for ``min-time``/``max-time``). Columns left out with
     ``-U`` are None. The ``total`` row is in ``.total``. Anything before the table (the trace of
-    ``-C``, the program's output) is skipped. Raises ParseError when there is no table or a row
-    does not fit it.
+    ``-C``, the program's output) is skipped. Raises ParseError when there is no table, a row does
+    not fit it or lacks a cell strace always prints, or the text ends inside the total row (strace
+    ends it with a newline: a table cut there would give a wrong total).
     """
     lines = text.splitlines()
+    ends_inside = bool(text) and not text.endswith(("\n", "\r"))
     tables: list[tuple[str, Summary]] = []
     personality = ""
     i = 0
@@ -393,14 +409,17 @@ def parse_summary(text: str) -> Summary:
             if _DASHES_RE.match(ln):
                 if j + 1 >= len(lines):
                     raise ParseError("the strace summary ends without its total row", j + 1, ln)
-                total = _row(_cells(lines[j + 1], titles, spans, j + 2), j + 2, lines[j + 1])
+                if j + 2 == len(lines) and ends_inside:
+                    raise ParseError("the strace summary ends inside its total row (no newline after it): cut short",
+                                     j + 2, lines[j + 1])
+                total = _summary_row(lines[j + 1], titles, spans, j + 2, total=True)
                 if total["syscall"] != "total":
                     raise ParseError("expected the total row after the closing dashes", j + 2, lines[j + 1])
                 j += 2
                 break
             if not ln.strip():
                 raise ParseError("blank line inside the strace summary table", j + 1, ln)
-            rows.append(_row(_cells(ln, titles, spans, j + 1), j + 1, ln))
+            rows.append(_summary_row(ln, titles, spans, j + 1))
             j += 1
         if total is None:
             raise ParseError("the strace summary table is cut short (no closing dashes and total row)",
@@ -464,12 +483,18 @@ _UNFINISHED = " <unfinished ...>"
 _IGNORABLE = ("strace: ", " > ", " | ", "[ Process PID=", "????")
 
 
-def _time(t: str | None) -> float | None:
+_STAMP_RE = re.compile(r"(\d+):(\d\d):(\d\d(?:\.\d+)?)|\d+(?:\.\d+)?")
+
+
+def _time(t: str | None, line_no: int | None = None, line: str | None = None) -> float | None:
+    """``12:34:56.789012`` (-t, -tt) or ``1700000000.123456`` (-ttt, -r) -> seconds."""
     if t is None:
         return None
-    if ":" in t:
-        h, m, s = t.split(":")
-        return int(h) * 3600 + int(m) * 60 + float(s)
+    m = _STAMP_RE.fullmatch(t)
+    if m is None:
+        raise ParseError(f"cannot read the time stamp {t!r}", line_no, line)
+    if m.group(1) is not None:
+        return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
     return float(t)
 
 
@@ -606,7 +631,7 @@ def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]
     m = _PREFIX_RE.match(line)
     p1, p2, ts = m.groups()
     pid = int(p1 or p2) if (p1 or p2) else None
-    t = _time(ts) if ts else None
+    t = _time(ts, line_no, line) if ts else None
     rest = line[m.end():]
     c0 = rest[:1]
     if c0 == "<":
@@ -752,14 +777,22 @@ _BLOCK = 1 << 17  # characters per read() of a text file
 _UNIVERSAL_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # the lines of a newline="" file
 
 
+def _cut(line_no: int, line: str) -> ParseError:
+    return ParseError("the trace ends inside this line (no newline after it): cut short, or still being written",
+                      line_no, line)
+
+
 def _texts(lines: Iterable[str]) -> Iterator[tuple[str | None, list[str] | None]]:
     """The input as runs of whole lines: (text, lines), text = the lines, each ending with one "\\n".
 
     A text file whose lines end at "\\n" is read in blocks (lines None: text's lines are the
     file's; read() costs a third of iterating the lines); any other iterable goes _CHUNK lines at a
     time (text has more lines than the run when a line holds a "\\n" of its own: the caller checks).
-    text None: lines for the general path."""
-    if isinstance(lines, io.TextIOBase):
+    text None: lines for the general path. Lines that carry their newline (a file's; an iterable whose
+    first line ends with one) must all end with one: a last line without it raises ParseError once
+    the lines before it are through."""
+    terminated = isinstance(lines, io.TextIOBase)
+    if terminated:
         first = lines.readline()
         # newline=None, "" or "\n" (not "\r", "\r\n"): the first line ends with "\n" alone.
         if first.endswith("\n") and not first.endswith("\r\n") and "\n" not in first[:-1]:
@@ -767,17 +800,31 @@ def _texts(lines: Iterable[str]) -> Iterator[tuple[str | None, list[str] | None]
             return
         lines = chain([first], lines) if first else ()
     it = iter(lines)
-    while chunk := list(islice(it, _CHUNK)):
-        try:
-            ends = "".join(map(_LAST, chunk))
-        except IndexError:  # an empty line
-            ends = ""
-        yield ("".join(chunk) if ends == "\n" * len(chunk) else "\n".join(chunk) + "\n"), chunk
+    chunk = list(islice(it, _CHUNK))
+    terminated = terminated or bool(chunk) and chunk[0][-1:] in ("\n", "\r")
+    seen = 0
+    while chunk:
+        after = list(islice(it, _CHUNK))
+        cut = None
+        if not after and terminated and chunk[-1] and chunk[-1][-1:] not in ("\n", "\r"):
+            cut = chunk.pop()
+        if chunk:
+            try:
+                ends = "".join(map(_LAST, chunk))
+            except IndexError:  # an empty line
+                ends = ""
+            yield ("".join(chunk) if ends == "\n" * len(chunk) else "\n".join(chunk) + "\n"), chunk
+        seen += len(chunk)
+        if cut is not None:
+            raise _cut(seen + 1, cut)
+        chunk = after
 
 
 def _file_texts(file: io.TextIOBase, rest: str) -> Iterator[tuple[str | None, list[str] | None]]:
-    """_texts of a text file, _BLOCK characters at a time, each cut after its last "\\n"."""
+    """_texts of a text file, _BLOCK characters at a time, each cut after its last "\\n"; a file that
+    ends inside a line raises ParseError once the lines before it are through."""
     universal = file.newlines is not None  # newline None or "": with "", a "\r" ends a line too
+    seen = 0
     while True:
         block = file.read(_BLOCK)
         cut = block.rfind("\n") + 1
@@ -786,9 +833,20 @@ def _file_texts(file: io.TextIOBase, rest: str) -> Iterator[tuple[str | None, li
             continue
         text, rest = rest + block[:cut], block[cut:]
         if universal and "\r" in text:
-            yield None, _UNIVERSAL_LINE_RE.findall(text)
+            found = _UNIVERSAL_LINE_RE.findall(text)
+            last = found.pop() if not block and found[-1][-1:] not in ("\n", "\r") else None
+            yield None, found
+            seen += len(found)
+            if last is not None:
+                raise _cut(seen + 1, last)
         elif text:
-            yield (text if text[-1] == "\n" else text + "\n"), None
+            if text[-1] != "\n":                  # the end of the file, inside a line
+                whole = text.rfind("\n") + 1
+                if whole:
+                    yield text[:whole], None
+                raise _cut(seen + text.count("\n", 0, whole) + 1, text[whole:])
+            yield text, None
+            seen += text.count("\n")
         if not block:
             return
 
@@ -938,19 +996,44 @@ def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True
     when ``events`` is True, else are skipped. Memory stays flat: besides unfinished calls, only
     one run of lines and bounded memos are kept.
 
+    A record is a whole line: strace ends every line with a newline, so a text (or a file, or lines
+    that carry their newlines) that ends inside a line was cut (strace killed mid-line, a file still
+    being written). The calls before it are yielded, then ParseError names that line. Lines given
+    without their newlines (``text.splitlines()``) cannot show a cut: give the text itself. A line
+    that is not one strace writes raises ParseError naming it.
+
     The input is read in runs (a text file ``_BLOCK`` characters at a time, any other iterable
     ``_CHUNK`` lines at a time; see the module docstring). ``_fast=False`` reads it line by line with
     the general path only: the reference the fast path is tested against.
     """
+    parse = _fast_calls if _fast else _general_calls
     if isinstance(lines, str):  # a whole trace as one text
-        lines = lines.splitlines()
-    return (_fast_calls if _fast else _general_calls)(_State(events), lines)
+        text, lines = lines, lines.splitlines()
+        if lines and lines[-1] and not text.endswith(("\n", "\r")):  # cut: lines that carry their newlines
+            if len(lines) == 1:
+                return _refuse(_cut(1, lines[0]))
+            lines = [*(ln + "\n" for ln in lines[:-1]), lines[-1]]
+    return parse(_State(events), lines)
+
+
+def _refuse(error: ParseError) -> Iterator[dict[str, Any]]:
+    raise error
+    yield  # a generator, like parse_calls' others: the error comes with the first record asked for
 
 
 def _general_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """parse_calls by the general path alone, one line at a time."""
-    for line_no, line in enumerate(lines, 1):
+    it = iter(lines)
+    line = next(it, None)
+    terminated = isinstance(lines, io.TextIOBase) or line is not None and line[-1:] in ("\n", "\r")
+    line_no = 0
+    while line is not None:
+        after = next(it, None)
+        line_no += 1
+        if after is None and terminated and line and line[-1:] not in ("\n", "\r"):
+            raise _cut(line_no, line)
         yield from _general(state, line, line_no)
+        line = after
     yield from _never_resumed(state)
 
 
