@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
-import shlex
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -332,11 +332,14 @@ def _number(token: str, line_no: int, line: str) -> float | None:
 
 
 def command_flags(command_line: str) -> dict[str, bool]:
-    """What an IOR command line asks for: file_per_process, reorder_tasks, fsync, odirect."""
-    try:
-        tokens = shlex.split(command_line)
-    except ValueError:
-        tokens = command_line.split()
+    """What an IOR command line asks for: file_per_process, reorder_tasks, fsync, odirect.
+
+    IOR echoes its argv joined by spaces, unquoted ("Command line" of the text and JSON outputs), so
+    the words are split at white space (a shell's quoting rules would not undo that join, and
+    shlex takes minutes on a line of megabytes)."""
+    if not isinstance(command_line, str):
+        raise ParseError(f"an IOR command line is text, got {type(command_line).__name__}")
+    tokens = command_line.split()
     letters: set[str] = set()
     directives: dict[str, str] = {}
     longs: set[str] = set()
@@ -381,6 +384,31 @@ def _check_no_error(lines: list[str]) -> None:
             raise ParseError("IOR reported an error", line_no=no, line=line)
 
 
+def _json_fail(lines: list[str], what: str, key: str | None = None) -> ParseError:
+    """A ParseError naming the first line that holds ``"key"`` (the JSON is read whole: no position)."""
+    no = next((i for i, ln in enumerate(lines, 1) if f'"{key}"' in ln), None) if key else None
+    return ParseError(f"IOR JSON: {what}", line_no=no, line=lines[no - 1] if no else None)
+
+
+def _json_of(value: Any, kind: type | tuple[type, ...], lines: list[str], key: str, where: str = "") -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise _json_fail(lines, f"{where}{key!r} should be {name}, got {value!r}"[:200], key)
+    return value
+
+
+def _json_number(value: Any, lines: list[str], key: str, where: str = "", *, integer: bool = False) -> Any:
+    """A finite int/float (an int when ``integer``), or None for a value IOR did not give."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or integer and value != int(value):
+        raise _json_fail(lines, f"{where}{key!r} should be a {'whole ' if integer else ''}number, got {value!r}"[:200],
+                         key)
+    return int(value) if integer else value
+
+
 def _parse_json(text: str) -> dict[str, Any]:
     start = text.find("{")
     lines = text.splitlines()
@@ -397,24 +425,41 @@ def _parse_json(text: str) -> dict[str, Any]:
         raise ParseError(what, line_no=min(no, len(lines)), line=where) from None
     if not isinstance(data, dict) or "tests" not in data:
         raise ParseError("not an IOR JSON summary: no 'tests'", line_no=1, line=lines[0] if lines else "")
+    _json_of(data["tests"], list, lines, "tests")
+    for t in data["tests"]:
+        _json_of(t, dict, lines, "tests", "an entry of ")
+        for key in ("Parameters", "Options"):
+            _json_of(t.get(key, {}), dict, lines, key)
     return data
 
 
-def _json_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
-    version = data.get("Version")
-    flags = command_flags(data.get("Command line", ""))
+# the numbers of a JSON Results entry: IOR's key -> row key
+_JSON_RESULTS = {"bwMiB": "bw_mib", "iops": "iops", "latency": "latency_s", "blockKiB": "block_kib",
+                 "xferKiB": "xfer_kib", "openTime": "open_s", "wrRdTime": "wrrd_s", "closeTime": "close_s",
+                 "totalTime": "total_s"}
+
+
+def _json_rows(data: dict[str, Any], lines: list[str]) -> list[dict[str, Any]]:
+    version = _json_of(data.get("Version"), (str, type(None)), lines, "Version")
+    flags = command_flags(_json_of(data.get("Command line", ""), str, lines, "Command line"))
     rows: list[dict[str, Any]] = []
     for t in data["tests"]:
         params, opts = t.get("Parameters", {}), t.get("Options", {})
         if "Results" not in t:
-            raise ParseError(f"IOR JSON test {t.get('TestID')} has no Results")
-        results = t["Results"]
+            raise _json_fail(lines, f"test {t.get('TestID')!r} has no Results", "tests")
+        results = _json_of(t["Results"], list, lines, "Results")
+        test_id = _json_number(t.get("TestID"), lines, "TestID", integer=True)
+
+        def flag(key: str) -> bool:
+            return bool(_json_number(params.get(key, 0), lines, key, "Parameters ", integer=True))
         facts = {
-            "version": version, "api": params.get("api", opts.get("api")), "tasks": opts.get("tasks"),
-            "segments": params.get("segmentCount", opts.get("segments")),
-            "file_per_process": bool(params.get("filePerProc", 0)) or flags["file_per_process"],
-            "reorder_tasks": bool(params.get("reorderTasks", 0)) or flags["reorder_tasks"],
-            "fsync": bool(params.get("fsync", 0)) or flags["fsync"], "odirect": flags["odirect"],
+            "version": version, "api": _json_of(params.get("api", opts.get("api")), (str, type(None)), lines, "api"),
+            "tasks": _json_number(opts.get("tasks"), lines, "tasks", "Options ", integer=True),
+            "segments": _json_number(params.get("segmentCount", opts.get("segments")), lines, "segmentCount",
+                                     integer=True),
+            "file_per_process": flag("filePerProc") or flags["file_per_process"],
+            "reorder_tasks": flag("reorderTasks") or flags["reorder_tasks"],
+            "fsync": flag("fsync") or flags["fsync"], "odirect": flags["odirect"],
         }
         if results and all(isinstance(r, list) for r in results):        # 3.3: one list per iteration
             entries = [(i, r) for i, per_iter in enumerate(results) for r in per_iter]
@@ -422,20 +467,18 @@ def _json_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
             seen: dict[str, int] = {}
             entries = []
             for r in results:
-                a = r.get("access")
+                a = _json_of(r, dict, lines, "Results", "an entry of ").get("access")
                 entries.append((seen.get(a, 0), r))
                 seen[a] = seen.get(a, 0) + 1
         for iteration, r in entries:
+            _json_of(r, dict, lines, "Results", "an entry of ")
             if r.get("access") not in ("write", "read", "remove"):
-                raise ParseError(f"unexpected access {r.get('access')!r} in IOR JSON Results")
-            rows.append({
-                "test": t.get("TestID"), "iteration": iteration, "access": r["access"],
-                "bw_mib": r.get("bwMiB"), "iops": r.get("iops"), "latency_s": r.get("latency"),
-                "block_kib": r.get("blockKiB"), "xfer_kib": r.get("xferKiB"), "open_s": r.get("openTime"),
-                "wrrd_s": r.get("wrRdTime"), "close_s": r.get("closeTime"), "total_s": r.get("totalTime"),
-                **facts})
+                raise _json_fail(lines, f"unexpected access {r.get('access')!r} in Results"[:200], "access")
+            rows.append({"test": test_id, "iteration": iteration, "access": r["access"],
+                         **{k: _json_number(r.get(jk), lines, jk) for jk, k in _JSON_RESULTS.items()},
+                         **facts})
     if not rows:
-        raise ParseError("IOR JSON summary has no results")
+        raise _json_fail(lines, "the summary has no results", "Results")
     return rows
 
 
@@ -459,7 +502,7 @@ def parse(text: str) -> list[dict[str, Any]]:
     if not isinstance(text, str) or not text.strip():
         raise ParseError("empty IOR output")
     if _is_json(text):
-        return _json_rows(_parse_json(text))
+        return _json_rows(_parse_json(text), text.splitlines())
     lines = text.splitlines()
     _check_no_error(lines)
     version = None
@@ -485,7 +528,7 @@ def parse(text: str) -> list[dict[str, Any]]:
             flags = command_flags(value)
             continue
         if line.startswith("TestID") and sep:
-            test_id = int(value) if value.isdigit() else test_id
+            test_id = int(value) if value.isdecimal() else test_id
             header = None
             continue
         if line.startswith("Options:"):
@@ -524,7 +567,7 @@ def parse(text: str) -> list[dict[str, Any]]:
             if k == "access":
                 row[k] = tok
             elif k == "iteration":
-                if not tok.isdigit():
+                if not tok.isdecimal():
                     raise ParseError(f"expected an iteration number, got {tok!r}", line_no=no, line=raw)
                 row[k] = int(tok)
             else:
@@ -535,8 +578,8 @@ def parse(text: str) -> list[dict[str, Any]]:
         ordering = options.get("ordering inter file", "")
         row.update({
             "version": version, "api": options.get("api"),
-            "tasks": int(options["tasks"]) if options.get("tasks", "").isdigit() else None,
-            "segments": int(options["segments"]) if options.get("segments", "").isdigit() else None,
+            "tasks": int(options["tasks"]) if options.get("tasks", "").isdecimal() else None,
+            "segments": int(options["segments"]) if options.get("segments", "").isdecimal() else None,
             "file_per_process": access == "file-per-process" or flags["file_per_process"],
             "reorder_tasks": ordering.startswith("constant task offset") or flags["reorder_tasks"],
             "fsync": flags["fsync"], "odirect": flags["odirect"],
@@ -558,17 +601,25 @@ def summary(text: str) -> list[dict[str, Any]]:
         raise ParseError("empty IOR output")
     if _is_json(text):
         data = _parse_json(text)
+        lines = text.splitlines()
         if "summary" not in data:
             raise ParseError("IOR JSON has no 'summary' (the run did not finish)")
         out = []
-        for s in data["summary"]:
+        for s in _json_of(data["summary"], list, lines, "summary"):
+            _json_of(s, dict, lines, "summary", "an entry of ")
             row: dict[str, Any] = {k: None for k in SUMMARY_KEYS}
             for jk, k in _JSON_SUMMARY.items():
-                if jk in s:
-                    row[k] = bool(s[jk]) if k in _SUMMARY_BOOLS else s[jk]
+                if jk not in s:
+                    continue
+                if k in ("operation", "api"):
+                    row[k] = _json_of(s[jk], str, lines, jk)
+                else:
+                    v = _json_number(s[jk], lines, jk, integer=k in _SUMMARY_INTS or k in _SUMMARY_BOOLS)
+                    row[k] = bool(v) if k in _SUMMARY_BOOLS else v
             out.append(row)
         return out
     lines = text.splitlines()
+    ends_inside = not text.endswith(("\n", "\r"))
     _check_no_error(lines)
     out = []
     header: list[str] | None = None
@@ -588,6 +639,9 @@ def summary(text: str) -> list[dict[str, Any]]:
             if len(tokens) != len(header):
                 raise ParseError(f"a summary row should have {len(header)} columns, this one has {len(tokens)}",
                                  line_no=no, line=raw)
+            if no == len(lines) and ends_inside:
+                raise ParseError("the output ends inside this summary row (no newline after it): cut short",
+                                 line_no=no, line=raw)
             row = {k: None for k in SUMMARY_KEYS}
             stddev_seen = 0
             for h, tok in zip(header, tokens):
@@ -604,7 +658,12 @@ def summary(text: str) -> list[dict[str, Any]]:
                     row[k] = tok not in ("0", "NA")
                 else:
                     v = _number(tok, no, raw)
-                    row[k] = int(v) if (v is not None and k in _SUMMARY_INTS) else v
+                    if v is not None and k in _SUMMARY_INTS:
+                        if not (math.isfinite(v) and v == int(v)):
+                            raise ParseError(f"column {h} should hold a whole number, got {tok!r}", line_no=no,
+                                             line=raw)
+                        v = int(v)
+                    row[k] = v
             out.append(row)
     if not out:
         raise ParseError("no 'Summary of all tests' table in this IOR output")
@@ -617,19 +676,23 @@ def reorder_facts(text: str) -> dict[str, Any]:
     """What IOR says about the layout -C works on, from its Options (JSON summary or text):
     ``tasks``, ``nodes``, ``tasks_per_node`` ("clients per node", IOR's numTasksOnNode0),
     ``task_offset`` (-Q, taskPerNodeOffset) and ``ordering`` ("constant task offset" with -C).
-    Values IOR did not print are None. Of the first test."""
+    Values IOR did not print are None. Of the first test. A value that is not what IOR prints there (a
+    count that is not a whole number), or a text that ends inside an option's line, raise ParseError."""
     keys = {"tasks": "tasks", "nodes": "nodes", "clients per node": "tasks_per_node",
             "task offset": "task_offset", "ordering inter file": "ordering"}
     out: dict[str, Any] = {k: None for k in keys.values()}
     if _is_json(text):
         tests = _parse_json(text)["tests"]
+        lines = text.splitlines()
         opts = tests[0].get("Options", {}) if tests else {}
         for jk, k in keys.items():
             if jk in opts:
-                out[k] = opts[jk]
+                out[k] = _json_of(opts[jk], str, lines, jk) if k == "ordering" else \
+                    _json_number(opts[jk], lines, jk, "Options ", integer=True)
         return out
     in_options = False
-    for raw in text.splitlines():
+    lines = text.splitlines()
+    for no, raw in enumerate(lines, 1):
         line = raw.strip()
         if line.startswith("Options:"):
             if in_options:
@@ -641,7 +704,16 @@ def reorder_facts(text: str) -> dict[str, Any]:
                 break
             key, sep, value = (part.strip() for part in raw.partition(":"))
             if sep and key in keys:
-                out[keys[key]] = int(value) if value.lstrip("-").isdigit() else value
+                if no == len(lines) and not text.endswith(("\n", "\r")):
+                    raise ParseError("the output ends inside this option's line (no newline after it): cut short",
+                                     line_no=no, line=raw)
+                if keys[key] == "ordering":
+                    out["ordering"] = value
+                elif re.fullmatch(r"-?[0-9]+", value):
+                    out[keys[key]] = int(value)
+                else:
+                    raise ParseError(f"IOR's {key!r} should be a whole number, got {value!r}"[:200], line_no=no,
+                                     line=raw)
     return out
 
 
@@ -685,12 +757,13 @@ def parse_opens(text: str, stem: str | None = "testfile") -> list[dict[str, Any]
 
     One record per successful open of ``<stem>.NNNNNNNN`` (IOR's file-per-process names): pid, file
     (the name), file_rank (NNNNNNNN), create (O_CREAT: IOR's write phase creates; its read phase
-    opens without it), in the order strace saw them. ``stem=None`` accepts any such name.
+    opens without it), in the order strace saw them. ``stem=None`` accepts any such name. A trace that
+    ends inside a line (cut short) raises ParseError (:func:`strace.parse_calls`).
     """
     from . import strace
 
     out = []
-    for c in strace.parse_calls(text.splitlines(), events=False):
+    for c in strace.parse_calls(text, events=False):
         if c["syscall"] not in ("open", "openat", "openat2") or not c["path"]:
             continue
         m = _RANK_FILE.search(c["path"])
