@@ -229,54 +229,90 @@ def _document(text: str) -> dict[str, Any]:
                      line_no=1 if lines else None, line=first if lines else None)
 
 
-def _pct_key(prefix: str, pct: str) -> str:
+def _fail(text: str, what: str, key: str | None = None) -> ParseError:
+    """ParseError naming the first line that holds ``"key"`` (the JSON is read whole: no position)."""
+    lines = text.splitlines()
+    no = next((i for i, ln in enumerate(lines, 1) if f'"{key}"' in ln), None) if key else None
+    return ParseError(f"fio JSON: {what}"[:300], line_no=no, line=lines[no - 1] if no else None)
+
+
+def _pct_key(prefix: str, pct: str, text: str = "") -> str:
     # "99.900000" -> "p99_9"; "50.000000" -> "p50"
-    num = f"{float(pct):.6f}".rstrip("0").rstrip(".")
+    try:
+        value = float(pct)
+    except ValueError:
+        raise _fail(text, f"a {prefix} percentile should be named by a number, got {pct!r}", pct) from None
+    num = f"{value:.6f}".rstrip("0").rstrip(".")
     return f"{prefix}_p{num.replace('.', '_')}_ns"
 
 
-def _number(d: Mapping[str, Any], key: str, where: str) -> float:
-    v = d.get(key)
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        raise ParseError(f"fio JSON: {where} has no number {key!r}")
+def _number(d: Mapping[str, Any], key: str, where: str, text: str = "", *, whole: bool = False,
+            default: Any = None) -> Any:
+    """d[key] as a finite number (a whole one when ``whole``); ParseError naming its line if it is not."""
+    v = d.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")) \
+            or whole and v != int(v):
+        raise _fail(text, f"{where} has no {'whole ' if whole else ''}number {key!r} (got {v!r})", key)
     return v
 
 
-def parse(text: str) -> list[dict[str, Any]]:
-    """One flat record per job and direction with I/O, from fio ``json`` or ``json+`` output."""
-    doc = _document(text)
-    version = doc.get("fio version")
+def _jobs(doc: dict[str, Any], text: str) -> list[dict[str, Any]]:
     jobs = doc["jobs"]
     if not isinstance(jobs, list) or not jobs:
-        raise ParseError("fio JSON: the 'jobs' list is empty")
-    records: list[dict[str, Any]] = []
+        raise _fail(text, "the 'jobs' list is empty (or not a list)", "jobs")
     for j in jobs:
-        name = j.get("jobname")
-        if not isinstance(name, str):
-            raise ParseError("fio JSON: a job has no 'jobname'")
+        if not isinstance(j, dict):
+            raise _fail(text, f"a job should be an object, got {j!r}", "jobs")
+        if not isinstance(j.get("jobname"), str):
+            raise _fail(text, "a job has no 'jobname'", "jobname")
+    return jobs
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """One flat record per job and direction with I/O, from fio ``json`` or ``json+`` output.
+
+    A value of the wrong type (a number that is not one, a job that is not an object) raises
+    ParseError naming the first line that holds its key; JSON cut short raises ParseError (fio's JSON
+    ends with its closing brace: a cut document does not decode)."""
+    doc = _document(text)
+    version = doc.get("fio version")
+    if version is not None and not isinstance(version, str):
+        raise _fail(text, f"'fio version' should be text, got {version!r}", "fio version")
+    records: list[dict[str, Any]] = []
+    for j in _jobs(doc, text):
+        name = j["jobname"]
+        for d in DIRECTIONS:
+            if d in j and not isinstance(j[d], dict):
+                raise _fail(text, f"job {name!r} {d} should be an object, got {j[d]!r}", d)
         did_io = [d for d in DIRECTIONS if isinstance(j.get(d), dict) and
                   (j[d].get("total_ios", 0) or j[d].get("io_bytes", 0))]
         for d in did_io or [d for d in ("read", "write") if isinstance(j.get(d), dict)]:
             s = j[d]
             where = f"job {name!r} {d}"
             rec: dict[str, Any] = {
-                "jobname": name, "groupid": j.get("groupid", 0), "error": j.get("error", 0), "direction": d,
+                "jobname": name, "groupid": int(_number(j, "groupid", f"job {name!r}", text, whole=True, default=0)),
+                "error": int(_number(j, "error", f"job {name!r}", text, whole=True, default=0)), "direction": d,
                 "fio_version": version,
-                "io_bytes": int(_number(s, "io_bytes", where)),
-                "bw_bytes": int(_number(s, "bw_bytes", where)),
-                "iops": float(_number(s, "iops", where)),
-                "runtime_ms": int(_number(s, "runtime", where)),
-                "total_ios": int(s.get("total_ios", 0)),
+                "io_bytes": int(_number(s, "io_bytes", where, text, whole=True)),
+                "bw_bytes": int(_number(s, "bw_bytes", where, text, whole=True)),
+                "iops": float(_number(s, "iops", where, text)),
+                "runtime_ms": int(_number(s, "runtime", where, text, whole=True)),
+                "total_ios": int(_number(s, "total_ios", where, text, whole=True, default=0)),
             }
             for lat in ("lat", "clat", "slat"):
                 block = s.get(f"{lat}_ns")
+                if block is not None and not isinstance(block, dict):
+                    raise _fail(text, f"{where} {lat}_ns should be an object, got {block!r}", f"{lat}_ns")
                 # slat is not measured by synchronous engines: fio then writes N=0 and mean 0
-                if isinstance(block, dict) and "mean" in block and block.get("N", 1):
-                    rec[f"{lat}_mean_ns"] = float(block["mean"])
+                if isinstance(block, dict) and "mean" in block and _number(block, "N", f"{where} {lat}_ns", text,
+                                                                          whole=True, default=1):
+                    rec[f"{lat}_mean_ns"] = float(_number(block, "mean", f"{where} {lat}_ns", text))
                     pct = block.get("percentile")
-                    if isinstance(pct, dict):
-                        for p, v in pct.items():
-                            rec[_pct_key(lat, p)] = int(v)
+                    if pct is not None and not isinstance(pct, dict):
+                        raise _fail(text, f"{where} {lat}_ns percentile should be an object, got {pct!r}", "percentile")
+                    for p in pct or {}:
+                        rec[_pct_key(lat, p, text)] = int(_number(pct, p, f"{where} {lat}_ns percentile", text,
+                                                                  whole=True))
             records.append(rec)
     return records
 
@@ -285,13 +321,26 @@ def clat_histogram(text: str) -> list[dict[str, Any]]:
     """Completion-latency histogram bins of ``json+`` output: jobname, direction, clat_ns, count."""
     doc = _document(text)
     rows = []
-    for j in doc["jobs"]:
+    found = False
+    for j in _jobs(doc, text):
         for d in DIRECTIONS:
-            bins = (j.get(d) or {}).get("clat_ns", {}).get("bins")
-            if isinstance(bins, dict):
-                for ns, count in sorted(bins.items(), key=lambda kv: int(kv[0])):
-                    rows.append({"jobname": j["jobname"], "direction": d, "clat_ns": int(ns), "count": int(count)})
-    if not rows and not any("bins" in str(j.get(d, {}).get("clat_ns", {})) for j in doc["jobs"] for d in DIRECTIONS):
+            clat = (j.get(d) or {}).get("clat_ns", {}) if isinstance(j.get(d) or {}, dict) else None
+            if not isinstance(clat, dict):
+                raise _fail(text, f"job {j['jobname']!r} {d} clat_ns should be an object", "clat_ns")
+            bins = clat.get("bins")
+            if bins is None:
+                continue
+            if not isinstance(bins, dict):
+                raise _fail(text, f"job {j['jobname']!r} {d} clat_ns bins should be an object", "bins")
+            found = True
+            where = f"job {j['jobname']!r} {d} clat_ns bins"
+            for ns in bins:
+                if not re.fullmatch(r"[0-9]+", ns):
+                    raise _fail(text, f"{where}: a bin is named by its latency in ns, got {ns!r}", ns)
+            for ns, _ in sorted(bins.items(), key=lambda kv: int(kv[0])):
+                rows.append({"jobname": j["jobname"], "direction": d, "clat_ns": int(ns),
+                             "count": int(_number(bins, ns, where, text, whole=True))})
+    if not found:
         raise ParseError("no histogram bins: run fio with --output-format=json+")
     return rows
 
