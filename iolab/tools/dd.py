@@ -35,8 +35,10 @@ FLAGS = ("direct", "dsync", "sync", "fullblock", "nocache", "noatime", "count_by
 _RECORDS = re.compile(r"^\s*(\d+)\+(\d+)\s+\S")
 _SUMMARY = re.compile(r"^\s*(\d+)\s+\S")
 _NUM = r"(\d+(?:[.,]\d+)?(?:e[-+]?\d+)?)"
-_SECONDS = re.compile(rf"^{_NUM}\s*s$")
-_RATE = re.compile(rf"^(?:{_NUM}|\S*inf\S*)\s*([kKMGTPEZY]?i?B)/s$", re.IGNORECASE)
+_NUM_RE = re.compile(_NUM, re.IGNORECASE)
+_SECONDS = re.compile(rf"{_NUM}\s*s")                                  # fullmatch
+_RATE = re.compile(r"(\S+)\s+([kKMGTPEZY]?i?B)/s", re.IGNORECASE)     # fullmatch: value, unit
+_MAX_LINE = 4096                 # dd's lines are short: a longer one is refused before any pattern
 _PREFIX = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 
@@ -126,73 +128,105 @@ def _float(text: str) -> float:
 
 
 def _split_summary(line: str) -> list[str]:
-    # drop "(8,4 MB, 8,0 MiB)", then split on ", " (a decimal comma is never followed by a space)
-    flat = re.sub(r"\([^)]*\)", "", line.strip())
+    # drop "(8,4 MB, 8,0 MiB)", then split on ", " (a decimal comma is never followed by a space);
+    # [^()] keeps the pattern linear: at a "(" that is never closed it stops at the next "("
+    flat = re.sub(r"\([^()]*\)", "", line.strip())
     return [p.strip() for p in re.split(r",\s+", flat) if p.strip()]
 
 
-def parse(text: str) -> dict[str, Any]:
-    """The last summary in dd's stderr (progress lines written with ``status=progress`` are skipped)."""
-    lines = text.replace("\r", "\n").splitlines()
-    records: list[tuple[int, int, int]] = []     # (line_no, full, partial)
-    summary: tuple[int, str] | None = None
-    error = ""
-    for no, line in enumerate(lines, 1):
-        if line.startswith("dd: "):
-            error = error or line[4:].strip()
-            continue
-        m = _RECORDS.match(line)
-        if m:
-            records.append((no, int(m.group(1)), int(m.group(2))))
-            continue
-        if _SUMMARY.match(line) and ("/s" in line):
-            summary = (no, line)
-    if len(records) < 2:
-        raise ParseError("expected dd's 'N+M records in' and 'records out' lines (dd writes them on stderr)",
-                         line_no=1 if lines else None, line=lines[0] if lines else None)
-    if summary is None:
-        raise ParseError("expected dd's summary line 'BYTES bytes ... copied, SECONDS s, RATE'",
-                         line_no=records[-1][0], line=lines[records[-1][0] - 1])
-    (_, rin, rin_p), (_, rout, rout_p) = records[-2], records[-1]
-    no, line = summary
+def _summary_record(records: list[tuple[int, int, int]], no: int, line: str, error: str) -> dict[str, Any]:
+    (_, rin, rin_p), (_, rout, rout_p) = records
     parts = _split_summary(line)
     if len(parts) < 3:
         raise ParseError("dd summary has fewer than three comma-separated parts", line_no=no, line=line)
     nbytes = int(_SUMMARY.match(parts[0]).group(1))  # type: ignore[union-attr]
-    ms, mr = _SECONDS.match(parts[-2]), _RATE.match(parts[-1])
+    ms, mr = _SECONDS.fullmatch(parts[-2]), _RATE.fullmatch(parts[-1])
     if not ms:
         raise ParseError("cannot read the seconds in dd's summary", line_no=no, line=line)
     if not mr:
         raise ParseError("cannot read the rate in dd's summary", line_no=no, line=line)
+    value, unit = mr.groups()
+    if not _NUM_RE.fullmatch(value) and "inf" not in value.lower():
+        raise ParseError("cannot read the rate in dd's summary", line_no=no, line=line)
     seconds = _float(ms.group(1))
-    unit = mr.group(2)
     prefix = unit[:-1]
     if prefix not in _PREFIX:
         raise ParseError(f"unknown rate unit {unit}/s in dd's summary", line_no=no, line=line)
-    reported = _float(mr.group(1)) * _PREFIX[prefix] if mr.group(1) else float("inf")
+    reported = _float(value) * _PREFIX[prefix] if _NUM_RE.fullmatch(value) else float("inf")
     return {"records_in": rin, "records_in_partial": rin_p, "records_out": rout, "records_out_partial": rout_p,
             "bytes": nbytes, "seconds": seconds,
             "bytes_per_s": nbytes / seconds if seconds > 0 else float("inf"),
             "reported_bytes_per_s": reported, "error": error}
 
 
+def _runs(text: str) -> tuple[list[dict[str, Any]], list[str], list[int]]:
+    """dd's runs in ``text``: (records, its lines, numbers of the lines after the last complete run).
+
+    A run is "dd: ..." lines and progress lines (skipped, but the first error is kept), exactly two
+    records lines, then the summary. Lines longer than _MAX_LINE are not dd's: ParseError (and no
+    pattern ever sees them)."""
+    lines = text.replace("\r", "\n").splitlines()
+    runs: list[dict[str, Any]] = []
+    records: list[tuple[int, int, int]] = []     # (line_no, full, partial)
+    error = ""
+    after: list[int] = []
+    for no, line in enumerate(lines, 1):
+        if len(line) > _MAX_LINE:
+            raise ParseError(f"a line of {len(line):,} characters is not dd's (its lines are short)", line_no=no,
+                             line=line[:200])
+        if not line.strip():
+            continue
+        after.append(no)
+        if line.startswith("dd: "):
+            error = error or line[4:].strip()
+            continue
+        m = _RECORDS.match(line)
+        if m:
+            if len(records) == 2:
+                raise ParseError("a third 'records' line before dd's summary", line_no=no, line=line)
+            records.append((no, int(m.group(1)), int(m.group(2))))
+            continue
+        if _SUMMARY.match(line) and "/s" in line:
+            if len(records) == 2:                # the summary that ends a run
+                runs.append(_summary_record(records, no, line, error))
+                records, error, after = [], "", []
+            elif records:
+                raise ParseError("dd's summary after one 'records' line: it prints two (in, out)", line_no=no,
+                                 line=line)
+            continue                             # a progress line (status=progress) before the records
+    return runs, lines, after
+
+
+def parse(text: str) -> dict[str, Any]:
+    """The last summary in dd's stderr (progress lines written with ``status=progress`` are skipped).
+
+    A run is complete once its summary line is there; text after the last complete run (another run
+    cut short, e.g. its 'records' line) raises ParseError rather than give the earlier run's numbers.
+    """
+    runs, lines, after = _runs(text)
+    if not runs:
+        records = [no for no, line in enumerate(lines, 1) if _RECORDS.match(line)]
+        if len(records) < 2:
+            raise ParseError("expected dd's 'N+M records in' and 'records out' lines (dd writes them on stderr)",
+                             line_no=1 if lines else None, line=lines[0] if lines else None)
+        raise ParseError("expected dd's summary line 'BYTES bytes ... copied, SECONDS s, RATE'",
+                         line_no=records[-1], line=lines[records[-1] - 1])
+    if after:
+        raise ParseError("dd's output goes on after its last summary: another run, cut short", line_no=after[0],
+                         line=lines[after[0] - 1])
+    return runs[-1]
+
+
 def parse_all(text: str) -> list[dict[str, Any]]:
-    """Several dd summaries one after the other (the stderr of a block-size sweep, run by run)."""
-    out: list[dict[str, Any]] = []
-    block: list[str] = []
-    seen_records = 0
-    for line in text.replace("\r", "\n").splitlines():
-        block.append(line)
-        if _RECORDS.match(line):
-            seen_records += 1
-        elif seen_records >= 2 and _SUMMARY.match(line) and "/s" in line:
-            out.append(parse("\n".join(block)))
-            block, seen_records = [], 0
-    if not out:
-        raise ParseError("no dd summary in this text")
-    if any(x.strip() for x in block):
-        raise ParseError("text after the last dd summary is not a complete dd output", line=block[0])
-    return out
+    """Several dd summaries one after the other (the stderr of a block-size sweep, run by run). Text
+    after the last complete run (a run cut short) raises ParseError."""
+    runs, lines, after = _runs(text)
+    if not runs:
+        raise ParseError("no dd summary in this text", line_no=1 if lines else None, line=lines[0] if lines else None)
+    if after:
+        raise ParseError("text after the last dd summary is not a complete dd output", line_no=after[0],
+                         line=lines[after[0] - 1])
+    return runs
 
 
 def to_frame(records: Sequence[Mapping[str, Any]]):
