@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import ParseError
 
 MOUNTINFO = "/proc/self/mountinfo"
 
@@ -40,10 +43,10 @@ class Mount:
 
 
 def _unescape(field: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo
+    # mountinfo escapes space, tab, newline and backslash as \ooo (three octal digits)
     out, i = [], 0
     while i < len(field):
-        if field[i] == "\\" and i + 3 < len(field) + 0 and field[i + 1:i + 4].isdigit():
+        if field[i] == "\\" and i + 3 < len(field) + 0 and all(c in "01234567" for c in field[i + 1:i + 4]):
             out.append(chr(int(field[i + 1:i + 4], 8)))
             i += 4
         else:
@@ -52,19 +55,32 @@ def _unescape(field: str) -> str:
     return "".join(out)
 
 
+_IDS = re.compile(r"[0-9]+ [0-9]+ [0-9]+:[0-9]+ ")
+
+
 def mounts(text: str | None = None) -> list[Mount]:
-    """All mounts of this process's mount namespace, in mountinfo order."""
+    """All mounts of this process's mount namespace, in mountinfo order.
+
+    Each line is ``ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE
+    SUPEROPTIONS`` (proc(5)). A line of another shape raises ParseError naming it, and so does a text
+    that ends inside a line: the kernel ends every line with a newline, and a mount cut short would
+    have a wrong mount point, source or options."""
     if text is None:
         with open(MOUNTINFO) as f:
             text = f.read()
     result = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
         lf, rf = left.split(), right.split()
-        if len(lf) < 6 or len(rf) < 2:
-            continue
+        if not sep or len(lf) < 6 or not 2 <= len(rf) <= 3 or not _IDS.match(line):
+            raise ParseError("expected a mountinfo line: ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS ... - "
+                             "FSTYPE SOURCE SUPEROPTIONS", line_no=no, line=line)
+        if no == len(lines) and not text.endswith("\n"):
+            raise ParseError("mountinfo text ends inside this line (no newline after it): cut short",
+                             line_no=no, line=line)
         result.append(Mount(mountpoint=_unescape(lf[4]), fstype=rf[0], source=_unescape(rf[1]),
                             options=lf[5] + ("," + rf[2] if len(rf) > 2 else "")))
     return result

@@ -16,6 +16,7 @@ import ctypes.util
 import math
 import mmap
 import os
+import re
 import stat
 import threading
 import time
@@ -308,18 +309,28 @@ def drop_caches(level: int = 3) -> None:
 # --- meminfo -----------------------------------------------------------------------------------
 
 def parse_meminfo(text: str) -> dict[str, int]:
-    """/proc/meminfo text -> {field: bytes} ("kB" lines in bytes; HugePages_* counts stay counts)."""
+    """/proc/meminfo text -> {field: bytes} ("kB" lines in bytes; HugePages_* counts stay counts).
+
+    The kernel ends every line with a newline: a text that ends inside a line (a number that may be
+    cut short) raises ParseError naming it, as does any line not of the form ``Name:  <number> [kB]``
+    or a field given twice."""
     from .errors import ParseError
 
     out: dict[str, int] = {}
-    for no, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
         name, sep, rest = line.partition(":")
         parts = rest.split()
-        if not sep or not parts or not parts[0].isdigit() or len(parts) > 2 or \
+        if not sep or not name.strip() or not parts or not re.fullmatch(r"[0-9]+", parts[0]) or len(parts) > 2 or \
                 (len(parts) == 2 and parts[1] != "kB"):
             raise ParseError("expected 'Name:   <number> [kB]'", line_no=no, line=line)
+        if no == len(lines) and not text.endswith(("\n", "\r")):
+            raise ParseError("/proc/meminfo text ends inside this line (no newline after it): cut short",
+                             line_no=no, line=line)
+        if name.strip() in out:
+            raise ParseError(f"{name.strip()!r} is given twice", line_no=no, line=line)
         out[name.strip()] = int(parts[0]) * (1024 if len(parts) == 2 else 1)
     if not out:
         raise ParseError("empty /proc/meminfo text")

@@ -302,10 +302,18 @@ _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
 
 
 def parse_scontrol(text: str) -> dict[str, str]:
-    """``scontrol show job -o`` (one line of Key=Value; values may contain spaces) as a dict."""
-    line = next((ln for ln in text.splitlines() if ln.strip()), "")
-    if "JobId=" not in line:
-        raise ParseError("expected a `scontrol show job -o` line with JobId=", line_no=1, line=line)
+    """``scontrol show job -o`` (one line of Key=Value; values may contain spaces) as a dict.
+
+    scontrol ends the line with a newline: a text that ends inside it (a value that may be cut short)
+    raises ParseError, as does a line that does not start with ``JobId=<number>``."""
+    lines = text.splitlines()
+    no, line = next(((i, ln) for i, ln in enumerate(lines, 1) if ln.strip()), (1, ""))
+    if not re.match(r"\s*JobId=[0-9]+\s", line + " "):
+        raise ParseError("expected a `scontrol show job -o` line that starts with JobId=<number>", line_no=no,
+                         line=line)
+    if no == len(lines) and not text.endswith(("\n", "\r")):
+        raise ParseError("the scontrol output ends inside its line (no newline after it): cut short", line_no=no,
+                         line=line)
     marks = list(_KEY.finditer(line))
     out = {}
     for m, nxt in zip(marks, marks[1:] + [None]):
