@@ -347,13 +347,43 @@ class Header:
 
 
 _HEADER_341 = struct.Struct("<8sqB7xQ")     # version, magic, compression, (padding), partial flag
+# darshan-log-format.h: enum darshan_comp_type {DARSHAN_ZLIB_COMP, DARSHAN_BZIP2_COMP, DARSHAN_NO_COMP}
+_ZLIB, _BZIP2, _NO_COMP = 0, 1, 2
+
+
+def _region_error(data: bytes, comp: int) -> str | None:
+    """Why a region of the log does not decompress whole (each rank's part is a stream of its own, one
+    after the other), or None. A changed byte of compressed data fails its checksum here, before
+    PyDarshan's C reader sees it (which can abort the whole process on such a log)."""
+    import bz2
+    import zlib
+
+    if comp == _NO_COMP:
+        return None
+    while data:
+        d = zlib.decompressobj() if comp == _ZLIB else bz2.BZ2Decompressor()
+        try:
+            if comp == _ZLIB:
+                left = data
+                while left and not d.eof:                        # 1 MiB at a time: memory stays flat
+                    d.decompress(left, 1 << 20)
+                    left = d.unconsumed_tail
+            else:
+                d.decompress(data)
+        except (zlib.error, OSError, EOFError, ValueError) as e:
+            return str(e)
+        if not d.eof:
+            return "its compressed data ends before the end of its stream"
+        data = d.unused_data
+    return None
 
 
 def check_header(path: str | os.PathLike[str]) -> Header:
     """Read and check a log's header: a Darshan log, a format the reader knows, nothing cut off.
 
-    Raises ParseError naming the log when it is not one, was written by a newer runtime, or is
-    shorter than its header says (a copy cut off, a job killed while writing).
+    Raises ParseError naming the log when it is not one, was written by a newer runtime, is
+    shorter than its header says (a copy cut off, a job killed while writing), or a region of it does
+    not decompress whole (a damaged copy).
     """
     p = Path(path)
     try:
@@ -362,7 +392,7 @@ def check_header(path: str | os.PathLike[str]) -> Header:
         raise ParseError(f"cannot read the Darshan log {p}: {e.strerror}") from None
     if len(data) < _HEADER_341.size:
         raise ParseError(f"{p} is not a Darshan log: {len(data)} bytes, shorter than a log header")
-    raw_version, magic, _comp, partial = _HEADER_341.unpack_from(data)
+    raw_version, magic, comp, partial = _HEADER_341.unpack_from(data)
     version = raw_version.split(b"\0")[0].decode("ascii", "replace")
     if magic != MAGIC and struct.unpack("<q", struct.pack(">q", magic))[0] != MAGIC:
         raise ParseError(f"{p} is not a Darshan log (no Darshan magic number in its header)")
@@ -375,8 +405,12 @@ def check_header(path: str | os.PathLike[str]) -> Header:
                "upgrade the reader (pip install -U darshan)" if newer else ""))
     regions: dict[str, tuple[int, int]] = {}
     if version != "3.00":
+        if comp not in (_ZLIB, _BZIP2, _NO_COMP):
+            raise ParseError(f"the Darshan log {p} names an unknown compression ({comp}): not a log Darshan wrote")
         n_mods = 64 if version_tuple(version) >= (3, 41) else 16
         off = _HEADER_341.size
+        if len(data) < off + 16 * (n_mods + 1):
+            raise ParseError(f"the Darshan log {p} is cut off inside its header ({len(data):,} bytes)")
         maps = struct.unpack_from(f"<{2 * (n_mods + 1)}Q", data, off)
         header_size = off + 16 * (n_mods + 1) + 4 * n_mods
         name_off, name_len = maps[0], maps[1]
@@ -391,6 +425,10 @@ def check_header(path: str | os.PathLike[str]) -> Header:
                 raise ParseError(f"the Darshan log {p} is cut off: its {name} region ends at byte {o + n:,}, "
                                  f"but the file has {len(data):,} bytes (a partial copy, or a job killed while "
                                  "writing it)")
+            why = _region_error(data[o:o + n], comp)
+            if why is not None:
+                raise ParseError(f"the Darshan log {p} is damaged: its {name} region (bytes {o:,} to {o + n:,}) does "
+                                 f"not decompress ({why})")
     return Header(version, bool(partial), regions)
 
 
