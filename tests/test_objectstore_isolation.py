@@ -328,9 +328,13 @@ with lab.remote_store("s3", ws=ws) as st:
     print(json.dumps({"pids": [s.pid for s in _proc.STARTED if s.alive()],
                       "ports": [st.direct.port, st.remote.port]}), flush=True)
     sys.stdin.readline()
-    got = st.remote.filesystem().cat(st.bucket + "/" + keys[0])
+    fs = st.remote.filesystem()
+    fs.info(st.bucket + "/" + keys[0])
+    with lab.metered(st) as moved:                     # toxiproxy's count: lesson 06's witness
+        got = fs.cat(st.bucket + "/" + keys[0])
     print(json.dumps({"intact": got == want, "second": st.direct.filesystem().exists(st.bucket + "/" + keys[1]),
-                      "proxies": sorted(st.link.api.call("GET", "/proxies"))}), flush=True)
+                      "proxies": sorted(st.link.api.call("GET", "/proxies")), "moved": moved["link_down"],
+                      "where": st.describe()}), flush=True)
 """
 
 
@@ -366,6 +370,8 @@ def test_a_student_who_is_not_root_is_isolated_too(tmp_path, other_user):
         after = json.loads(proc.stdout.readline() or "{}")
         assert after.get("intact") and after.get("second"), (after, proc.stderr.read())
         assert "store" in after["proxies"]
+        assert after["moved"] >= 1 << 20, after            # the object crossed the link, and was counted
+        assert "in a private network (owner only)" in after["where"]
         assert problems == [], "the other user reached the student's servers:\n" + "\n".join(problems)
         assert proc.wait(timeout=60) == 0
         deadline = time.monotonic() + 10
