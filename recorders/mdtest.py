@@ -90,22 +90,22 @@ def record(version: str, loop: bool) -> None:
              f"seed 001's mdtest -n 10 -i 200 -y scaled to `{seed}`, 2 ranks, on {path}")
         save(mdtest.run(WRITE4K, 2, on=path), f"write4k-{short}-{version}", path,
              f"`{w4k}`, 2 ranks, on {path}: each file gets 4 KiB, then an fsync")
-        r = mdtest.one_file_trace(path)
+        r = metadata.one_file_trace(path)
         save(r, f"strace-one-file-{short}-{version}", path, stream="file",
              tool_version=f"{version} (under {r.tool_version})",
              notes=f"strace -f -tt -T -y -P <the file> of one mdtest {version} process (no mpirun) creating one "
                    f"4 KiB file with -y (fsync) on {path}: only the syscalls on that file")
-        save(mdtest.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
+        save(metadata.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
              notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on {path}: "
                    "each removal with its time (files are empty: -w 0)")
     path = PLACES["tmp"]
-    save(mdtest.count_syncs(SEED, 2, on=path), f"syncs-seed-tmp-{version}", path, stream="file",
+    save(metadata.count_syncs(SEED, 2, on=path), f"syncs-seed-tmp-{version}", path, stream="file",
          notes=f"strace -f -c of `mpirun -np 2 mdtest {seed}` on {path}: the sync calls (fsync, fdatasync, sync, "
                "syncfs, sync_file_range) and mkdir/rmdir/unlink; fsync is absent: -y without -w syncs nothing")
-    save(mdtest.count_syncs(WRITE4K, 2, on=path), f"syncs-write4k-tmp-{version}", path, stream="file",
+    save(metadata.count_syncs(WRITE4K, 2, on=path), f"syncs-write4k-tmp-{version}", path, stream="file",
          notes=f"strace -f -c of `mpirun -np 2 mdtest {w4k}` on {path}: one fsync per file, "
                f"{mdtest.expected_fsyncs(WRITE4K, 2)} in all")
-    save(mdtest.trace_removals(WRITE4K, 2, on=path), f"removals-write4k-tmp-{version}", path, stream="file",
+    save(metadata.trace_removals(WRITE4K, 2, on=path), f"removals-write4k-tmp-{version}", path, stream="file",
          notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {w4k}` on {path}: "
                "each file owns a 4 KiB block when it is removed")
     if not loop:
@@ -113,24 +113,24 @@ def record(version: str, loop: bool) -> None:
     for name, (features, options) in EXT4_VARIANTS.items():
         with loop_ext4(features, options) as mnt:
             f = metadata.facts(mnt)
-            save(mdtest.trace_removals(SEED, 2, on=mnt), f"removals-ext4-{name}-{version}", mnt, stream="file",
+            save(metadata.trace_removals(SEED, 2, on=mnt), f"removals-ext4-{name}-{version}", mnt, stream="file",
                  notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on a fresh "
                        f"512 MiB ext4 image loop-mounted under /tmp as root ({f.describe()}; mkfs.ext4 "
                        f"{' '.join(features) or '(defaults)'}, mount -o {','.join(['loop', *options])})")
 
 
 def save_phases(ph, name: str, path: str, notes: str) -> None:
-    """The phases of mdtest.measure_phases: one recording per phase (its witness in the meta) and the
+    """The phases of metadata.measure_phases: one recording per phase (its witness in the meta) and the
     device's counts around each (JSON)."""
     import json
 
     for phase, m in ph.phases.items():
-        out = recordings.save(m.outcome.run, f"mdtest/{name}-{phase}", fs_path=path, fs_facts=metadata.fs_meta(path),
-                              host_description=HOST, witness=m.witnessed,
+        out = recordings.save(m.run, f"mdtest/{name}-{phase}", fs_path=path, fs_facts=metadata.fs_meta(path),
+                              host_description=HOST, witness=m.witness,
                               notes=f"{notes}: the {phase} phase ({mdtest.PHASES[phase]}), its own mdtest run on the "
                                     "tree the previous phases left; the witness covers this run")
         print(f"  {out.relative_to(ROOT)}")
-    r = next(iter(ph.phases.values())).outcome.run
+    r = ph.run
     text = json.dumps({"phases": ph.device, "settle_s": ph.settle_s, "directories": ph.directories}, indent=2) + "\n"
     out = recordings.save(text, f"mdtest/{name}-device", ext="json", argv=r.argv, stream="file",
                           tool_version=r.tool_version, fs_path=path, fs_facts=metadata.fs_meta(path),
@@ -138,7 +138,7 @@ def save_phases(ph, name: str, path: str, notes: str) -> None:
                           notes=f"{notes}: what the block device's stat file (/sys/class/block/<dev>/stat: requests, "
                                 "sectors read and written, discard requests and sectors, ms busy) moved during each "
                                 "phase, for everyone; 'after': in the settle_s seconds after the last phase "
-                                "(a journal commits later); measured by iolab (mdtest.run_phases)")
+                                "(a journal commits later); measured by iolab (metadata.run_phases)")
     print(f"  {out.relative_to(ROOT)}")
 
 
@@ -148,16 +148,16 @@ def record_phases(version: str, loop: bool) -> None:
     cmd = " ".join(metadata.PHASE_RUN.argv()[1:])
     print(f"mdtest {version}: phases")
     for short, path in PLACES.items():
-        ph = mdtest.measure_phases(path, metadata.PHASE_RUN, recording="mdtest/none",
-                                   settle_s=metadata.settle_s(metadata.facts(path)), quiet=True)
+        ph = metadata.measure_phases(path, metadata.PHASE_RUN, recording="mdtest/none",
+                                     settle_s=metadata.settle_s(metadata.facts(path)), quiet=True)
         save_phases(ph, f"phases-{short}-{version}", path, f"`mpirun -np 2 mdtest {cmd}` on {path}")
     if not loop:
         return
     for name, (features, options) in EXT4_VARIANTS.items():
         with loop_ext4(features, options) as mnt:
             f = metadata.facts(mnt)
-            ph = mdtest.measure_phases(mnt, metadata.PHASE_RUN, recording="mdtest/none",
-                                       settle_s=metadata.settle_s(f), quiet=True)
+            ph = metadata.measure_phases(mnt, metadata.PHASE_RUN, recording="mdtest/none",
+                                         settle_s=metadata.settle_s(f), quiet=True)
             save_phases(ph, f"phases-ext4-{name}-{version}", mnt,
                         f"`mpirun -np 2 mdtest {cmd}` on a fresh 512 MiB ext4 image loop-mounted under /tmp as root "
                         f"({f.describe()}; mkfs.ext4 {' '.join(features) or '(defaults)'}, mount -o "

@@ -70,9 +70,9 @@ def test_expected_fsyncs_follow_mdtest_c():
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_strace_counts_agree_with_the_source(version):
-    seed = mdtest.sync_counts(rec("syncs-seed-tmp", version).text)
-    data = mdtest.sync_counts(rec("syncs-write4k-tmp", version).text)
-    assert list(seed["syscall"][:5]) == list(mdtest.SYNC_CALLS)        # absent calls are listed with 0
+    seed = M.sync_counts(rec("syncs-seed-tmp", version).text)
+    data = M.sync_counts(rec("syncs-write4k-tmp", version).text)
+    assert list(seed["syscall"][:5]) == list(M.SYNC_CALLS)        # absent calls are listed with 0
     assert M.fsyncs(seed) == 0 and M.fsyncs(data) == 200
     claims = ok(M.explain_syncs(seed, data, expected_seed=0, expected_data=200))
     assert all(c.held for c in claims)
@@ -126,7 +126,7 @@ def test_ext4_close_to_memory_without_fsync_is_said_so():
 @pytest.mark.parametrize("version", VERSIONS)
 def test_one_file_on_ext4_and_tmpfs(version):
     fs = {"/tmp": fs_of("strace-one-file-tmp", version), "/dev/shm": fs_of("strace-one-file-shm", version)}
-    traces = {k: mdtest.one_file_calls(rec(f"strace-one-file-{n}", version).text)
+    traces = {k: M.one_file_calls(rec(f"strace-one-file-{n}", version).text)
               for k, n in (("/tmp", "tmp"), ("/dev/shm", "shm"))}
     claims = ok(M.explain_one_file(traces, fs))
     fsync_ext4, unlink_ext4, fsync_shm = claims
@@ -178,7 +178,7 @@ def test_removal_claims_on_six_filesystems(version, name, slow):
     r = rec(name, version)
     f = M.recorded_facts(r.meta["filesystem"])
     slow = f.discard_in_call if slow is None else slow       # this VM's /tmp: whatever its facts say
-    claim = ok(M.explain_removals(name, mdtest.removal_calls(r.text), f))[0]
+    claim = ok(M.explain_removals(name, M.removal_calls(r.text), f))[0]
     assert claim.held is True                                  # every recording behaved as its facts predict
     assert ("at least 3x as long" in claim.text) == bool(slow)
     assert ("sends the device a discard" in claim.text) == bool(slow)
@@ -188,7 +188,7 @@ def test_removal_claims_on_six_filesystems(version, name, slow):
 def test_written_files_cost_what_directories_cost_when_a_freed_block_costs_a_discard(version):
     r = rec("removals-write4k-tmp", version)
     f = M.recorded_facts(r.meta["filesystem"])
-    claim = ok(M.explain_removals("/tmp", mdtest.removal_calls(r.text), f, files_written=True))[0]
+    claim = ok(M.explain_removals("/tmp", M.removal_calls(r.text), f, files_written=True))[0]
     assert claim.held is True
     if f.discard_in_call:
         assert "each frees a block" in claim.text
@@ -237,12 +237,12 @@ def test_small_files_against_one_stream():
 @pytest.mark.parametrize("base", ["/tmp", "/dev/shm"])
 def test_live_counts_and_removals(base):
     opts = mdtest.Options(files=5, iterations=2, sync=True)
-    seed = mdtest.sync_counts(mdtest.count_syncs(opts, 2, on=base).stdout)
-    data = mdtest.sync_counts(mdtest.count_syncs(replace(opts, write_bytes=4096), 2, on=base).stdout)
+    seed = M.sync_counts(M.count_syncs(opts, 2, on=base).stdout)
+    data = M.sync_counts(M.count_syncs(replace(opts, write_bytes=4096), 2, on=base).stdout)
     claims = ok(M.explain_syncs(seed, data, expected_seed=0, expected_data=mdtest.expected_fsyncs(
         replace(opts, write_bytes=4096), 2)))
     assert all(c.held for c in claims)
-    calls = mdtest.removal_calls(mdtest.trace_removals(opts, 2, on=base).stdout)
+    calls = M.removal_calls(M.trace_removals(opts, 2, on=base).stdout)
     assert set(calls["item"]) >= {"file", "directory"} and (calls["item"] == "file").sum() == 20
     ok(M.explain_removals(base, calls, M.facts(base)))
 
@@ -336,9 +336,9 @@ PHASE_HELD = {"tmp": [True, True, True], "shm": [True, True], "ext4-journal": [T
               "ext4-nojournal-discard": [True, True, True]}
 
 
-def phases(name: str, version: str) -> tuple[mdtest.Phases, M.FsFacts]:
-    ph = mdtest.recorded_phases(f"mdtest/phases-{name}-{version}", quiet=True)
-    return ph, M.recorded_facts(ph.phases["create"].outcome.recording.meta["filesystem"])
+def phases(name: str, version: str) -> tuple[M.Phases, M.FsFacts]:
+    ph = M.recorded_phases(f"mdtest/phases-{name}-{version}", quiet=True)
+    return ph, M.recorded_facts(ph.recording.meta["filesystem"])
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -403,7 +403,7 @@ def test_live_phase_claims(monkeypatch, place, version):
     monkeypatch.setenv("IOLAB_MODE", "live")
     kind, ws = place
     f = M.facts(ws.root)
-    ph = mdtest.measure_phases(ws.root, M.PHASE_RUN, recording="mdtest/none", settle_s=M.settle_s(f), quiet=True)
+    ph = M.measure_phases(ws.root, M.PHASE_RUN, recording="mdtest/none", settle_s=M.settle_s(f), quiet=True)
     claims = ok(M.explain_phases(str(ws.root), ph, f))
     assert claims[0].held is True                                               # stat: the caches answered
     if f.discard_in_call:                                                       # others can only add discards

@@ -1,8 +1,6 @@
 """iolab.tools.mdtest: argv, parsing of 3.3.0 / 4.0.0 / main outputs, errors, a live 2-rank run."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from iolab import ParseError, ToolFailed, recordings
@@ -100,14 +98,6 @@ def test_not_mdtest(text):
 def test_to_frame():
     df = mdtest.to_frame(mdtest.parse(rec("shm-4.0.0")), fstype="tmpfs")
     assert (df["fstype"] == "tmpfs").all() and "mean" in df
-
-
-def test_measure_on_replay(monkeypatch):
-    monkeypatch.setenv("IOLAB_MODE", "replay")
-    m = mdtest.measure_on("/dev/shm", mdtest.Options(files=10, iterations=10, sync=True),
-                          recording="mdtest/shm-4.0.0", quiet=True)
-    assert m.mode == "replay" and m.fstype == "tmpfs"
-    assert len(m.frame()) == 10
 
 
 def test_error_line():
@@ -218,13 +208,6 @@ def test_window_from_the_started_and_finished_lines(name):
     assert mdtest.window("no stamps here") == (None, None)
 
 
-def test_removal_calls_keep_mdtest_items_only():
-    calls = mdtest.removal_calls(rec("removals-tmp-4.0.0"))
-    assert set(calls["item"]) == {"file", "directory", "tree directory", "top directory"}
-    assert not calls["path"].str.contains("ompi|open_mpi|vader").any()
-    assert (calls["item"] == "file").sum() == 200 and set(calls.loc[calls["item"] == "file", "syscall"]) == {"unlink"}
-
-
 # --- witnesses (issue 12) ---------------------------------------------------------------------------
 
 def test_run_keeps_the_tree_for_the_next_phase_and_puts_mpi_elsewhere(fake_mdtest, ws, tmp_path):
@@ -244,59 +227,3 @@ def test_run_keeps_the_tree_for_the_next_phase_and_puts_mpi_elsewhere(fake_mdtes
     with pytest.raises(ValueError, match="keep=True"):
         mdtest.run(mdtest.Options(files=5), 2, on=os.fspath(tmp_path), keep=True)
 
-
-def test_device_moved_subtracts_every_counter():
-    from iolab.witness import DeviceStat
-
-    a = DeviceStat("vda", 10, 100, 20, 200, 0, 5, discards=3, sectors_discarded=24)
-    b = DeviceStat("vda", 12, 108, 25, 240, 1, 9, discards=7, sectors_discarded=56)
-    assert mdtest.device_moved(a, b) == {"device": "vda", "reads": 2, "read_bytes": 8 * 512, "writes": 5,
-                                         "written_bytes": 40 * 512, "discards": 4, "discarded_bytes": 32 * 512,
-                                         "busy_ms": 4}
-    old = replace(a, discards=None, sectors_discarded=None)          # a kernel before 4.18
-    assert mdtest.device_moved(old, b)["discards"] is None
-
-
-def test_an_older_recording_says_it_has_no_witness(monkeypatch):
-    monkeypatch.setenv("IOLAB_MODE", "replay")
-    m = mdtest.measure_on("/tmp", mdtest.Options(files=10, iterations=10, sync=True),
-                          recording="mdtest/rates-tmp-4.0.0", quiet=True)
-    assert m.witnessed is None and "before iolab kept" in m.witness_note
-    f = m.frame()
-    assert f["own_read_bytes"].isna().all() and f["witness_notes"].str.contains("before iolab kept").all()
-    assert set(f["witness_scope"]) == {"the whole run (every phase, 10 iterations)"}
-
-
-@pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
-def test_recorded_phases_carry_their_witness_and_the_devices_counts(version):
-    ph = mdtest.recorded_phases(f"mdtest/phases-tmp-{version}", quiet=True)
-    assert list(ph.phases) == ["create", "stat", "remove"] and ph.items == ph.directories == 200
-    assert all(m.witnessed is not None and m.witnessed.device == "vda" for m in ph.phases.values())
-    f = ph.frame().set_index("phase")
-    assert f.loc["remove", "discards"] >= 200 and f.loc["remove", "device"] == "vda"
-    assert "directory removal" in f.loc["remove", "rates"] and "file creation" in f.loc["create", "rates"]
-    shm = mdtest.recorded_phases(f"mdtest/phases-shm-{version}", quiet=True)
-    assert shm.device == {"create": None, "stat": None, "remove": None}
-    assert all(m.witnessed.device is None and "no block device" in m.witnessed.notes[0] for m in shm.phases.values())
-
-
-@pytest.mark.live
-@pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
-def test_live_phases_are_witnessed_and_leave_nothing(monkeypatch, place, version):
-    import os
-    import shutil
-
-    d = f"/tmp/ior-{version}/bin"
-    if not os.path.exists(f"{d}/mdtest") or shutil.which("mpirun") is None:
-        pytest.skip(f"mdtest {version} or mpirun is not here")
-    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
-    monkeypatch.setenv("IOLAB_MODE", "live")
-    kind, ws = place
-    ph = mdtest.measure_phases(ws.root, mdtest.Options(files=20, iterations=1), recording="mdtest/none", quiet=True)
-    assert ph.mode == "live" and ph.items == 40 and {r["version"] for r in ph.phases["create"].outcome.data} == {version}
-    assert os.listdir(ws.root) == []                                 # the private tree is gone
-    assert all(m.witnessed is not None for m in ph.phases.values())
-    if kind == "tmpfs":
-        assert all(v is None for v in ph.device.values())
-    else:
-        assert all(ph.device[p]["device"] == ph.phases[p].witnessed.device for p in ph.phases)

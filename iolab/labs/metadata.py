@@ -27,16 +27,21 @@ journalled ext4 alike.
 """
 from __future__ import annotations
 
+import json
 import os
+import time
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, witness
-from ..tools import mdtest
+from .. import explain, fsinfo, mpi, recordings, runner, witness, workspace
+from ..errors import ParseError, ToolFailed, ToolMissing
+from ..runner import Run
+from ..tools import mdtest, strace
 from ..units import format_size
 
 EXT = ("ext4", "ext3", "ext2")
@@ -458,14 +463,14 @@ def _dev(d: Mapping[str, Any] | None, key: str) -> Any:
 
 
 def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
-    """mdtest's create, stat and remove phases run one at a time (:func:`iolab.tools.mdtest.measure_phases`),
+    """mdtest's create, stat and remove phases run one at a time (:func:`measure_phases`),
     each witnessed: what mdtest's processes read from storage during the stat phase, what the device
     wrote during the create phase, and the discards the device received during the remove phase (and,
     for a journalled ext4, after it), against what this filesystem's facts predict."""
     dev = ph.device
     dirs, items = ph.directories, ph.items
     stat = ph.phases.get("stat")
-    own_r = stat.witnessed.own_read if stat is not None and stat.witnessed is not None else None
+    own_r = stat.witness.own_read if stat is not None and stat.witness is not None else None
     claims = [explain.expect(
         f"on {label}, the stat phase read (next to) nothing from storage: the inode and dentry caches answered",
         explain.greater("a 4 KiB block per 10 items stat-ed", 2 * items / 10 * BLOCK,
@@ -477,7 +482,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
             "so mdtest's own program and libraries are loaded again too: a cold start reads them from disk)",
         missing="this run was not witnessed.")]
     if f.memory or (dev.get("remove") is None and dev.get("create") is None and ph.phases
-                    and all(m.witnessed is not None and m.witnessed.device is None for m in ph.phases.values())):
+                    and all(m.witness is not None and m.witness.device is None for m in ph.phases.values())):
         claims.append(explain.expect(
             f"on {label}, creating and removing asked no device anything",
             explain.fact("no block device behind it (the witness's note)", f.memory or None),
@@ -487,8 +492,8 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
         return claims
     create, remove, after = dev.get("create"), dev.get("remove"), dev.get("after")
     written = _dev(create, "written_bytes")
-    own_w = ph.phases["create"].witnessed.own_written if ph.phases.get("create") and \
-        ph.phases["create"].witnessed is not None else None
+    own_w = ph.phases["create"].witness.own_written if ph.phases.get("create") and \
+        ph.phases["create"].witness is not None else None
     dirtied = f"mdtest's processes dirtied {format_size(own_w)} of it in memory, " if own_w else ""
     claims.append(explain.expect(
         f"on {label}, the create phase wrote less to the device than one {BLOCK // 1024} KiB block per directory "
@@ -501,7 +506,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
             "journal that commits during the phase writes it then.",
         missing="the device's counters were not read for this run."))
     d_rem, d_after = _dev(remove, "discards"), _dev(after, "discards")
-    rw = ph.phases["remove"].witnessed if ph.phases.get("remove") is not None else None
+    rw = ph.phases["remove"].witness if ph.phases.get("remove") is not None else None
     crowd = ""
     if rw is not None and rw.disturbed:
         crowd = (f" (the device also read {format_size(rw.others_read or 0)} and wrote "
@@ -805,3 +810,362 @@ def explain_class_filesystems(md: pd.DataFrame, *, operation: str = "file creati
     for c in claims:
         print(c.text)
     return claims
+
+
+# --- the experiments: mdtest live (mdtest and mpirun here) or replayed, each an Outcome -------------
+
+def candidate_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
+    """Writable directories worth comparing here: /tmp, /dev/shm, $HOME, then ``extra`` (a FUSE mount)."""
+    out: list[Path] = []
+    for d in ["/tmp", "/dev/shm", os.path.expanduser("~"), *extra]:
+        p = Path(d)
+        if p.is_dir() and os.access(p, os.W_OK) and p not in out:
+            out.append(p)
+    return out
+
+
+WITNESS_COLUMNS = ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes", "device_write_bytes",
+                   "disturbed")
+
+
+def _witness_of(out: recordings.Outcome, live_witness: witness.Witnessed | None) -> None:
+    """Give ``out`` the kernel's witness: the live run's, or the one its recording kept (else the note
+    that it has none)."""
+    if out.mode == "live":
+        out.witness, out.witness_note = live_witness, ""
+        return
+    rec = out.recording
+    out.witness = rec.witness() if rec is not None else None
+    out.witness_note = "" if out.witness is not None else (rec.witness_note if rec is not None else "not witnessed")
+
+
+def rates_frame(out: recordings.Outcome, path: str | os.PathLike[str], scope: str) -> pd.DataFrame:
+    """mdtest's rows of ``out`` with path, fstype (here when live, else the recording's), mode and the
+    witness's columns (own_read_bytes, own_write_bytes, device, device_read_bytes, device_write_bytes,
+    disturbed, witness_notes, witness_scope: what the witness covers), the same on every row."""
+    if out.witness is not None:
+        seen = out.witness.row()
+    else:
+        seen = {**{k: None for k in WITNESS_COLUMNS}, "witness_notes": out.witness_note or "not witnessed"}
+    if out.mode == "live":
+        fstype = fsinfo.fstype(path)
+    else:
+        fstype = (out.recording.meta.get("filesystem", {}) if out.recording else {}).get("fstype", "?")
+    return mdtest.to_frame(out.data, path=str(path), fstype=fstype, mode=out.mode, **seen, witness_scope=scope)
+
+
+def measure_on(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: int = 2, recording: str,
+               launcher: str = "mpirun", timeout: float = 300, quiet: bool = False) -> recordings.Outcome:
+    """mdtest on the filesystem of ``path`` (live), or the recording made there (replay).
+
+    Live, the run is taken under :class:`iolab.witness.Witness` on ``path``: the bytes mdtest's
+    processes (mpirun and its ranks, reaped) made the storage layer read and write, and what the
+    block device behind ``path`` moved for everyone (``.witness``); a replay carries the witness the
+    recording kept, or says that it has none (``.witness_note``). ``.data``: mdtest.parse's rows;
+    ``.frame``: :func:`rates_frame`."""
+    seen: dict[str, Any] = {}
+
+    def live() -> Run:
+        with witness.Witness(path, children=True) as w:
+            r = mdtest.run(options, tasks, on=path, launcher=launcher, timeout=timeout)
+        seen["witnessed"] = w.result
+        return r
+
+    out = recordings.live_or_recorded(live, recording, requires=("mdtest", launcher), parse=mdtest.parse, quiet=quiet)
+    _witness_of(out, seen.get("witnessed"))
+    iters = options.iterations
+    out.frame = rates_frame(out, path, f"the whole run (every phase, {iters} iteration{'s' * (iters != 1)})")
+    return out
+
+
+# --- one phase per run: what the device did while mdtest created, stat-ed, removed ------------------
+
+DEVICE_KEYS = ("device", "reads", "read_bytes", "writes", "written_bytes", "discards", "discarded_bytes",
+               "busy_ms")
+
+
+def device_moved(before: witness.DeviceStat, after: witness.DeviceStat) -> dict[str, Any]:
+    """What a block device did between two snapshots of its stat file: requests and bytes read and
+    written, discard requests and bytes discarded (None where the kernel has no discard fields, before
+    4.18), milliseconds busy. Everybody's traffic."""
+    sector = witness.SECTOR
+    disc = after.discards is not None and before.discards is not None
+    return {"device": after.device, "reads": after.reads - before.reads,
+            "read_bytes": (after.sectors_read - before.sectors_read) * sector,
+            "writes": after.writes - before.writes,
+            "written_bytes": (after.sectors_written - before.sectors_written) * sector,
+            "discards": after.discards - before.discards if disc else None,
+            "discarded_bytes": (after.sectors_discarded - before.sectors_discarded) * sector if disc else None,
+            "busy_ms": after.busy_ms - before.busy_ms}
+
+
+@dataclass(kw_only=True)
+class Phases(recordings.Outcome):
+    """mdtest's phases run one at a time on one tree: each phase's outcome (``phases``: rates, witness,
+    frame) and what the device did during it (``device``: :func:`device_moved`; None where there is no
+    block device), and ``device["after"]`` (the ``settle_s`` seconds after the last phase: a journal
+    commits later). ``frame``: one row per phase (:func:`phases_frame`)."""
+
+    path: str = ""
+    phases: dict[str, recordings.Outcome] = field(default_factory=dict)
+    device: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    items: int = 0                   # files (and as many directories) the run made: tasks x -n
+    directories: int = 0             # directories the remove phase removed (mdtest's items; 0 with -F)
+    settle_s: float = 0.0
+
+
+def phases_frame(phases: Mapping[str, recordings.Outcome], device: Mapping[str, Any], settle: float) -> pd.DataFrame:
+    """One row per phase: phase, operation rates (mdtest's, ops/s), own_read_bytes, own_write_bytes,
+    and the device's reads, read_bytes, writes, written_bytes, discards, discarded_bytes, busy_ms."""
+    rows = []
+    for name in [*phases, *(["after"] if "after" in device else [])]:
+        m = phases.get(name)
+        row: dict[str, Any] = {"phase": name}
+        if m is not None:
+            rates = {r["operation"]: r["mean"] for r in m.data if r["unit"] == "ops/s" and r["mean"]}
+            row["rates"] = ", ".join(f"{k} {v:,.0f}/s" for k, v in rates.items())
+            w = m.witness
+            row["own_read_bytes"] = w.own_read if w is not None else None
+            row["own_write_bytes"] = w.own_written if w is not None else None
+        else:
+            row.update(rates=f"(the {settle:g} s after the last phase)", own_read_bytes=None, own_write_bytes=None)
+        d = device.get(name) or {}
+        row.update({k: d.get(k) for k in DEVICE_KEYS})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run_phases(options: mdtest.Options, tasks: int = 2, *, on: str | os.PathLike[str],
+               phases: Sequence[str] = ("create", "stat", "remove"), launcher: str = "mpirun", timeout: float = 300,
+               settle_s: float = 0.0, ws: workspace.Workspace | None = None) -> dict[str, Any]:
+    """Run ``phases`` of ``options`` one mdtest run each, on one tree in a private workspace on ``on``,
+    each under a :class:`~iolab.witness.Witness` with the device's stat file read around it. The MPI
+    runtime's files go to /dev/shm when it is a tmpfs, so that they are not counted as the measured
+    filesystem's I/O.
+    ``settle_s``: keep watching the device that long after the last phase. Returns {phase: (Run,
+    Witnessed, device_moved or None)} and "after": device_moved or None."""
+    bad = [p for p in phases if p not in mdtest.PHASES]
+    if bad or not phases:
+        raise ValueError(f"phases are some of {', '.join(mdtest.PHASES)}, got {list(phases)}")
+    if any(f in options.extra for f in mdtest.PHASES.values()):
+        raise ValueError("give the phases with phases=..., not -C/-T/-E/-r in options.extra")
+    owner = ws or workspace.session()
+    out: dict[str, Any] = {}
+    # the MPI runtime's shared-memory files (megabytes per rank) go to memory, when there is a tmpfs:
+    # on the measured disk they would be writes and, once removed, discards of their own
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") and fsinfo.fstype("/dev/shm") in fsinfo.MEMORY_FS else None
+    with workspace.Workspace(budget=owner.budget, base=on, prefix=".iolab-mdtest-") as space, \
+            workspace.Workspace(budget="1MiB", base=shm, prefix=".iolab-mpi-") as mpi_space:
+        dev = witness.block_device(space.root)
+        tree = replace(options, directory=str(space.path("mdtest")))
+        for name in phases:
+            opts = replace(tree, extra=(*tree.extra, mdtest.PHASES[name]))
+            d0 = witness.device_stat(dev) if dev else None
+            with witness.Witness(space.root, children=True) as w:
+                r = mdtest.run(opts, tasks, ws=space, launcher=launcher, timeout=timeout, keep=True,
+                               runtime_dir=mpi_space.root if shm else None)
+            d1 = witness.device_stat(dev) if dev else None
+            out[name] = (r, w.result, device_moved(d0, d1) if dev else None)
+        d0 = witness.device_stat(dev) if dev else None
+        time.sleep(settle_s)
+        out["after"] = device_moved(d0, witness.device_stat(dev)) if dev and settle_s else None
+    return out
+
+
+def measure_phases(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: int = 2, recording: str,
+                   phases: Sequence[str] = ("create", "stat", "remove"), settle_s: float = 0.0,
+                   launcher: str = "mpirun", timeout: float = 300, quiet: bool = False) -> Phases:
+    """:func:`run_phases` on ``path`` live (mdtest and mpirun here), or its recordings:
+    ``<recording>-<phase>`` (mdtest's output, its witness in the meta) and ``<recording>-device``
+    (iolab's counts of the device's stat file around each phase, JSON)."""
+    done: dict[str, Any] = {}
+
+    def live(name: str) -> Run:
+        if not done:
+            done.update(run_phases(options, tasks, on=path, phases=phases, launcher=launcher, timeout=timeout,
+                                   settle_s=settle_s))
+        return done[name][0]
+
+    return _phases(path, recording, phases, lambda name: recordings.live_or_recorded(
+        lambda: live(name), f"{recording}-{name}", requires=("mdtest", launcher), parse=mdtest.parse, quiet=quiet),
+        done, settle_s)
+
+
+def recorded_phases(recording: str, *, phases: Sequence[str] = ("create", "stat", "remove"),
+                    path: str | None = None, quiet: bool = False) -> Phases:
+    """The recordings of :func:`measure_phases`, replayed whatever tools are here (e.g. ext4 images that
+    were loop-mounted as root to record them)."""
+    def replay(name: str) -> recordings.Outcome:
+        rec = recordings.load(f"{recording}-{name}")
+        out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; a recording of its own", recording=rec,
+                                 data=mdtest.parse(rec.text))
+        if not quiet:
+            print(out.provenance)
+        return out
+
+    where = path or (recordings.load(f"{recording}-{phases[0]}").meta.get("filesystem") or {}).get("path", "?")
+    return _phases(where, recording, phases, replay, {}, 0.0)
+
+
+def _phases(path: str | os.PathLike[str], recording: str, phases: Sequence[str], outcome_of: Any,
+            done: dict[str, Any], settle_s: float) -> Phases:
+    measured: dict[str, recordings.Outcome] = {}
+    for name in phases:
+        out = outcome_of(name)
+        _witness_of(out, done[name][1] if out.mode == "live" else None)
+        out.frame = rates_frame(out, path, f"the {name} phase")
+        measured[name] = out
+    first = next(iter(measured.values()))
+    if first.mode == "live":
+        device = {name: done[name][2] for name in phases}
+        if done.get("after") is not None:
+            device["after"] = done["after"]
+        settled = settle_s
+    else:
+        try:
+            kept = json.loads(recordings.load(f"{recording}-device").text)
+        except FileNotFoundError:
+            kept = {}
+        device = {k: v for k, v in (kept.get("phases") or {}).items()}
+        settled = float(kept.get("settle_s") or 0.0)
+    rows = first.data
+    items = int(rows[0]["items"] or 0) if rows else 0
+    argv = first.run.argv if first.run is not None else \
+        (first.recording.meta.get("argv", []) if first.recording is not None else [])
+    return recordings.combine(list(measured.values()), phases_frame(measured, device, settled), cls=Phases,
+                              path=str(path), phases=measured, device=device, items=items,
+                              directories=0 if "-F" in argv else items, settle_s=settled)
+
+
+# --- the syscalls behind one file (lesson 03's strace, on mdtest) -------------------------------
+
+ONE_FILE = mdtest.Options(files=1, iterations=1, files_only=True, write_bytes=4096, sync=True)
+
+
+def one_file_trace(on: str | os.PathLike[str] | None = None, *, exe: str = "mdtest", timeout: float = 120) -> Run:
+    """strace of one mdtest rank creating, writing (4 KiB), fsyncing, stat-ing, opening and removing one
+    file; only the syscalls on that file (``strace -P``), so the MPI start-up noise is left out.
+
+    mdtest runs as a single MPI process (no mpirun). Returns the strace Run (stdout = the trace).
+    """
+    if runner.which(exe) is None:
+        raise ToolMissing(exe, runner.install_hint(exe))
+    space = workspace.Workspace(budget="16MiB", base=on, prefix=".iolab-mdtest-") if on is not None \
+        else workspace.Workspace(budget="16MiB")
+    with space:
+        target = space.path("mdtest")
+        # mdtest's own naming: rank 0's first file in the tree of the first iteration
+        the_file = target / "test-dir.0-0" / "mdtest_tree.0" / "file.mdtest.0.0"
+        out = space.path("trace.txt")
+        argv = strace.trace_argv(replace(ONE_FILE, directory=str(target)).argv(exe), output=out,
+                                 paths=[the_file], strsize=16)
+        return strace.run(argv, timeout=timeout, cwd=space.root)
+
+
+def one_file_calls(text: str) -> pd.DataFrame:
+    """The syscalls of a :func:`one_file_trace` text, in order: syscall, duration (s), result, path.
+    A trace that ends inside a line (cut short) raises ParseError (:func:`strace.parse_calls`)."""
+    df = strace.calls_frame(strace.parse_calls(text, events=False))
+    if not len(df):
+        raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
+    return df[["syscall", "duration", "result", "path", "args"]].reset_index(drop=True)
+
+
+def trace_one_file(on: str | os.PathLike[str] | None, *, recording: str, quiet: bool = False) -> recordings.Outcome:
+    """:func:`one_file_trace` live (mdtest and strace here), or its recording; ``.frame`` (and ``.data``)
+    is the calls."""
+    return recordings.live_or_recorded(lambda: one_file_trace(on), recording, requires=("mdtest", "strace"),
+                                       parse=one_file_calls, quiet=quiet)
+
+
+# --- what -y really does: fsync calls counted, removals timed (strace around the MPI run) --------
+
+# the calls that push data or metadata to the device, and the ones that create and remove mdtest's
+# items (they are always there, so strace -c always has a table to print: 0 fsync is a result)
+SYNC_CALLS = ("fsync", "fdatasync", "sync", "syncfs", "sync_file_range")
+ITEM_CALLS = ("mkdir", "rmdir", "unlink")
+REMOVAL_CALLS = ("unlink", "rmdir", "fsync")
+
+
+def _traced(options: mdtest.Options, tasks: int, *, on: str | os.PathLike[str], make_argv,
+            launcher: str = "mpirun", exe: str = "mdtest", timeout: float = 300) -> Run:
+    """mdtest under strace (``make_argv(command, output_file)`` builds the strace argv), in a private
+    workspace on ``on``. The Run's stdout is strace's output; its ``tool_version`` names both, e.g.
+    "4.0.0 (under strace -- version 6.1)"."""
+    if runner.which(exe) is None:
+        raise ToolMissing(exe, runner.install_hint(exe))
+    with workspace.Workspace(budget="256MiB", base=on, prefix=".iolab-mdtest-") as space:
+        opts = replace(options, directory=str(space.path("mdtest")))
+        full = mpi.command(opts.argv(exe), tasks, launcher=launcher)
+        env = mpi.runtime_env(space.path(f".mpi-{uuid.uuid4().hex[:8]}"))
+        argv = make_argv(full, space.path("strace.txt"))
+        # strace -E: the MPI runtime's session files stay in the workspace too
+        argv = argv[:1] + [a for k, v in env.items() for a in ("-E", f"{k}={v}")] + argv[1:]
+        r = strace.run(argv, timeout=timeout, cwd=space.root)
+        if r.returncode != 0:
+            raise ToolFailed(argv, r.returncode, r.stderr, message=f"mdtest under strace exited with {r.returncode}")
+        version = mdtest.installed_version(exe)
+        return replace(r, tool_version=f"{version} (under {r.tool_version})")
+
+
+def count_syncs(options: mdtest.Options, tasks: int = 2, *, on: str | os.PathLike[str], **kwargs: Any) -> Run:
+    """``strace -f -c`` of a whole mdtest run (launcher and ranks), counting :data:`SYNC_CALLS` and
+    :data:`ITEM_CALLS`. Parse with :func:`sync_counts`."""
+    return _traced(options, tasks, on=on, make_argv=lambda cmd, out: strace.count_argv(
+        cmd, output=out, follow=True, syscalls=[*SYNC_CALLS, *ITEM_CALLS]), **kwargs)
+
+
+def sync_counts(text: str) -> pd.DataFrame:
+    """An strace -c table of :func:`count_syncs` -> syscall, calls: every call of SYNC_CALLS and
+    ITEM_CALLS, with 0 for those strace did not list (it prints only calls that happened)."""
+    rows = {r["syscall"]: int(r["calls"]) for r in strace.parse_summary(text)}
+    names = [*SYNC_CALLS, *ITEM_CALLS, *sorted(set(rows) - set(SYNC_CALLS) - set(ITEM_CALLS))]
+    return pd.DataFrame({"syscall": names, "calls": [rows.get(n, 0) for n in names]})
+
+
+def measure_syncs(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: int = 2, recording: str,
+                  quiet: bool = False) -> recordings.Outcome:
+    """:func:`count_syncs` on ``path`` live, or its recording; ``.frame`` (and ``.data``) is :func:`sync_counts`."""
+    return recordings.live_or_recorded(lambda: count_syncs(options, tasks, on=path), recording,
+                                       requires=("mdtest", "mpirun", "strace"), parse=sync_counts, quiet=quiet)
+
+
+def trace_removals(options: mdtest.Options, tasks: int = 2, *, on: str | os.PathLike[str], **kwargs: Any) -> Run:
+    """``strace -f -tt -T`` of a whole mdtest run, only :data:`REMOVAL_CALLS` (each with its time).
+    Parse with :func:`removal_calls`."""
+    return _traced(options, tasks, on=on, make_argv=lambda cmd, out: strace.trace_argv(
+        cmd, output=out, follow=True, syscalls=list(REMOVAL_CALLS), strsize=256), **kwargs)
+
+
+_ITEM_KIND = (("file.mdtest.", "file"), ("dir.mdtest.", "directory"), ("mdtest_tree.", "tree directory"))
+
+
+def _item_kind(path: Any) -> str | None:
+    name = str(path).rstrip("/").rsplit("/", 1)[-1]
+    if "/test-dir." not in str(path):
+        return None                      # the MPI runtime's own files
+    return next((kind for prefix, kind in _ITEM_KIND if name.startswith(prefix)), "top directory")
+
+
+def removal_calls(text: str) -> pd.DataFrame:
+    """The calls of a :func:`trace_removals` trace on mdtest's own items: syscall, item ("file",
+    "directory", "tree directory", "top directory"), duration (s), pid, path. The MPI runtime's
+    unlink/rmdir calls (its session directory, shared-memory segments) are left out. A trace that
+    ends inside a line (cut short) raises ParseError (:func:`strace.parse_calls`)."""
+    df = strace.calls_frame(strace.parse_calls(text, events=False))
+    if not len(df):
+        raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
+    df = df.assign(item=df["path"].map(_item_kind))
+    df = df[df["item"].notna()]
+    if not len(df):
+        raise ParseError("no call on mdtest's items (test-dir.*) in this trace", line_no=1,
+                         line=text.splitlines()[0])
+    return df[["syscall", "item", "duration", "pid", "path"]].reset_index(drop=True)
+
+
+def measure_removals(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: int = 2, recording: str,
+                     quiet: bool = False) -> recordings.Outcome:
+    """:func:`trace_removals` on ``path`` live, or its recording; ``.frame`` (and ``.data``) is
+    :func:`removal_calls`."""
+    return recordings.live_or_recorded(lambda: trace_removals(options, tasks, on=path), recording,
+                                       requires=("mdtest", "mpirun", "strace"), parse=removal_calls, quiet=quiet)
