@@ -94,7 +94,7 @@ def test_fio_claims_when_the_disk_cache_is_read_from_disk():
 
 @pytest.mark.parametrize("variant", ["", "-ram"])
 def test_reads_claims_with_the_slow_link(variant):
-    reads = lab.recorded_reads(variant)
+    reads = lab.recorded_reads(variant).frame
     if variant == "-ram":     # the caches really were in RAM
         assert set(reads.loc[reads["cached"], "cache_fstype"]) == {"tmpfs"}
     else:
@@ -103,20 +103,20 @@ def test_reads_claims_with_the_slow_link(variant):
 
 
 def test_reads_claims_without_a_link():
-    reads = lab.recorded_reads("-nolink")
+    reads = lab.recorded_reads("-nolink").frame
     assert reads["link_down"].isna().all()
     _verdicts(lab.reads_claims(reads), [CANNOT, CANNOT, YES, YES, YES, YES, CANNOT])
 
 
 def test_reads_claims_for_a_client_that_bypasses_the_page_cache():
-    reads = lab.recorded_reads().copy()
+    reads = lab.recorded_reads().frame.copy()
     reads.loc[reads["client"] == "rclone", "resident_in_fd"] = 0.0   # rclone mounted with --direct-io
     claims = lab.reads_claims(reads)
     assert claims[2].held is NO and claims[2].consistent() and "direct_io" in claims[2].text
 
 
 def test_reads_claims_when_s3fs_shares_a_closing_file():
-    reads = lab.recorded_reads().copy()
+    reads = lab.recorded_reads().frame.copy()
     sel = (reads["label"] == "s3fs, no cache") & (reads["read"] == lab.READS[1])
     reads.loc[sel, "link_down"] = 0        # an open that came before the last close was reported
     claims = lab.reads_claims(reads)
@@ -200,7 +200,7 @@ def test_gcsfuse_copy_claims_without_a_link():
 # --- every sentence names its verdict ------------------------------------------------------------------
 
 def test_claims_print_their_verdict(capsys):
-    lab.reads_claims(lab.recorded_reads())
+    lab.reads_claims(lab.recorded_reads().frame)
     out = capsys.readouterr().out.splitlines()
     assert out and all(line.startswith((explain.AS_PREDICTED, explain.NOT_THIS_TIME, explain.CANNOT_TELL))
                        for line in out)
@@ -209,7 +209,7 @@ def test_claims_print_their_verdict(capsys):
 # --- the witness of each read: the bytes that crossed the link (issue 12) ---------------------------
 
 def test_every_read_carries_the_bytes_that_crossed_the_link():
-    reads = lab.recorded_reads()
+    reads = lab.recorded_reads().frame
     size = int(reads["nbytes"].iloc[0])
     assert (reads["device"] == lab.LINK).all() and (reads["device_read_bytes"] == reads["link_down"]).all()
     assert reads["own_read_bytes"].isna().all() and (reads["witness_notes"] == lab.LINK_NOTE).all()
@@ -229,7 +229,7 @@ def test_every_read_carries_the_bytes_that_crossed_the_link():
 
 
 def test_reads_without_a_link_count_say_so_and_infer():
-    reads = lab.recorded_reads("-nolink")
+    reads = lab.recorded_reads("-nolink").frame
     assert reads["device_read_bytes"].isna().all() and (reads["witness_notes"] == lab.NO_LINK).all()
     assert reads["why"].str.startswith("no witness (no byte count of the link): by inference").all()
 

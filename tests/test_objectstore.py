@@ -123,7 +123,7 @@ toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.0.0.1:3",p
 
 
 def test_recorded_reads_tell_the_layers_apart():
-    reads = lab.recorded_reads()
+    reads = lab.recorded_reads().frame
     assert set(reads["label"]) == set(lab.PREDICTED_LAYERS)
     for label, predicted in lab.PREDICTED_LAYERS.items():
         got = tuple(reads[reads["label"] == label].set_index("read").loc[list(lab.READS), "layer"])
@@ -136,7 +136,7 @@ def test_recorded_reads_tell_the_layers_apart():
 
 
 def test_exercise_checks_pass_and_fail():
-    reads = lab.recorded_reads()
+    reads = lab.recorded_reads().frame
     rates = reads[reads["label"] == "s3fs, use_cache"].set_index("read")["mb_per_s"]
     good = rates[lab.READS[1]] / rates[lab.READS[0]]
     assert check.check_06_speedup(good, reads)
@@ -168,3 +168,23 @@ def test_seed_figures_are_the_seed_s():
     assert list(s2.loc[["movie.mp4", "reference.pdf", "picture.jpg"], "write_mb_per_s"]) == [21.18, 10.82, 4.78]
     assert list(s2.loc[["movie.mp4", "reference.pdf", "picture.jpg"], "read_mb_per_s"]) == [20.21, 173.48, 73.78]
     assert s2["source"].str.startswith("seed 002").all()
+
+
+def test_lesson_functions_replay_as_one_outcome_with_its_frame(monkeypatch, ws, capsys):
+    from iolab import recordings
+
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    fio = lab.fio_runs(None, ws)
+    assert isinstance(fio, recordings.Outcome) and fio.mode == "replay" and len(fio.parts) == 3
+    assert len(fio.provenance.splitlines()) == 3 and set(fio.frame["source"]) == {"measured here", "seed 000"}
+    reads = lab.reads({"s3": None, "gcs": None}, ws, {"s3": None, "gcs": None})
+    assert len(reads.parts) == len(lab.READ_CONFIGS) and set(reads.frame["source"]) == {"replay"}
+    assert reads.frame.drop(columns="source").equals(lab.recorded_reads().frame)
+    sweep = lab.dd_sweeps(None, ws, "data/file001.bin")
+    assert len(sweep.parts) == 2 and set(sweep.frame["configuration"]) == {"s3fs, no cache", "s3fs, use_cache (warm)"}
+    for out in (lab.fsspec_reads(None, ws, "k"), lab.staging_runs(None, ws, ["k"]), lab.gcsfuse_copies(None, ws)):
+        assert out.mode == "replay" and len(out.frame) == len(out.data) > 0
+    assert "write_mb_per_s" in lab.gcsfuse_copies(None, ws).frame
+    printed = capsys.readouterr().out
+    assert printed.count("REPLAY of") >= 3 + len(lab.READ_CONFIGS) + 2 + 3     # each run says what it is
+    assert lab.services_running() == 0

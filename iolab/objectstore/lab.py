@@ -21,7 +21,7 @@ import numpy as np
 from .. import fsinfo, guard, measure, pagecache, witness
 from .. import workspace as _workspace
 from ..units import format_size, parse_size
-from . import slowlink
+from . import _proc, slowlink
 from ._proc import free_ports
 from .endpoint import Endpoint
 from .servers import local_gcs, local_s3
@@ -359,10 +359,10 @@ def fio_through_s3fs(store: Store | None, ws: _workspace.Workspace, config: str,
         remove_cache_dir(cdir)
 
 
-def fio_frame(store: Store | None, ws: _workspace.Workspace):
-    """Seed 000's fio job in the three configurations (live, or replayed from the recordings),
-    beside the seed's figures: configuration, direction, mb_per_s, io_bytes, runtime_ms, nrfiles,
-    link_down, link_up, latency_ms, rate_kbps, source."""
+def fio_runs(store: Store | None, ws: _workspace.Workspace):
+    """Seed 000's fio job in the three configurations (live, or replayed from the recordings): one
+    Outcome; its frame beside the seed's figures: configuration, direction, mb_per_s, io_bytes,
+    runtime_ms, nrfiles, link_down, link_up, latency_ms, rate_kbps, source."""
     import json
 
     import pandas as pd
@@ -370,12 +370,13 @@ def fio_frame(store: Store | None, ws: _workspace.Workspace):
     from .. import recordings
     from ..tools import fio
 
-    rows = []
+    rows, parts = [], []
     for conf, ref in FIO_RECORDINGS.items():
         moved: dict[str, Any] = {}
         out = recordings.live_or_recorded(
             live=lambda conf=conf, moved=moved: fio_through_s3fs(store, ws, conf, traffic=moved),
             recording=ref, parse=fio.parse)
+        parts.append(out)
         if not out.live and out.recording is not None:
             moved = dict(out.recording.meta.get("filesystem", {}).get("link_traffic", {}))
         nrfiles = int(json.loads(out.text)["jobs"][0]["job options"].get("nrfiles", 1))
@@ -387,8 +388,8 @@ def fio_frame(store: Store | None, ws: _workspace.Workspace):
                          "source": "measured here", "mode": out.mode})
     here = pd.DataFrame(rows)
     seed = seed000_published().assign(source="seed 000")
-    return pd.concat([here, seed[["configuration", "direction", "mb_per_s", "runtime_ms", "source"]]],
-                     ignore_index=True)
+    return recordings.combine(parts, pd.concat([here, seed[["configuration", "direction", "mb_per_s", "runtime_ms",
+                                                            "source"]]], ignore_index=True))
 
 
 # the reads of section 3: one object, three times, through each client and cache setting
@@ -446,23 +447,24 @@ def client_reads(store: Store | None, ws: _workspace.Workspace, client: str, mod
     return json.dumps(rows, indent=1)
 
 
-def reads_frame(stores: dict[str, Store | None], ws: _workspace.Workspace, keys: dict[str, str | None]):
-    """Section 3's reads for every configuration (live, or replayed from recordings), one frame."""
+def reads(stores: dict[str, Store | None], ws: _workspace.Workspace, keys: dict[str, str | None]):
+    """Section 3's reads for every configuration (live, or replayed from recordings): one Outcome,
+    one frame (:func:`with_witness`)."""
     import json
 
     import pandas as pd
 
     from .. import recordings
 
-    frames = []
+    parts = []
     for client, mode in READ_CONFIGS:
         kind = "gcs" if client == "gcsfuse" else "s3"
         store, key = stores.get(kind), keys.get(kind)
-        out = recordings.live_or_recorded(
+        parts.append(recordings.live_or_recorded(
             live=lambda client=client, mode=mode, store=store, key=key: client_reads(store, ws, client, mode, key),
-            recording=reads_recording(client, mode), parse=json.loads)
-        frames.append(pd.DataFrame(out.data).assign(source=out.mode))
-    return with_witness(pd.concat(frames, ignore_index=True))
+            recording=reads_recording(client, mode), parse=json.loads))
+    return recordings.combine(parts, with_witness(pd.concat([out.frame.assign(source=out.mode) for out in parts],
+                                                            ignore_index=True)))
 
 
 def dd_sweep(store: Store | None, ws: _workspace.Workspace, *, cached: bool, key: str,
@@ -517,19 +519,16 @@ def dd_frame(rows: Sequence[dict[str, Any]]):
 
 
 def dd_sweeps(store: Store | None, ws: _workspace.Workspace, key: str):
-    """Both dd sweeps (no cache, warm use_cache), live or replayed: one frame."""
+    """Both dd sweeps (no cache, warm use_cache), live or replayed: one Outcome, one frame (:func:`dd_frame`)."""
     import json
 
     import pandas as pd
 
     from .. import recordings
 
-    frames = []
-    for cached in (False, True):
-        out = recordings.live_or_recorded(live=lambda cached=cached: dd_sweep(store, ws, cached=cached, key=key),
-                                          recording=dd_recording(cached), parse=json.loads)
-        frames.append(dd_frame(out.data))
-    return pd.concat(frames, ignore_index=True)
+    parts = [recordings.live_or_recorded(live=lambda cached=cached: dd_sweep(store, ws, cached=cached, key=key),
+                                         recording=dd_recording(cached), parse=json.loads) for cached in (False, True)]
+    return recordings.combine(parts, pd.concat([dd_frame(out.data) for out in parts], ignore_index=True))
 
 
 def time_call(fn: Any) -> float:
@@ -735,16 +734,21 @@ def capabilities():
 
 
 def recorded_reads(variant: str = ""):
-    """The client configurations' three reads, as recorded on the course VM (for the exercise)."""
+    """The client configurations' three reads, as recorded on the course VM (for the exercise): one
+    Outcome (replayed whatever is here, nothing printed), its frame as :func:`reads`'s."""
     import json
 
     import pandas as pd
 
     from .. import recordings
 
-    frames = [pd.DataFrame(json.loads(recordings.load(reads_recording(c, mode, variant)).text))
-              for c, mode in READ_CONFIGS]
-    return with_witness(pd.concat(frames, ignore_index=True))
+    parts = []
+    for c, mode in READ_CONFIGS:
+        rec = recordings.load(reads_recording(c, mode, variant))
+        rows = json.loads(rec.text)
+        parts.append(recordings.Outcome("replay", rec.text, rec.provenance, recording=rec, data=rows,
+                                        frame=pd.DataFrame(rows)))
+    return recordings.combine(parts, with_witness(pd.concat([out.frame for out in parts], ignore_index=True)))
 
 
 def fsspec_caches(store: Store | None, ws: _workspace.Workspace, key: str) -> str:
@@ -1341,38 +1345,40 @@ def one_latency_per_mib(frame: Any) -> float | None:
     return (1 << 20) / lat / 1e6 if lat else None
 
 
-def fsspec_frame(store: Store | None, ws: _workspace.Workspace, key: str):
-    """Section 5's rows, live or replayed."""
+def fsspec_reads(store: Store | None, ws: _workspace.Workspace, key: str):
+    """Section 5's rows (:func:`fsspec_caches`), live or replayed: an Outcome, its frame the rows."""
     import json
-
-    import pandas as pd
 
     from .. import recordings
 
-    out = recordings.live_or_recorded(live=lambda: fsspec_caches(store, ws, key), recording=FSSPEC_RECORDING,
-                                      parse=json.loads)
-    return pd.DataFrame(out.data)
+    return recordings.live_or_recorded(live=lambda: fsspec_caches(store, ws, key), recording=FSSPEC_RECORDING,
+                                       parse=json.loads)
 
 
-def staging_frame(store: Store | None, ws: _workspace.Workspace, keys: Sequence[str]):
-    """Section 6's rows, live or replayed."""
+def staging_runs(store: Store | None, ws: _workspace.Workspace, keys: Sequence[str]):
+    """Section 6's rows (:func:`staging_vs_streaming`), live or replayed: an Outcome, its frame the rows."""
     import json
-
-    import pandas as pd
 
     from .. import recordings
 
-    out = recordings.live_or_recorded(live=lambda: staging_vs_streaming(store, ws, keys),
-                                      recording=STAGING_RECORDING, parse=json.loads)
-    return pd.DataFrame(out.data)
+    return recordings.live_or_recorded(live=lambda: staging_vs_streaming(store, ws, keys),
+                                       recording=STAGING_RECORDING, parse=json.loads)
 
 
-def gcsfuse_copy_rows(store: Store | None, ws: _workspace.Workspace):
-    """Seed 002's copy through gcsfuse, live or replayed, with the rates."""
+def gcsfuse_copies(store: Store | None, ws: _workspace.Workspace):
+    """Seed 002's copy through gcsfuse (:func:`gcsfuse_copy`), live or replayed: an Outcome, its frame
+    the rows with the rates (:func:`gcsfuse_copy_frame`)."""
     import json
 
     from .. import recordings
 
     out = recordings.live_or_recorded(live=lambda: gcsfuse_copy(store, ws), recording=GCSFUSE_COPY_RECORDING,
                                       parse=json.loads)
-    return gcsfuse_copy_frame(out.data)
+    out.frame = gcsfuse_copy_frame(out.data)
+    return out
+
+
+def services_running() -> int:
+    """How many of this kernel's servers and proxies (object stores, toxiproxy) are still running:
+    0 once every context that started one has closed."""
+    return len(_proc._LIVE)
