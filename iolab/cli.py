@@ -21,7 +21,7 @@ def clean(args: argparse.Namespace) -> int:
     Besides the workspace directory, the places lessons measure directly (/tmp, /dev/shm, $HOME,
     $SCRATCH, $TMPDIR) are searched for the hidden workspaces mdtest runs in.
     """
-    from .fsinfo import candidate_dirs
+    from .doctor import candidate_dirs
     from .workspace import PREFIXES, SCRATCH_PREFIXES, base_dir, ours, reap_orphans
 
     base = base_dir()

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import fsinfo, runner
+from .pagecache import parse_meminfo
+from .readahead import read_ahead_kb
 from .tools import ior, mdtest
 from .units import format_size
+from .workspace import base_dir
 
 OK, MISSING, LIMITED = "OK", "MISSING", "LIMITED"
 
@@ -188,8 +191,30 @@ def privilege_checks() -> list[Check]:
     return out
 
 
+def candidate_dirs() -> dict[str, str]:
+    """The places a cluster user typically can write, that exist here (label -> path)."""
+    dirs = {"/tmp": "/tmp", "$HOME": os.environ.get("HOME", ""), "/dev/shm": "/dev/shm",
+            "$SCRATCH": os.environ.get("SCRATCH", ""), "$TMPDIR": os.environ.get("TMPDIR", "")}
+    try:
+        dirs["workspace"] = str(base_dir())
+    except OSError:
+        pass
+    return {label: path for label, path in dirs.items() if path and Path(path).is_dir()}
+
+
+def survey() -> list[dict[str, object]]:
+    """One row per candidate directory: which filesystem serves it, what kind of layer that is."""
+    rows = []
+    for label, path in candidate_dirs().items():
+        m = fsinfo.mount_of(path)
+        rows.append({"label": label, "path": path, "fstype": m.fstype, "kind": m.kind,
+                     "mountpoint": m.mountpoint, "source": m.source,
+                     "free_bytes": shutil.disk_usage(path).free})
+    return rows
+
+
 def filesystem_checks() -> list[Check]:
-    rows = fsinfo.survey()
+    rows = survey()
     out = []
     for r in rows:
         detail = f"{r['fstype']:<8} {r['kind']:<20} {r['path']}  ({format_size(r['free_bytes'])} free)"
@@ -206,18 +231,12 @@ def filesystem_checks() -> list[Check]:
 
 
 def memory_checks() -> list[Check]:
-    info = {}
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        info[key] = int(rest.split()[0]) * 1024
+    info = parse_meminfo(Path("/proc/meminfo").read_text())
     page = resource.getpagesize()
     out = [Check("memory", "page size", OK, format_size(page)),
            Check("memory", "memory", OK, f"{format_size(info['MemTotal'])} total, "
                  f"{format_size(info['MemAvailable'])} available, {format_size(info.get('Cached', 0))} page cache")]
     try:
-        from .readahead import read_ahead_kb
-        from .workspace import base_dir
-
         ra = read_ahead_kb(base_dir())
         out.append(Check("memory", "read_ahead_kb", OK if ra.kb is not None else LIMITED,
                          f"{ra.kb} KiB for the workspace's device ({ra.source})" if ra.kb is not None

@@ -5,7 +5,7 @@ import os
 
 import pandas as pd
 
-from . import fsinfo, measure, pagecache, recordings
+from . import doctor, measure, pagecache, recordings
 from .units import MiB, format_size
 
 # The storage types one cluster offers its users (seed 004, HTCF user training, 2023), with the job
@@ -16,7 +16,7 @@ CLUSTER_LAYERS_SOURCE = str(CLUSTER_LAYERS.pop("source").iloc[0])
 
 def this_machine() -> pd.DataFrame:
     """The directories a user of this machine can write, and the filesystem behind each."""
-    frame = pd.DataFrame(fsinfo.survey())
+    frame = pd.DataFrame(doctor.survey())
     frame["free_GiB"] = (frame.pop("free_bytes") / 2**30).round(1)
     return frame
 

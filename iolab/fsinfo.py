@@ -106,29 +106,3 @@ def mount_of(path: str | os.PathLike[str], text: str | None = None) -> Mount:
 
 def fstype(path: str | os.PathLike[str]) -> str:
     return mount_of(path).fstype
-
-
-def candidate_dirs() -> dict[str, str]:
-    """The places a cluster user typically can write, that exist here (label -> path)."""
-    from .workspace import base_dir
-
-    dirs = {"/tmp": "/tmp", "$HOME": os.environ.get("HOME", ""), "/dev/shm": "/dev/shm",
-            "$SCRATCH": os.environ.get("SCRATCH", ""), "$TMPDIR": os.environ.get("TMPDIR", "")}
-    try:
-        dirs["workspace"] = str(base_dir())
-    except OSError:
-        pass
-    return {label: path for label, path in dirs.items() if path and Path(path).is_dir()}
-
-
-def survey() -> list[dict[str, object]]:
-    """One row per candidate directory: which filesystem serves it, what kind of layer that is."""
-    import shutil
-
-    rows = []
-    for label, path in candidate_dirs().items():
-        m = mount_of(path)
-        rows.append({"label": label, "path": path, "fstype": m.fstype, "kind": m.kind,
-                     "mountpoint": m.mountpoint, "source": m.source,
-                     "free_bytes": shutil.disk_usage(path).free})
-    return rows
