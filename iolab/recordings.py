@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from . import fsinfo
 from .errors import ToolMissing
 from .runner import Run, install_hint, which
-from .witness import Witness, Witnessed, WitnessedRun
+from .witness import Witness, Witnessed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -343,8 +343,8 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires:
                 outcome = Outcome("live", str(result), f"LIVE run here ({socket.gethostname()})")
             if witness_path is not None:
                 outcome.witness = w.result
-            elif isinstance(result, WitnessedRun):       # a tool's run that witnessed itself (dd, fio)
-                outcome.witness = result.witness
+            elif isinstance(result, Run) and (result.witness is not None or result.witness_note):
+                outcome.witness = result.witness         # a tool's run that witnessed itself (dd, fio)
                 outcome.witness_note = result.witness_note
     if outcome is None:
         rec = load(recording)

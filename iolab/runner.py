@@ -9,11 +9,12 @@ import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import ToolFailed, ToolMissing, ToolTimeout
+from .witness import Witness, Witnessed
 
 # How to get each tool the course uses. Debian/Ubuntu first, then conda-forge / site modules.
 INSTALL_HINTS: dict[str, str] = {
@@ -68,6 +69,10 @@ class Run:
     started: datetime
     host: str = field(default_factory=socket.gethostname)
     tool_version: str | None = None
+    # what the kernel saw while it ran (run(..., witness=path)): the tool's own bytes from storage and
+    # the device's; None when not asked for or nothing could be watched, and witness_note says why
+    witness: Witnessed | None = None
+    witness_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -101,14 +106,22 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 
 
 def run(argv: Sequence[str | os.PathLike[str]], *, timeout: float, cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str | None] | None = None, input: str | None = None, check: bool = True) -> Run:
+        env: Mapping[str, str | None] | None = None, input: str | None = None, check: bool = True,
+        witness: str | os.PathLike[str] | None = None) -> Run:
     """Run argv (a list, never a shell string) and return a Run.
 
     env: variables set (or, with value None, removed) on top of this process's environment.
     check: when True a non-zero exit raises ToolFailed carrying the tail of stderr.
+    witness: a file or directory the tool reads or writes; the Run then carries what the kernel saw
+    meanwhile (:class:`iolab.witness.Witness` with ``children=True``: the tool's own bytes from
+    storage once it is reaped, and the device's for everyone).
     The child runs in a process group of its own; on timeout or KeyboardInterrupt the whole group
     is killed, so no MPI rank or FUSE helper outlives the call.
     """
+    if witness is not None:
+        with Witness(witness, children=True) as w:
+            result = run(argv, timeout=timeout, cwd=cwd, env=env, input=input, check=check)
+        return replace(result, witness=w.result)
     args = _check_argv(argv)
     exe = args[0] if os.sep in args[0] else shutil.which(args[0])
     if exe is None or not os.access(exe, os.X_OK):

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import fsinfo
-from .runner import Run
 from .units import format_size
 
 SECTOR = 512            # /sys/block/*/stat counts 512-byte sectors whatever the device's block size
@@ -318,20 +317,3 @@ class Witness:
             notes.append(f"no block device behind this {what} (memory, network or FUSE filesystem): the "
                          "device's counters cannot witness it")
         self.result = Witnessed(own_r, own_w, self._dev.name if self._dev else None, dev_r, dev_w, tuple(notes))
-
-
-# --- a tool's run, with its witness ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class WitnessedRun(Run):
-    """A :class:`~iolab.runner.Run` with what the kernel saw while it ran (``witness``: the tool's own
-    bytes from storage, the device's; None where there was no file to watch, ``witness_note`` why)."""
-
-    witness: Witnessed | None = None
-    witness_note: str = ""
-
-    @classmethod
-    def of(cls, run: Run, witness: Witnessed | None, note: str = "", **changes: object) -> "WitnessedRun":
-        fields = {f: getattr(run, f) for f in Run.__dataclass_fields__}
-        fields.update(changes)
-        return cls(**fields, witness=witness, witness_note=note)

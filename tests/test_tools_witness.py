@@ -2,6 +2,7 @@
 rusage once reaped) and the device's; a run with nothing to watch says why."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -27,7 +28,7 @@ def test_dd_reading_a_cold_file_is_witnessed(disk):
     f = disk.make_file("in.bin", "8MiB")
     pagecache.evict(f)
     r = dd.run(f, "/dev/null", bs="1MiB")
-    assert isinstance(r, runner.Run) and isinstance(r, witness.WitnessedRun)
+    assert isinstance(r, runner.Run) and r.witness is not None
     w = r.witness
     assert w.device == witness.block_device(f).name
     assert 8 * MiB <= w.own_read <= 12 * MiB and w.device_read >= 8 * MiB
@@ -77,7 +78,15 @@ def test_live_or_recorded_takes_the_runs_witness(tmp_path, monkeypatch):
 
     def live():
         r = runner.run([sys.executable, "-c", "print(1)"], timeout=30)
-        return witness.WitnessedRun.of(r, seen)
+        return dataclasses.replace(r, witness=seen)
 
     out = recordings.live_or_recorded(live, "demo/none", quiet=True)
     assert out.witness is seen
+
+
+def test_runner_witnesses_any_tool_run_it_is_asked_to(tmp_path):
+    f = tmp_path / "out.bin"
+    r = runner.run([sys.executable, "-c", f"open({str(f)!r}, 'wb').write(b'x' * 65536)"], timeout=30, witness=tmp_path)
+    assert r.witness is not None and r.witness.own_written is not None
+    assert r.witness.own_written >= 65536 or r.witness.device is None      # dirtied pages are charged at write()
+    assert runner.run([sys.executable, "-c", "pass"], timeout=30).witness is None

@@ -12,7 +12,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -421,7 +421,7 @@ def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = 
             r = dd.run(src, target, bs=block, count=count, oflag=["dsync"] if dsync else ())
         finally:
             target.unlink(missing_ok=True)
-        return witness.WitnessedRun.of(r, r.witness, r.witness_note, stdout=r.stderr)   # dd's summary
+        return replace(r, stdout=r.stderr)   # dd's summary
 
     out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
     if out.recording is not None and out.recording.witness_note:

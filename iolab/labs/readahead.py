@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +18,7 @@ from .. import explain, pagecache, readahead, recordings
 from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size
-from ..witness import Witnessed, WitnessedRun
+from ..witness import Witnessed
 
 MEMORY_FS = pagecache._MEMORY_FS
 
@@ -151,7 +152,7 @@ def dd_one_byte(path: str | os.PathLike[str], *, recording: str, quiet: bool = F
 
     def live():
         r = dd.run(path, "/dev/null", bs=1, timeout=300)
-        return WitnessedRun.of(r, r.witness, r.witness_note, stdout=r.stderr)   # dd's summary is on stderr
+        return replace(r, stdout=r.stderr)   # dd's summary is on stderr
 
     out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
     if out.recording is not None and out.recording.witness_note:

@@ -22,12 +22,12 @@ import os
 import re
 from pathlib import Path
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
-from ..witness import Witness, WitnessedRun
 from ..units import parse_size
 
 FLAGS = ("direct", "dsync", "sync", "fullblock", "nocache", "noatime", "count_bytes", "skip_bytes")
@@ -84,15 +84,10 @@ def run(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, bs: int | s
     full_env: dict[str, str | None] = {"LC_ALL": locale, "LANGUAGE": None}
     full_env.update(env or {})
     watched = witness_path(src, dst)
-    if watched is None:
-        r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
-                 timeout=timeout, env=full_env)
-        return WitnessedRun.of(r, None, "dd read and wrote no file (devices only): nothing to witness",
-                               tool_version=tool_version("dd"))
-    with Witness(watched, children=True) as w:
-        r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
-                 timeout=timeout, env=full_env)
-    return WitnessedRun.of(r, w.result, tool_version=tool_version("dd"))
+    r = _run(argv(src, dst, bs=bs, count=count, iflag=iflag, oflag=oflag, skip=skip, seek=seek, conv=conv),
+             timeout=timeout, env=full_env, witness=watched)
+    note = "" if watched is not None else "dd read and wrote no file (devices only): nothing to witness"
+    return replace(r, tool_version=tool_version("dd"), witness_note=note)
 
 
 def witness_path(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path | None:

@@ -22,14 +22,13 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
-from ..witness import Witness, WitnessedRun
 
 DIRECTIONS = ("read", "write", "trim")
 OUTPUT_FORMATS = ("json", "json+")
@@ -164,9 +163,9 @@ def run(jobs: Job | Iterable[Job], *, workdir: str | os.PathLike[str], timeout: 
     for where, nbytes in bytes_to_lay_out(jobs, wd, global_options):
         workspace.reserve_for(where, nbytes)
     path = write_jobfile(jobs, wd / f"{name}.fio", global_options)
-    with Witness(_witness_path(jobs, wd, global_options), children=True) as w:
-        r = _run(argv(path, output_format=output_format), timeout=timeout, cwd=wd, env=env)
-    return WitnessedRun.of(r, w.result, tool_version=tool_version("fio"))
+    r = _run(argv(path, output_format=output_format), timeout=timeout, cwd=wd, env=env,
+             witness=_witness_path(jobs, wd, global_options))
+    return replace(r, tool_version=tool_version("fio"))
 
 
 def _witness_path(jobs: Sequence[Job], workdir: Path, global_options: Mapping[str, str | int | None] | None) -> Path:
