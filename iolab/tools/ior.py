@@ -497,7 +497,9 @@ def parse(text: str) -> list[dict[str, Any]]:
     Row keys: test, iteration, access (write/read/remove), bw_mib, iops, latency_s, block_kib,
     xfer_kib, open_s, wrrd_s, close_s, total_s (None where IOR prints "-" or has no value), and the
     run's facts: version, api, tasks, segments, file_per_process, reorder_tasks, fsync, odirect.
-    An IOR ERROR line, a missing Results table or output cut short raise ParseError naming the line.
+    An IOR ERROR line, a missing Results table or output cut short (no 'Finished' line; JSON that
+    does not decode) raise ParseError naming the line, and so does a JSON value of the wrong type
+    (the first line that holds its key).
     """
     if not isinstance(text, str) or not text.strip():
         raise ParseError("empty IOR output")
@@ -596,7 +598,10 @@ def parse(text: str) -> list[dict[str, Any]]:
 
 
 def summary(text: str) -> list[dict[str, Any]]:
-    """The "Summary of all tests" rows (text) or ``summary[]`` (JSON), with the keys of SUMMARY_KEYS."""
+    """The "Summary of all tests" rows (text) or ``summary[]`` (JSON), with the keys of SUMMARY_KEYS.
+
+    A row the text ends inside (no newline after it: cut short), a count that is not a whole number,
+    or a JSON value of the wrong type raises ParseError naming the line."""
     if not isinstance(text, str) or not text.strip():
         raise ParseError("empty IOR output")
     if _is_json(text):
