@@ -9,6 +9,7 @@ Three figures, each the best of --repeat runs (MiB/s):
            network reached through the forwarder (the forwarder's own ceiling);
   S3 GET   one object of --size read with fsspec/s3fs from SeaweedFS (or moto): the server on the node's
            loopback (IOLAB_NETNS=0, today's way), and in a private network behind the forwarder;
+  s3fs     the same object read through an s3fs-fuse mount of the store (no cache), both ways;
   link     the same object through lesson 06's slow link (toxiproxy, 12 MB/s cap), both ways: the link
            is the ceiling there, whatever the path.
 
@@ -24,7 +25,7 @@ import sys
 import time
 
 from iolab import workspace
-from iolab.objectstore import lab, netns, slowlink
+from iolab.objectstore import lab, mounts, netns, slowlink
 from iolab.objectstore._proc import LOOPBACK, Service
 from iolab.units import MiB, format_rate, parse_size
 
@@ -98,16 +99,29 @@ def _answers(port: int) -> bool:
         return False
 
 
-def s3_read(ws, size: int, repeat: int, private: bool, link: bool) -> tuple[float, str]:
+def s3_read(ws, size: int, repeat: int, private: bool, link: bool, fuse: bool = False) -> tuple[float, str]:
     os.environ["IOLAB_NETNS"] = "1" if private else "0"
     spec = lab.DEFAULT_LINK if link else None
     with lab.remote_store("s3", ws=ws, spec=spec) as st:
         (key,) = lab.put_files(st, "bench", n=1, size=size)
-        fs = (st.remote if link else st.direct).filesystem()
+        ep = st.remote if link else st.direct
+        if fuse:
+            with mounts.s3fs_fuse(ep, st.bucket, ws=ws) as m:
+                rate = best(lambda: _read_file(m.path / key), repeat)
+            return rate, ep.describe()
+        fs = ep.filesystem()
         path = f"{st.bucket}/{key}"
         fs.info(path)
         rate = best(lambda: len(fs.cat(path)), repeat)
-        return rate, st.remote.describe() if link else st.direct.describe()
+        return rate, ep.describe()
+
+
+def _read_file(path) -> int:
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(1 << 20):
+            n += len(chunk)
+    return n
 
 
 def _path(private: bool) -> str:
@@ -129,6 +143,10 @@ def main() -> None:
         for private in (False, True):
             r, what = s3_read(ws, size, a.repeat, private, link=False)
             print(f"S3 GET  {_path(private)} {format_rate(r)}   ({what})")
+        if mounts.clients_here().get("s3fs"):
+            for private in (False, True):
+                r, what = s3_read(ws, size, a.repeat, private, link=False, fuse=True)
+                print(f"s3fs    {_path(private)} {format_rate(r)}   ({what})")
         if slowlink.available():
             small = min(size, 16 * MiB)
             for private in (False, True):
