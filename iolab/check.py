@@ -303,7 +303,7 @@ def _whole(answer: object, what: str) -> int:
 
 def check_03_predict(answer: object, file_size: int, read_size: int) -> bool:
     """Exercise 03.1: read(2) calls to read a file of file_size bytes, read_size per f.read, unbuffered."""
-    from .tools.strace import expected_reads
+    from .labs.syscalls import expected_reads
 
     a = _whole(answer, "the number of read(2) calls")
     want = expected_reads(file_size, read_size)
@@ -322,19 +322,18 @@ def check_03_buffered(answer: object, path, read_size: int = 1) -> bool:
     """Exercise 03.2: read(2) calls on path when Python's buffered reader reads it read_size bytes at a time."""
     import os
 
+    from .labs import syscalls
     from .tools import strace
 
     a = _whole(answer, "the number of read(2) calls")
     size = os.path.getsize(path)
-    measured = strace.count_reads(path, read_size, buffered=True,
-                                  recording=f"strace/buffered-read-{read_size}" if size == 100_000 else None)
-    if a == strace.expected_reads(size, read_size):
+    measured = syscalls.count_reads(path, read_size, buffered=True,
+                                    recording=f"strace/buffered-read-{read_size}" if size == 100_000 else None)
+    if a == syscalls.expected_reads(size, read_size):
         fail("that is the unbuffered count. open(path, 'rb') wraps the file in a BufferedReader: how many "
              "bytes does it ask the kernel for at a time? (os.stat(path).st_blksize)")
     if a != measured:
-        fail(f"measure it: iolab.tools.strace.count_reads(path, {read_size}, buffered=True).")
-    from .labs import syscalls
-
+        fail(f"measure it: iolab.labs.syscalls.count_reads(path, {read_size}, buffered=True).")
     blk = os.stat(path).st_blksize
     passed(f"{measured:,} read(2) calls for {size:,} f.read({read_size}) calls: the layer that answered the "
            "others was Python's buffer, not the kernel.")
@@ -345,7 +344,7 @@ def check_03_buffered(answer: object, path, read_size: int = 1) -> bool:
 def check_03_storm(frame, syscall: object, failed: object) -> bool:
     """Exercise 03.3: from a strace -c frame, the most-called syscall and how many of its calls failed."""
     if not {"syscall", "calls", "errors"} <= set(getattr(frame, "columns", [])):
-        fail("give the DataFrame that iolab.tools.strace.count(...) returned.")
+        fail("give the table of iolab.labs.syscalls.count(...): its .frame.")
     top = frame.sort_values("calls", ascending=False).iloc[0]
     if not isinstance(syscall, str) or syscall != top["syscall"]:
         fail("sort the rows by the calls column (frame.sort_values('calls')) and take the largest.")
@@ -650,12 +649,13 @@ def check_06_keep_cache(answer: object, reads) -> bool:
 def check_07_reads(answer: object, profile) -> bool:
     """Exercise 07.1: the read(2) calls Darshan counted on the data file of a read-loop profile
     (``iolab.labs.darshan.profile_read_loop``): POSIX_READS of that file."""
-    from .tools import darshan, strace
+    from .labs.syscalls import expected_reads
+    from .tools import darshan
 
     target, n, size = profile.extra["target"], profile.extra["read_size"], profile.extra["file_size"]
     measured = darshan.counter(profile.log, "POSIX_READS", file=target)
     a = _whole(answer, "the number of reads")
-    if a == strace.expected_reads(size, n) - 1 and a != measured:
+    if a == expected_reads(size, n) - 1 and a != measured:
         fail("count the read that returns 0 bytes too: it is how the loop learns that the file has ended.")
     if a != measured:
         fail("read it from the log: darshan.counter(profile.log, 'POSIX_READS', file=profile.extra['target']).")

@@ -120,7 +120,7 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
     import plotly.graph_objects as go
 
     from . import plot
-    from .tools import strace
+    from .labs import syscalls
 
     n_file = os.path.getsize(path)
     seen: dict[int, int] = {}
@@ -133,12 +133,12 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
     def update(change=None):
         n = slider.value
         rec = f"{recording_prefix}{n}" if recording_prefix else None
-        calls = strace.count_reads(path, n, recording=rec)
+        calls = syscalls.count_reads(path, n, recording=rec)
         seen[n] = calls
         xs = sorted(seen)
         with fig.batch_update():
             fig.data[1].x, fig.data[1].y = xs, [seen[x] for x in xs]
-        predicted = strace.expected_reads(n_file, n)
+        predicted = syscalls.expected_reads(n_file, n)
         status.value = (f"{_size_label(n)} per read: {calls:,} read(2) calls measured, {predicted:,} predicted "
                         f"(ceil({n_file:,} / {n:,}) + 1)")
 

@@ -9,7 +9,7 @@ With iolab.recordings.save (the text strace wrote with -o + .meta.json), in a pr
 * trace-reads-cold-shm / trace-reads-warm-shm: 64 KiB reads of a 16 MiB file under
   `strace -f -tt -T -y -e trace=read -P FILE`, after posix_fadvise(DONTNEED) and again; on tmpfs
   nothing can be evicted (the /tmp pair is trace-reads-cold / trace-reads-warm).
-* overhead-16b-of-100000-shm.csv: strace.overhead() of the 16-byte read loop on tmpfs.
+* overhead-16b-of-100000-shm.csv: syscalls.overhead() of the 16-byte read loop on tmpfs.
 
 Never edit the recorded text; run this again instead.
 """
@@ -19,6 +19,7 @@ import os
 
 
 from iolab import recordings, runner, workspace
+from iolab.labs import syscalls
 from iolab.tools import strace
 
 HOST = os.environ.get("IOLAB_HOST_DESCRIPTION", "2-core AMD EPYC VM (shared), 24 GiB, virtio disk, Debian 12")
@@ -57,7 +58,7 @@ def main() -> None:
     for name, base in PLACES.items():
         with workspace.Workspace(budget="256MiB", base=base) as ws:
             ws.reserve(64 * 2**20)
-            cmd = strace.write_fsync_argv(ws.root / "written.bin", 64 * 2**20)
+            cmd = syscalls.write_fsync_argv(ws.root / "written.bin", 64 * 2**20)
             for wall in (False, True):
                 ref = f"strace/count-{'wall-' if wall else ''}write-fsync-64m-{name}"
                 _save_count(cmd, ref, ws, wall=wall, syscalls=["write", "fsync"],
@@ -65,7 +66,7 @@ def main() -> None:
                                   f"{' -w (wall-clock time per call)' if wall else ' (system CPU time per call)'}.")
             if name == "shm":
                 f = ws.make_file("data-16MiB.bin", "16MiB")
-                cmd = strace.read_loop_argv(f, 65536)
+                cmd = syscalls.read_loop_argv(f, 65536)
                 _evict(f)
                 _save_trace(cmd, "strace/trace-reads-cold-shm", ws, paths=[f],
                             notes="64 KiB reads of a 16 MiB file on tmpfs right after posix_fadvise(DONTNEED), "
@@ -73,9 +74,9 @@ def main() -> None:
                 _save_trace(cmd, "strace/trace-reads-warm-shm", ws, paths=[f],
                             notes="64 KiB reads of a 16 MiB file on tmpfs, read again.")
                 d = ws.make_file("data-100000B.bin", 100_000)
-                df = strace.overhead(d, 16, repeat=3)
+                df = syscalls.overhead(d, 16, repeat=3)
                 p = recordings.save(df.to_csv(index=False), "strace/overhead-16b-of-100000-shm", ext="csv",
-                                    argv=["python", "-c", "iolab.tools.strace.overhead(path, 16, repeat=3)"],
+                                    argv=["python", "-c", "iolab.labs.syscalls.overhead(path, 16, repeat=3)"],
                                     tool_version=runner.tool_version("strace"), stream="file", fs_path=ws.root,
                                     host_description=HOST,
                                     notes="Elapsed seconds of reading a 100,000-byte file on tmpfs 16 bytes per "

@@ -171,19 +171,20 @@ def test_cpu_accounting_is_a_sentence_or_none():
 def test_live_write_fsync_and_reads(place, monkeypatch):
     kind, ws = place
     monkeypatch.setenv("IOLAB_MODE", "live")
-    cpu, wall, fs = lab.write_fsync(ws, nbytes=16 * MiB)
-    assert fs == pagecache._fstype(ws.root)
+    wf = lab.write_fsync(ws, nbytes=16 * MiB)
+    (cpu, wall), fs = (p.frame for p in wf.parts), wf.extra["fstype"]
+    assert fs == pagecache._fstype(ws.root) and wf.mode == "live"
     claims = lab.clocks_claims(cpu, wall, fstype=fs, show=False)
     all_consistent(claims)
     if kind == "tmpfs":
         assert claims[0].held is False and "tmpfs" in claims[0].text
     f = ws.make_file("d.bin", N)
-    counts = {n: strace.count_reads(f, n) for n in (1, 4096, MiB)}
+    counts = {n: lab.count_reads(f, n) for n in (1, 4096, MiB)}
     all_consistent(lab.count_claims(counts, N, show=False))
-    buffered = {1: strace.count_reads(f, 1, buffered=True)}
+    buffered = {1: lab.count_reads(f, 1, buffered=True)}
     all_consistent(lab.buffered_claims(buffered, N, f.stat().st_blksize, show=False))
     ten = ws.make_file("ten.bin", "1MiB")
-    w = strace.count(strace.read_loop_argv(ten, 2048), wall=True, cwd=ws.root)
+    w = lab.count(lab.read_loop_argv(ten, 2048), wall=True, cwd=ws.root).frame
     plain = readahead.read_size_sweep(ten, [2048], cache="warm").iloc[0]
     c = lab.traced_read_claims(w, float(plain.us_per_call), show=False)
     all_consistent(c)

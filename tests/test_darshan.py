@@ -9,7 +9,8 @@ import pytest
 
 from iolab import ParseError, recordings
 from iolab.labs import darshan as lab
-from iolab.tools import darshan, strace
+from iolab.labs.syscalls import expected_reads
+from iolab.tools import darshan
 
 RUNTIME = darshan.find_runtime(refresh=True)
 needs_runtime = pytest.mark.skipif(RUNTIME is None, reason="no Darshan runtime here (libdarshan.so: module load "
@@ -169,7 +170,7 @@ def test_live_read_loop_under_darshan(ws):
     data = ws.make_file("data.bin", 100_000)
     p = lab.profile_read_loop(data, 4096, recording_name="readloop-4k-16mib", ws=ws, quiet=True)
     assert p.live
-    assert darshan.counter(p.log, "POSIX_READS", file=str(data)) == strace.expected_reads(100_000, 4096)
+    assert darshan.counter(p.log, "POSIX_READS", file=str(data)) == expected_reads(100_000, 4096)
     assert darshan.counter(p.log, "POSIX_BYTES_READ", file=str(data)) == 100_000
 
 
@@ -182,7 +183,7 @@ def test_live_strace_and_darshan_count_the_same_reads(ws):
     assert p.live
     t = lab.side_by_side(p)
     s, d = t["strace (-e trace=read -P FILE)"], t["Darshan (POSIX module)"]
-    assert s["read calls"] == d["read calls"] == strace.expected_reads(2**20, 4096)
+    assert s["read calls"] == d["read calls"] == expected_reads(2**20, 4096)
     assert s["bytes"] == d["bytes"] == 2**20
     assert all(c.consistent() and c.held for c in lab.explain_side_by_side(p, show=False))
 

@@ -9,7 +9,6 @@ kept beside the real ones.
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import sys
 
@@ -68,30 +67,6 @@ def test_argv_builders_refuse_shell_strings(bad, tmp_path):
 def test_unknown_summary_column(tmp_path):
     with pytest.raises(ValueError, match="unknown summary column"):
         st.count_argv(["p"], output=tmp_path / "x", columns=["calls", "bogus"])
-
-
-def test_read_loop_argv_uses_the_real_interpreter(tmp_path):
-    argv = st.read_loop_argv(tmp_path / "f", 4096)
-    assert argv[0] == sys.executable and argv[-2:] == ["4096", "unbuffered"]
-    with pytest.raises(ValueError):
-        st.read_loop_argv(tmp_path / "f", 0)
-
-
-@pytest.mark.parametrize("n_bytes, read_size, want", [
-    (100_000, 4096, 26), (100_000, 1000, 101), (100_000, 1, 100_001), (100_000, 10 * 2**20, 2),
-    (0, 4096, 1), (10 * 2**20, 2048, 5121), (10 * 2**20, 1, 10_485_761),
-])
-def test_expected_reads(n_bytes, read_size, want):
-    assert st.expected_reads(n_bytes, read_size) == want
-
-
-def test_seed_figures_imply_a_10_mib_file_and_159_startup_reads():
-    # seed 004: 5,280 reads at 2 KiB, 161 at 10 MiB, 10,485,920 at 1 byte, all from one script.
-    # The three differ from ceil(N/n)+1 for N = 10 MiB by the same 159: the interpreter's own reads.
-    n = 10 * 2**20
-    offsets = {5_280 - st.expected_reads(n, 2048), 161 - st.expected_reads(n, n),
-               10_485_920 - st.expected_reads(n, 1)}
-    assert offsets == {159}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -408,7 +383,7 @@ def test_trace_threads_recording_joins_every_pair():
 
 def test_calls_frame_relative_time():
     df = st.calls_frame(st.parse_calls(recordings.load("strace/trace-reads-warm").text))
-    assert df["t"].min() == 0 and (df["syscall"] == "read").sum() == st.expected_reads(16 * 2**20, 65536)
+    assert df["t"].min() == 0 and (df["syscall"] == "read").sum() == 16 * 2**20 // 65536 + 1   # and the read at the end
 
 
 # ------------------------------------------------------------------------------------------------
@@ -430,62 +405,11 @@ def test_strace_missing_raises_toolmissing(monkeypatch, tmp_path):
     assert "apt-get install strace" in str(e.value)
 
 
-def test_count_replays_when_strace_is_missing(monkeypatch, tmp_path, capsys):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    df = st.count([sys.executable, "-c", "0"], recording="strace/sweep-read-4096", cwd=tmp_path, quiet=False)
-    assert df.attrs["mode"] == "replay"
-    assert int(df.loc[df["syscall"] == "read", "calls"].iloc[0]) == st.expected_reads(100_000, 4096)
-    assert "REPLAY" in capsys.readouterr().out
-
-
 @pytest.mark.live
 @needs("strace")
 def test_traced_program_missing(tmp_path):
     with pytest.raises(ToolMissing):
         st.run(st.count_argv([str(tmp_path / "no-such-program")], output=tmp_path / "o"), timeout=30, cwd=tmp_path)
-
-
-@pytest.mark.live
-@needs("strace")
-def test_failing_command_is_a_result_not_a_crash(ws):
-    df = st.count([sys.executable, "-c", "import sys; sys.exit(3)"], cwd=ws.root, timeout=60)
-    assert df.attrs["returncode"] == 3
-    assert df.attrs["total"]["calls"] > 0 and df.attrs["mode"] == "live"
-
-
-# ------------------------------------------------------------------------------------------------
-# live: exact counts on this machine
-# ------------------------------------------------------------------------------------------------
-
-@pytest.mark.live
-@needs("strace")
-@pytest.mark.parametrize("read_size", [4096, 1000, 100_000, 1_048_576])
-def test_live_exact_read_count(ws, read_size):
-    path = ws.make_file("data.bin", 100_000)
-    assert st.count_reads(path, read_size) == st.expected_reads(100_000, read_size)
-
-
-@pytest.mark.live
-@needs("strace")
-def test_live_count_and_trace_agree(ws):
-    path = ws.make_file("data.bin", 65_536)
-    df = st.trace(st.read_loop_argv(path, 8192), syscalls="read", paths=[path], cwd=ws.root, timeout=60)
-    reads = df[df["syscall"] == "read"]
-    assert len(reads) == st.expected_reads(65_536, 8192)
-    assert set(reads["path"]) == {str(path)} and set(reads["size"]) == {8192}
-    assert reads["result"].sum() == 65_536 and (reads["duration"] >= 0).all()
-    assert df.attrs["returncode"] == 0
-    assert not any(p.name.startswith(".strace-") for p in ws.root.iterdir())   # the -o file is removed
-
-
-@pytest.mark.live
-@needs("strace")
-def test_live_forks_are_followed(ws):
-    path = ws.make_file("data.bin", 65_536)
-    df = st.trace(st.forks_demo_argv(path, [4096, 16384]), syscalls="read", paths=[path], cwd=ws.root)
-    per_pid = df[df["syscall"] == "read"].groupby("pid").size().sort_values()
-    assert list(per_pid) == [st.expected_reads(65_536, 16384), st.expected_reads(65_536, 4096)]
-    assert os.path.exists(path)
 
 
 # ------------------------------------------------------------------------------------------------

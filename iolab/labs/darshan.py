@@ -49,6 +49,7 @@ from ..errors import ToolFailed, ToolMissing
 from ..explain import Claim
 from ..runner import Run
 from ..tools import darshan, dd, ior, strace
+from .syscalls import READ_LOOP, expected_reads
 from ..units import format_size, parse_size
 
 READ_LOOP_SCRIPT = "read_loop.py"
@@ -132,13 +133,13 @@ def _fresh_log(ws: workspace.Workspace, stem: str) -> Path:
 # --- section 1: a read loop, dd -------------------------------------------------------------------
 
 def read_loop_script(ws: workspace.Workspace | None = None) -> Path:
-    """Lesson 03's read loop (iolab.tools.strace.READ_LOOP) as a script file in the workspace.
+    """Lesson 03's read loop (iolab.labs.syscalls.READ_LOOP) as a script file in the workspace.
 
     Darshan stores the command line in its log; ``python -c`` with a multi-line script puts newlines
     there, and PyDarshan 3.5 then refuses the log. A script file keeps the command line one line."""
     ws = ws or workspace.session()
     path = ws.path(READ_LOOP_SCRIPT)
-    path.write_text(strace.READ_LOOP)
+    path.write_text(READ_LOOP)
     return path
 
 
@@ -230,7 +231,7 @@ def explain_read_loop(profile: Profile, *, show: bool = True) -> list[Claim]:
     size = profile.extra["file_size"]
     reads = darshan.counter(log, "POSIX_READS", file=target)
     got = darshan.counter(log, "POSIX_BYTES_READ", file=target)
-    want = strace.expected_reads(size, n)
+    want = expected_reads(size, n)
     claims = [explain.expect(
         f"Darshan counts ceil(N/n) + 1 = {want:,} reads of the data file ({format_size(size)} read "
         f"{format_size(n)} at a time, plus the read that finds the end)",
@@ -325,7 +326,7 @@ def explain_dd(profile: Profile, *, show: bool = True) -> list[Claim]:
     size, bs = profile.extra["file_size"], profile.extra["bs"]
     reads = darshan.counter(profile.log, "POSIX_READS", file=profile.extra["src"])
     writes = darshan.counter(profile.log, "POSIX_WRITES", file=profile.extra["dst"])
-    want_r, want_w = strace.expected_reads(size, bs), math.ceil(size / bs)
+    want_r, want_w = expected_reads(size, bs), math.ceil(size / bs)
     return [explain.expect(
         f"dd reads the input in ceil(N/bs) + 1 = {want_r:,} reads and writes the copy in ceil(N/bs) = "
         f"{want_w:,} writes of {format_size(bs)}",
@@ -441,7 +442,7 @@ def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 5,
         for q in _logs_dir(ws).glob("overhead-*.darshan"):
             q.unlink(missing_ok=True)
     df = pd.DataFrame(rows, columns=["how", "seconds", "repeat"])
-    df["calls"] = strace.expected_reads(p.stat().st_size, read_size)
+    df["calls"] = expected_reads(p.stat().st_size, read_size)
     df["read_size"] = int(read_size)
     df["file_size"] = p.stat().st_size
     return df

@@ -7,21 +7,273 @@ machine says "Cannot tell" when one of them was replayed from a recording made e
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import platform
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from .. import explain, pagecache, recordings
+from .. import explain, pagecache, recordings, runner, workspace
 from ..explain import Claim
+from ..runner import Run
 from ..tools import strace
 from ..units import format_size
 
 MEMORY_FS = pagecache._MEMORY_FS
 STAT_LIKE = ("stat", "lstat", "fstat", "newfstatat", "statx", "fstatat64", "stat64", "lstat64", "fstat64")
+
+
+# --- strace around a command, live or replayed: an Outcome whose frame is strace's table ----------
+
+def _strace_outcome(make_argv: Callable[[Path], list[str]], parse: Callable[[str], pd.DataFrame], *,
+                    recording: str | None, cwd: str | os.PathLike[str] | None, timeout: float, quiet: bool,
+                    suffix: str) -> recordings.Outcome:
+    """Run strace live in ``cwd`` (the session workspace by default), or replay ``recording`` when
+    strace is missing here or IOLAB_MODE=replay; ``.data`` and ``.frame`` are ``parse(text)``, the
+    frame's ``attrs`` say what ran (mode, provenance, argv, returncode, seconds, strace_version)."""
+    argv = make_argv(Path("FILE"))              # checks the command before anything runs
+    d = Path(cwd) if cwd is not None else workspace.session().root
+    out = d / f".strace-{os.getpid()}-{suffix}.txt"
+
+    def live() -> Run:
+        try:
+            return strace.run(make_argv(out), timeout=timeout, cwd=d)
+        finally:
+            out.unlink(missing_ok=True)
+
+    if recording is None:
+        r = live()
+        o = recordings.Outcome("live", r.stdout, f"LIVE run here: {' '.join(r.argv[:10])}", run=r,
+                               data=parse(r.stdout))
+    else:
+        o = recordings.live_or_recorded(live, recording, requires=(strace.TOOL,), parse=parse, quiet=quiet)
+    r = o.run
+    o.frame = o.data
+    o.frame.attrs.update({"mode": o.mode, "provenance": o.provenance, "argv": argv,
+                          "returncode": r.returncode if r is not None else None,
+                          "seconds": r.seconds if r is not None else None,
+                          "strace_version": r.tool_version if r is not None else None})
+    return o
+
+
+def count(cmd: Sequence[str | os.PathLike[str]], *, follow: bool = True, wall: bool = False,
+          syscalls: str | Sequence[str] | None = None, paths: Sequence[str | os.PathLike[str]] = (),
+          columns: Sequence[str] | None = None, sort: str | None = None,
+          cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
+          recording: str | None = None, quiet: bool = True) -> recordings.Outcome:
+    """Run ``cmd`` under ``strace -c`` (in the session workspace): an Outcome whose ``.frame`` is the
+    table, one row per syscall (``strace.SUMMARY_KEYS``); ``frame.attrs``: ``total`` (the total row),
+    ``returncode`` (the command's exit status: a failing command is a result), ``seconds`` (elapsed,
+    strace included), ``mode`` ("live"/"replay"), ``provenance``, ``argv``, ``strace_version``.
+    With ``recording="strace/name"`` the recorded output is replayed through the same parser when
+    strace is missing here or IOLAB_MODE=replay.
+    """
+    def make(out: Path) -> list[str]:
+        return strace.count_argv(cmd, output=out, follow=follow, wall=wall, syscalls=syscalls, paths=paths,
+                                 columns=columns, sort=sort)
+
+    return _strace_outcome(make, lambda text: strace.summary_frame(strace.parse_summary(text)), recording=recording,
+                           cwd=cwd, timeout=timeout, quiet=quiet, suffix="count")
+
+
+def trace(cmd: Sequence[str | os.PathLike[str]], *, syscalls: str | Sequence[str] | None = None,
+          follow: bool = True, paths: Sequence[str | os.PathLike[str]] = (), strsize: int = 32,
+          cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
+          recording: str | None = None, quiet: bool = True, events: bool = True) -> recordings.Outcome:
+    """Run ``cmd`` under ``strace -f -tt -T -y``: an Outcome whose ``.frame`` has one row per syscall
+    (``strace.CALL_KEYS`` + ``t``), ``frame.attrs`` as for :func:`count`. Trace a real executable
+    (``sys.executable``), not a ``python3`` found on PATH: that can be a shell shim whose own syscalls
+    strace would record too.
+    """
+    def make(out: Path) -> list[str]:
+        return strace.trace_argv(cmd, output=out, follow=follow, syscalls=syscalls, paths=paths, strsize=strsize)
+
+    def parse(text: str) -> pd.DataFrame:
+        return strace.calls_frame(strace.parse_calls(text.splitlines(), events=events))
+
+    return _strace_outcome(make, parse, recording=recording, cwd=cwd, timeout=timeout, quiet=quiet, suffix="trace")
+
+
+# --- the lesson's workloads: small Python programs, each `sys.executable -c CODE args...` -----------
+# a real interpreter, no shell, nothing written outside the paths given
+
+READ_LOOP = (
+    "import sys\n"
+    "path, n, buffered = sys.argv[1], int(sys.argv[2]), sys.argv[3] == 'buffered'\n"
+    "with open(path, 'rb') if buffered else open(path, 'rb', buffering=0) as f:\n"
+    "    while f.read(n):\n"
+    "        pass\n"
+)
+
+
+def read_loop_argv(path: str | os.PathLike[str], read_size: int, *, buffered: bool = False,
+                   python: str | None = None) -> list[str]:
+    """argv of a Python process that reads ``path`` to the end, ``read_size`` bytes per ``f.read``.
+
+    Unbuffered (``open(path, 'rb', buffering=0)``) each ``f.read(n)`` is one read(2); buffered,
+    Python's BufferedReader asks the kernel for a whole buffer at a time. Uses ``sys.executable``.
+    """
+    if int(read_size) < 1:
+        raise ValueError("the read size must be at least 1 byte")
+    return [python or sys.executable, "-c", READ_LOOP, os.fspath(path), str(int(read_size)),
+            "buffered" if buffered else "unbuffered"]
+
+
+def expected_reads(file_size: int, read_size: int) -> int:
+    """read(2) calls to read a file of ``file_size`` bytes ``read_size`` at a time, unbuffered:
+    ``ceil(file_size / read_size)`` calls that return data, plus one that returns 0 (end of file)."""
+    if read_size < 1 or file_size < 0:
+        raise ValueError("need read_size >= 1 and file_size >= 0")
+    return -(-file_size // read_size) + 1
+
+
+def count_reads(path: str | os.PathLike[str], read_size: int, *, buffered: bool = False,
+                recording: str | None = None, timeout: float = 300, quiet: bool = True) -> int:
+    """Exact number of read(2) calls on ``path`` (``strace -c -e trace=read -P path``) when a Python
+    process reads it to the end ``read_size`` bytes at a time. The -P filter leaves out the reads
+    the interpreter makes of its own files while starting up."""
+    p = Path(path).resolve()
+    df = count(read_loop_argv(p, read_size, buffered=buffered), follow=False, syscalls="read",
+               paths=[p], cwd=p.parent, timeout=timeout, recording=recording, quiet=quiet).frame
+    rows = df[df["syscall"] == "read"]
+    return int(rows["calls"].sum()) if len(rows) else 0
+
+
+THREADS_DEMO = (
+    "import os, signal, sys, threading\n"
+    "path = sys.argv[1]\n"
+    "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
+    "fd = os.open(path, os.O_RDONLY)\n"
+    "def reader(n):\n"
+    "    off = 0\n"
+    "    while os.pread(fd, n, off):\n"
+    "        off += n\n"
+    "ts = [threading.Thread(target=reader, args=(n,)) for n in (4096, 8192)]\n"
+    "for t in ts: t.start()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.pread(fd, 65536, 0)\n"
+    "    os._exit(3)\n"
+    "for t in ts: t.join()\n"
+    "os.waitpid(pid, 0)\n"
+    "os.kill(os.getpid(), signal.SIGUSR1)\n"
+)
+
+
+def threads_demo_argv(path: str | os.PathLike[str], python: str | None = None) -> list[str]:
+    """Two threads pread the file (4 KiB and 8 KiB at a time) while a forked child reads 64 KiB and
+    exits with status 3; then the process sends itself SIGUSR1. Traced with ``-f`` it shows
+    ``<unfinished ...>``/``<... resumed>`` pairs, SIGCHLD, SIGUSR1 and exits."""
+    return [python or sys.executable, "-c", THREADS_DEMO, os.fspath(path)]
+
+
+FORKS_DEMO = (
+    "import subprocess, sys\n"
+    "path, sizes, loop = sys.argv[1], sys.argv[2].split(','), sys.argv[3]\n"
+    "procs = [subprocess.Popen([sys.executable, '-c', loop, path, n, 'unbuffered']) for n in sizes]\n"
+    "sys.exit(max(p.wait() for p in procs))\n"
+)
+
+
+def forks_demo_argv(path: str | os.PathLike[str], read_sizes: Sequence[int], python: str | None = None) -> list[str]:
+    """A parent starts one child process per read size; each reads the same file unbuffered."""
+    return [python or sys.executable, "-c", FORKS_DEMO, os.fspath(path), ",".join(str(int(n)) for n in read_sizes),
+            READ_LOOP]
+
+
+WRITE_FSYNC = (
+    "import os, sys\n"
+    "path, n, block = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+    "buf = os.urandom(block)\n"
+    "fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+    "try:\n"
+    "    for _ in range(n // block):\n"
+    "        os.write(fd, buf)\n"
+    "    os.fsync(fd)\n"
+    "finally:\n"
+    "    os.close(fd)\n"
+    "    os.unlink(path)\n"
+)
+
+
+def write_fsync_argv(path: str | os.PathLike[str], nbytes: int, block: int = 1 << 20,
+                     python: str | None = None) -> list[str]:
+    """A Python process that writes ``nbytes`` to ``path`` in ``block``-byte write() calls, calls fsync()
+    once, closes and removes the file: write() copies into the page cache (CPU work), fsync() waits
+    for the device."""
+    if int(block) < 1 or int(nbytes) < int(block):
+        raise ValueError("need nbytes >= block >= 1")
+    return [python or sys.executable, "-c", WRITE_FSYNC, os.fspath(path), str(int(nbytes)), str(int(block))]
+
+
+WALK_DEMO = (
+    "import os, sys\n"
+    "n = 0\n"
+    "for d, dirs, files in os.walk(sys.argv[1]):\n"
+    "    for f in files:\n"
+    "        os.stat(os.path.join(d, f))\n"
+    "        n += 1\n"
+    "print(n)\n"
+)
+
+
+def walk_argv(root: str | os.PathLike[str], python: str | None = None) -> list[str]:
+    """Walk a directory tree and stat every file (what ``find``/``ls -l``/a Python glob does)."""
+    return [python or sys.executable, "-c", WALK_DEMO, os.fspath(root)]
+
+
+def import_argv(module: str, python: str | None = None) -> list[str]:
+    """Start Python and import ``module``: the search through sys.path is a metadata storm."""
+    if not re.fullmatch(r"[A-Za-z_][\w.]*", module):
+        raise ValueError(f"not a module name: {module!r}")
+    return [python or sys.executable, "-c", f"import {module}"]
+
+
+def make_tree(root: str | os.PathLike[str], dirs: int = 10, files_per_dir: int = 50) -> int:
+    """Create ``dirs`` directories of ``files_per_dir`` empty files under ``root``; returns the file count."""
+    r = Path(root)
+    for i in range(dirs):
+        d = r / f"d{i:03d}"
+        d.mkdir(parents=True, exist_ok=True)
+        for j in range(files_per_dir):
+            (d / f"f{j:04d}.dat").touch()
+    return dirs * files_per_dir
+
+
+def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 3, timeout: float = 120):
+    """Elapsed seconds of one unbuffered read loop over ``path``: plain, under ``strace -c`` and under a
+    full ``-f -tt -T -y`` trace to a file. Returns a DataFrame (how, seconds, calls, repeat)."""
+    p = Path(path).resolve()
+    cmd = read_loop_argv(p, read_size)
+    out = p.parent / f".strace-{os.getpid()}-overhead.txt"
+    rows = []
+    try:
+        for i in range(repeat):
+            r = runner.run(cmd, timeout=timeout)
+            rows.append(("plain", r.seconds, i))
+            r = strace.run(strace.count_argv(cmd, output=out, follow=False), timeout=timeout, cwd=p.parent)
+            rows.append(("strace -c", r.seconds, i))
+            r = strace.run(strace.trace_argv(cmd, output=out, follow=False), timeout=timeout, cwd=p.parent)
+            rows.append(("strace -tt -T -y (full trace)", r.seconds, i))
+    finally:
+        out.unlink(missing_ok=True)
+    df = pd.DataFrame(rows, columns=["how", "seconds", "repeat"])
+    df["read_size"] = int(read_size)
+    df["file_size"] = p.stat().st_size
+    return df
+
+
+def measure_overhead(path: str | os.PathLike[str], read_size: int, *, recording: str, repeat: int = 3,
+                     timeout: float = 120, quiet: bool = False) -> recordings.Outcome:
+    """:func:`overhead` live (strace here), or its recording (the same frame as CSV): an Outcome whose
+    ``.frame`` (and ``.data``) is the timings."""
+    return recordings.live_or_recorded(
+        lambda: overhead(path, read_size, repeat=repeat, timeout=timeout).to_csv(index=False), recording,
+        requires=(strace.TOOL,), parse=lambda text: pd.read_csv(io.StringIO(text)), quiet=quiet)
 
 
 def _seconds(df: pd.DataFrame, syscall: str) -> float | None:
@@ -49,7 +301,7 @@ def count_claims(counts: Mapping[int, int], file_size: int, guesses: Mapping[int
                 continue
             verdict = "exactly right" if g == counts[n] else f"off by {g - counts[n]:+,}"
             print(f"your guess for {format_size(n)}: {g:,} -> {verdict}")
-    exact = all(strace.expected_reads(file_size, n) == c for n, c in counts.items())
+    exact = all(expected_reads(file_size, n) == c for n, c in counts.items())
     return [explain.expect(
         "every count is ceil(N / n) + 1, exactly",
         explain.fact("all counts as the formula says", exact),
@@ -68,7 +320,7 @@ def seed004_counts() -> pd.DataFrame:
 
 def startup_claims(ours: Mapping[int, int], file_size: int, *, show: bool = True) -> tuple[dict[int, int], list[Claim]]:
     """The reads beyond ceil(N/n) + 1 in an unfiltered strace -c: the same at every read size?"""
-    extra = {n: c - strace.expected_reads(file_size, n) for n, c in ours.items()}
+    extra = {n: c - expected_reads(file_size, n) for n, c in ours.items()}
     a, b = list(extra)[:2]
     claims = [explain.expect(
         "the reads beyond the formula are the same at every read size: a constant, the interpreter's own "
@@ -84,7 +336,7 @@ def startup_claims(ours: Mapping[int, int], file_size: int, *, show: bool = True
 def seed_startup(file_size: int) -> dict[int, int]:
     """Seed 004's read calls minus ceil(N/n) + 1 for a file of ``file_size`` bytes, per read size."""
     pub = seed004_counts()
-    return {int(r.read_size): int(r.calls) - strace.expected_reads(int(file_size), int(r.read_size))
+    return {int(r.read_size): int(r.calls) - expected_reads(int(file_size), int(r.read_size))
             for r in pub.itertuples()}
 
 
@@ -95,7 +347,7 @@ def buffered_claims(buffered: Mapping[int, int], file_size: int, blksize: int, *
     """Python's BufferedReader: 1-byte f.read calls become ceil(N / buffer) + 1 read(2) calls."""
     claims = []
     if 1 in buffered:
-        want = strace.expected_reads(file_size, blksize)
+        want = expected_reads(file_size, blksize)
         claims.append(explain.expect(
             f"for 1-byte f.read calls, the buffered reader asks the kernel for st_blksize = {blksize:,} bytes at "
             f"a time: {want:,} read(2) calls",
@@ -107,7 +359,7 @@ def buffered_claims(buffered: Mapping[int, int], file_size: int, blksize: int, *
                  "this Python sizes its buffer differently (newer versions use at least 128 KiB, or the larger "
                  "of that and st_blksize)."), show=show))
     for n, got in buffered.items():
-        plain = strace.expected_reads(file_size, n)
+        plain = expected_reads(file_size, n)
         if n >= blksize and got != plain:
             print(f"at {format_size(n)} per f.read, the buffered reader made {got - plain:+,} read(2) call(s) "
                   f"beyond the unbuffered {plain:,}: after a short read it asks once more to fill the request, "
@@ -165,17 +417,22 @@ def cpu_accounting() -> str | None:
     return None
 
 
-def write_fsync(ws, *, nbytes: int = 64 << 20, recording_prefix: str = "write-fsync-64m-tmp"
-                ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+CLOCKS = ("system time (-c)", "wall time (-c -w)")
+
+
+def write_fsync(ws, *, nbytes: int = 64 << 20, recording_prefix: str = "write-fsync-64m-tmp") -> recordings.Outcome:
     """The write + fsync program under ``strace -c`` and ``strace -c -w`` (two runs), only the write
-    and fsync rows. Returns (system-time frame, wall-time frame, fstype of where it ran or was recorded)."""
-    cmd = strace.write_fsync_argv(ws.root / "written.bin", nbytes)
+    and fsync rows: one Outcome of the two (``.parts``: system time, wall time), its ``.frame`` both
+    tables with a ``clock`` column (:data:`CLOCKS`), ``.extra["fstype"]`` the filesystem where it ran
+    or was recorded."""
+    cmd = write_fsync_argv(ws.root / "written.bin", nbytes)
     ws.reserve(nbytes)
-    cpu = strace.count(cmd, syscalls=["write", "fsync"], cwd=ws.root,
-                       recording=f"strace/count-{recording_prefix}", quiet=False)
-    wall = strace.count(cmd, syscalls=["write", "fsync"], wall=True, cwd=ws.root,
-                        recording=f"strace/count-wall-{recording_prefix}")
-    return cpu, wall, where_it_ran(cpu, f"strace/count-{recording_prefix}", ws.root)
+    cpu = count(cmd, syscalls=["write", "fsync"], cwd=ws.root, recording=f"strace/count-{recording_prefix}",
+                quiet=False)
+    wall = count(cmd, syscalls=["write", "fsync"], wall=True, cwd=ws.root,
+                 recording=f"strace/count-wall-{recording_prefix}")
+    both = pd.concat([cpu.frame.assign(clock=CLOCKS[0]), wall.frame.assign(clock=CLOCKS[1])])
+    return recordings.combine([cpu, wall], both, extra={"fstype": where_it_ran(cpu, ws.root)})
 
 
 def clocks_claims(cpu: pd.DataFrame, wall: pd.DataFrame, *, fstype: str = "", show: bool = True) -> list[Claim]:
@@ -257,7 +514,7 @@ def forks_claims(forks: pd.DataFrame, file_size: int, read_sizes: Sequence[int],
     """strace -f: one child per read size, each with ceil(N/n) + 1 reads of the file."""
     reads = forks[forks["syscall"] == "read"]
     per_pid = reads.groupby("pid").agg(calls=("size", "size"), read_size=("size", "max"))
-    want = {int(n): strace.expected_reads(file_size, int(n)) for n in read_sizes}
+    want = {int(n): expected_reads(file_size, int(n)) for n in read_sizes}
     got = {int(r.read_size): int(r.calls) for r in per_pid.itertuples()}
     return [explain.expect(
         "strace -f followed every child: each made ceil(N/n) + 1 reads with its own read size",
@@ -303,8 +560,8 @@ def fstype_of(path: str | os.PathLike[str]) -> str:
     return pagecache._fstype(Path(path))
 
 
-def where_it_ran(df: pd.DataFrame, recording: str, path: str | os.PathLike[str]) -> str:
-    """The filesystem type behind a strace frame: ``path``'s when it ran live, the recording's when replayed."""
-    if _mode(df) == "live":
+def where_it_ran(out: recordings.Outcome, path: str | os.PathLike[str]) -> str:
+    """The filesystem type behind an outcome: ``path``'s when it ran live, its recording's when replayed."""
+    if out.mode == "live" or out.recording is None:
         return fstype_of(path)
-    return recordings.load(recording).meta.get("filesystem", {}).get("fstype", "")
+    return out.recording.meta.get("filesystem", {}).get("fstype", "")
