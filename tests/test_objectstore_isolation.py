@@ -15,6 +15,7 @@ loopback ports, and docs/jupyterhub.md says what that means).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -284,37 +285,33 @@ def test_another_user_reaches_none_of_the_lesson_06_servers(tmp_path, other_user
         pytest.skip(f"no user+network namespace for the owner here ({problem}): lesson 06 falls back to open "
                     "loopback ports")
     started = len(_proc.STARTED)
-    with workspace.Workspace(budget="1GiB", base=tmp_path) as ws, lab.remote_store("s3", ws=ws) as st:
+    clients = mounts.clients_here()
+    with workspace.Workspace(budget="1GiB", base=tmp_path) as ws, contextlib.ExitStack() as stack:
+        st = stack.enter_context(lab.remote_store("s3", ws=ws))
         keys = lab.put_files(st, "data", n=2, size="2MiB")
         want = st.direct.filesystem().cat(f"{st.bucket}/{keys[0]}")
-        with_gcs = _fake_gcs_here()
-        gcs = lab.remote_store("gcs", ws=ws) if with_gcs else None
-        g = gcs.__enter__() if gcs else None
-        try:
-            if g is not None:
-                lab.put_files(g, "data", n=1, size="64KiB")
-            mount = mounts.s3fs_fuse(st.remote, st.bucket, ws=ws) if mounts.clients_here().get("s3fs") else None
-            m = mount.__enter__() if mount else None
-            try:
-                if m is not None:
-                    assert (m.path / keys[0]).read_bytes() == want
-                pids = [s.pid for s in _proc.STARTED[started:] if s.alive()]
-                socks = listening_sockets(pids)
-                # the enumeration sees the ports the clients use (else it proves nothing)
-                seen = {s["port"] for s in socks if s["kind"] != "unix" and s["host_netns"]}
-                used = {st.direct.port, st.remote.port} | ({g.direct.port, g.remote.port} if g else set())
-                assert used <= seen, (used, socks)
-                problems = check_unreachable(uid, gid, socks)
-                # the owner still has all of it
-                lost = _owner_lost(m, keys, want, st, g)
-                assert problems == [], "the other user reached the owner's servers:\n" + "\n".join(problems + lost)
-                assert lost == []
-            finally:
-                if mount:
-                    mount.__exit__(None, None, None)
-        finally:
-            if gcs:
-                gcs.__exit__(None, None, None)
+        g = stack.enter_context(lab.remote_store("gcs", ws=ws)) if _fake_gcs_here() else None
+        if g is not None:
+            lab.put_files(g, "data", n=1, size="64KiB")
+        # every FUSE client of the lesson that is here: a client may listen too (a metrics or rc port)
+        m = stack.enter_context(mounts.s3fs_fuse(st.remote, st.bucket, ws=ws)) if clients.get("s3fs") else None
+        if clients.get("rclone"):
+            stack.enter_context(mounts.rclone(st.remote, st.bucket, ws=ws))
+        if g is not None and clients.get("gcsfuse"):
+            stack.enter_context(mounts.gcsfuse(g.remote, g.bucket, ws=ws))
+        if m is not None:
+            assert (m.path / keys[0]).read_bytes() == want
+        pids = [s.pid for s in _proc.STARTED[started:] if s.alive()]
+        socks = listening_sockets(pids)
+        # the enumeration sees the ports the clients use (else it proves nothing)
+        seen = {s["port"] for s in socks if s["kind"] != "unix" and s["host_netns"]}
+        used = {st.direct.port, st.remote.port} | ({g.direct.port, g.remote.port} if g else set())
+        assert used <= seen, (used, socks)
+        problems = check_unreachable(uid, gid, socks)
+        # the owner still has all of it
+        lost = _owner_lost(m, keys, want, st, g)
+        assert problems == [], "the other user reached the owner's servers:\n" + "\n".join(problems + lost)
+        assert lost == []
 
 
 OWNER = r"""
