@@ -16,6 +16,7 @@ import pytest
 
 from iolab import ParseError, ToolMissing, recordings
 from iolab.tools import strace as st
+from iolab.tools import strace_calls as stc
 from conftest import needs
 
 # ------------------------------------------------------------------------------------------------
@@ -176,11 +177,11 @@ def test_fast_path_equals_general_path_on_every_recording(ref, chunk, block, mem
     # the fast path (runs of lines through one pattern) against the general one (line by line), on the
     # whole text, a list of lines, an open file (read in blocks): same records, value types, key order,
     # errors; also with memos of two entries, cleared all the time
-    monkeypatch.setattr(st, "_CHUNK", chunk)
-    monkeypatch.setattr(st, "_BLOCK", block)
+    monkeypatch.setattr(stc, "_CHUNK", chunk)
+    monkeypatch.setattr(stc, "_BLOCK", block)
     if memo:
-        monkeypatch.setattr(st, "_MEMO_SIZE", memo)
-        monkeypatch.setattr(st, "_TAIL_MEMO_SIZE", memo)
+        monkeypatch.setattr(stc, "_MEMO_SIZE", memo)
+        monkeypatch.setattr(stc, "_TAIL_MEMO_SIZE", memo)
     text = recordings.load(ref).text
     want = _outcome(text, _fast=False)
     assert want == _outcome(text.splitlines(keepends=True), _fast=False)
@@ -237,8 +238,8 @@ ODD_LINES = [
 
 @pytest.mark.parametrize("seed", range(4))
 def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch):
-    monkeypatch.setattr(st, "_CHUNK", 5)
-    monkeypatch.setattr(st, "_BLOCK", 64)
+    monkeypatch.setattr(stc, "_CHUNK", 5)
+    monkeypatch.setattr(stc, "_BLOCK", 64)
     rnd = random.Random(seed)
     for case in range(60):
         lines = [rnd.choice(ODD_LINES) for _ in range(rnd.randint(1, 30))]
@@ -267,7 +268,7 @@ def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch)
 @pytest.mark.parametrize("ends", [[b"\n"], [b"\r\n"], [b"\n", b"\r", b"\n", b"\r\n"]])
 def test_fast_path_reads_files_as_they_iterate(newline, ends, tmp_path, monkeypatch):
     # a file is read in blocks only where its lines end at "\n": every newline= mode, mixed endings
-    monkeypatch.setattr(st, "_BLOCK", 64)
+    monkeypatch.setattr(stc, "_BLOCK", 64)
     rnd = random.Random(0)
     lines = [rnd.choice(ODD_LINES[:22]) for _ in range(200)]
     path = tmp_path / "trace.txt"

@@ -19,48 +19,25 @@ time); ``-C`` (the table after the trace); ``-U`` custom columns (``shortest``, 
 any order, ``syscall`` first or last) and per-personality tables
 (``System call usage summary for 32 bit mode:``).
 
-How :func:`parse_calls` keeps up (500,000 lines/s asked, benchmarks/bench_strace_parse.py) and stays
-exact: two paths that give the same records, errors and line numbers (tests/test_strace.py compares
-them on every recording and on odd lines).
-
-* The general path (:func:`_general`; ``parse_calls(..., _fast=False)`` uses it alone) reads one
-  line at a time: every layout strace writes, every check. It is the reference.
-* The fast path (:func:`_fast_calls`) takes the input in runs of whole lines, one text each: a text
-  file in ``read()`` blocks of ``_BLOCK`` characters (where its lines end at "\\n", as it would
-  iterate them), any other iterable ``_CHUNK`` lines at a time, joined. One compiled pattern
-  (``_FAST_RE.findall``, or ``_FAST_NOPID_RE`` for a trace without pids) cuts every line of a run
-  into its fields in C: pid and hh:mm, seconds, the call's name with its first argument, the
-  arguments, what follows " = ". Per line, Python then does
-  a few dict look-ups: bounded memos turn ``"2603  02:32:"`` into (pid, seconds), ``"read(3</f>, "``
-  into a record template (syscall, fd, path) and ``"4096 <0.000012>"`` into (result, errno,
-  duration); a record is a copy of its template with pid, time, args, size, result, errno and
-  duration set. Complete calls, ``<unfinished ...>``/``<... resumed>`` pairs, exits and signals of
-  ``-f -tt [-T] [-y]`` traces go this way; a line of any other shape, or one a memo will not vouch
-  for, goes to the general path, in its place. Values come from the same functions as there
-  (``_result``, ``_details``, ``_FD_RE``, ``float``), so they are equal and of the same types.
-* Memory stays flat: one run, the memos (``_MEMO_SIZE`` entries, ``_TAIL_MEMO_SIZE`` for what
-  follows " = ") and the calls waiting for their resumed line are all that is kept. The price:
-  records come out a run at a time, so a reader of a live pipe may wait for the rest of a run
-  (``_CHUNK`` lines, ``_BLOCK`` characters) before it sees a record.
+The per-call trace parser (:func:`parse_calls`, :func:`calls_frame`) is in
+:mod:`iolab.tools.strace_calls`; it is used from here under the same names.
 """
 from __future__ import annotations
 
 import functools
-import io
 import os
 import re
 import shutil
-import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from itertools import chain, islice
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run, install_hint
 from .. import runner
+from .strace_calls import CALL_KEYS, calls_frame, parse_calls  # noqa: F401  (strace's public names)
+from .strace_calls import PERSONALITY_RE, SUMMARY_TITLES, summary_header
 
 TOOL = "strace"
 
@@ -261,27 +238,9 @@ def run(argv: Sequence[str], *, timeout: float = 120, cwd: str | os.PathLike[str
 # parse_summary: the -c / -C table
 # ------------------------------------------------------------------------------------------------
 
-# header title -> (row key, converter)
-_TITLES: dict[str, tuple[str, Any]] = {
-    "% time": ("percent_time", float),
-    "seconds": ("seconds", float),
-    "usecs/call": ("usecs_per_call", int),
-    "calls": ("calls", int),
-    "errors": ("errors", int),
-    "syscall": ("syscall", str),
-    "shortest": ("min_seconds", float),
-    "longest": ("max_seconds", float),
-    # later strace versions can show wall-clock columns next to the CPU ones
-    "wall-total": ("wall_seconds", float),
-    "wall-avg": ("wall_usecs_per_call", int),
-    "wall-min": ("wall_min_seconds", float),
-    "wall-max": ("wall_max_seconds", float),
-}
 SUMMARY_KEYS = ("syscall", "calls", "errors", "seconds", "usecs_per_call", "percent_time",
                 "min_seconds", "max_seconds")
-_TITLE_RE = re.compile(r"% time|[a-z/-]+")
 _DASHES_RE = re.compile(r"^-+( +-+)*\s*$")
-_PERSONALITY_RE = re.compile(r"^System call usage summary for (.+?) mode:\s*$")
 
 
 class Summary(list):
@@ -295,13 +254,6 @@ class Summary(list):
     total: dict[str, Any]
     columns: list[str]
     personalities: dict[str, "Summary"]
-
-
-def _header_titles(line: str) -> list[str] | None:
-    titles = _TITLE_RE.findall(line)
-    if "syscall" in titles and all(t in _TITLES for t in titles) and len(titles) >= 2:
-        return titles
-    return None
 
 
 def _spans(dashes: str) -> list[tuple[int, int]]:
@@ -333,7 +285,7 @@ def _row(cells: dict[str, str], line_no: int, line: str) -> dict[str, Any]:
     row: dict[str, Any] = {k: None for k in SUMMARY_KEYS}
     extra: dict[str, Any] = {}
     for title, text in cells.items():
-        key, conv = _TITLES[title]
+        key, conv = SUMMARY_TITLES[title]
         try:
             value = conv(text)
         except ValueError:
@@ -386,12 +338,12 @@ def parse_summary(text: str) -> Summary:
     i = 0
     while i < len(lines):
         line = lines[i]
-        pm = _PERSONALITY_RE.match(line)
+        pm = PERSONALITY_RE.match(line)
         if pm:
             personality = pm.group(1)
             i += 1
             continue
-        titles = _header_titles(line) if "syscall" in line else None
+        titles = summary_header(line) if "syscall" in line else None
         if titles is None:
             i += 1
             continue
@@ -444,609 +396,6 @@ def summary_total(text: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------
-# parse_calls: the per-call trace (-f -tt -T -y)
-# ------------------------------------------------------------------------------------------------
-
-CALL_KEYS = ("pid", "time", "syscall", "args", "fd", "path", "size", "result", "errno", "duration",
-             "event", "signal")
-
-# position of the byte-count argument of read/write-like calls (0-based)
-_SIZE_ARG = {
-    "read": 2, "write": 2, "pread64": 2, "pwrite64": 2, "recvfrom": 2, "sendto": 2,
-    "sendfile": 3, "sendfile64": 3, "splice": 4, "copy_file_range": 5, "getdents64": 2, "getdents": 2,
-}
-_VECTOR = frozenset({"readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2"})
-# calls whose first argument is a file descriptor even without -y
-_FD_FIRST = frozenset({
-    "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
-    "close", "fstat", "newfstat", "lseek", "_llseek", "fsync", "fdatasync", "ioctl", "fcntl", "getdents",
-    "getdents64", "ftruncate", "fadvise64", "posix_fadvise", "readahead", "sync_file_range", "fallocate",
-    "flock", "fchmod", "fchown", "fstatfs", "sendfile", "sendfile64", "recvfrom", "sendto", "recvmsg",
-    "sendmsg", "dup", "dup2", "dup3",
-})
-# calls whose path is their first string argument
-_PATH_CALLS = frozenset({
-    "open", "openat", "openat2", "creat", "stat", "lstat", "newfstatat", "statx", "fstatat64", "stat64",
-    "lstat64", "access", "faccessat", "faccessat2", "execve", "execveat", "readlink", "readlinkat",
-    "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "chdir", "truncate", "chmod", "fchmodat",
-    "chown", "lchown", "fchownat", "statfs", "getxattr", "lgetxattr", "listxattr", "llistxattr",
-    "utimensat", "mknod", "mknodat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
-    "symlinkat", "inotify_add_watch",
-})
-_FD_RE = re.compile(r"(-?\d+)(?:<(.*?)>)?(?:, |$)")
-_STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_IOV_RE = re.compile(r"iov_len=(\d+)")
-_PREFIX_RE = re.compile(r"(?:\[pid +(\d+)\] |(\d+) +)?(?:\[[0-9a-f]{8,16}\] )?(?: *(\d[\d:.]*) )?")
-# (.*) ---$ splits where (.*?) ---$ does (the end of the line is the only place for " ---"), in one step
-_EXIT_RE = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (SIG\w+)(?: \(core dumped\))?|(.*)) \+\+\+$")
-_SIGNAL_RE = re.compile(r"--- (?:(SIG\w+|\d+) (.*)|stopped by (SIG\w+)) ---$")
-_RESUMED_RE = re.compile(r"<\.\.\. ([\w?]+) resumed> ?(.*)$")
-_UNFINISHED = " <unfinished ...>"
-_IGNORABLE = ("strace: ", " > ", " | ", "[ Process PID=", "????")
-
-
-_STAMP_RE = re.compile(r"(\d+):(\d\d):(\d\d(?:\.\d+)?)|\d+(?:\.\d+)?")
-
-
-def _time(t: str | None, line_no: int | None = None, line: str | None = None) -> float | None:
-    """``12:34:56.789012`` (-t, -tt) or ``1700000000.123456`` (-ttt, -r) -> seconds."""
-    if t is None:
-        return None
-    m = _STAMP_RE.fullmatch(t)
-    if m is None:
-        raise ParseError(f"cannot read the time stamp {t!r}", line_no, line)
-    if m.group(1) is not None:
-        return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
-    return float(t)
-
-
-def _result(tail: str, line_no: int, line: str) -> tuple[int | None, str | None, float | None]:
-    """`` 4096 <0.000012>`` / ``-1 ENOENT (No such file...) <0.000003>`` -> (result, errno, duration)."""
-    duration = None
-    tail = tail.rstrip()
-    if tail.endswith(">"):
-        lt = tail.rfind(" <")
-        if lt >= 0:
-            inner = tail[lt + 2:-1]
-            if inner == "unavailable":
-                tail = tail[:lt]
-            else:
-                try:
-                    duration = float(inner)
-                    tail = tail[:lt]
-                except ValueError:
-                    pass  # "3</path>" with no -T
-    sp = tail.find(" ")
-    tok, rest = (tail, "") if sp < 0 else (tail[:sp], tail[sp + 1:])
-    lt = tok.find("<")
-    if lt > 0:
-        tok = tok[:lt]
-    errno = None
-    if tok == "?":
-        result = None
-    else:
-        try:
-            result = int(tok, 16) if tok.startswith("0x") else int(tok)
-        except ValueError:
-            raise ParseError(f"cannot read the return value {tok!r}", line_no, line) from None
-    if rest and (result is None or result < 0) and rest[0].isupper():
-        errno = rest.split(" ", 1)[0]
-    return result, errno, duration
-
-
-def _details(name: str, args: str) -> tuple[int | None, str | None, int | None]:
-    fd = path = size = None
-    if args and (args[0].isdigit() or args[0] == "-"):
-        m = _FD_RE.match(args)
-        if m and (m.group(2) is not None or name in _FD_FIRST):
-            fd = int(m.group(1))
-            path = m.group(2)
-    if name in _PATH_CALLS:
-        m = _STR_RE.search(args)
-        if m:
-            path = m.group(1)
-    k = _SIZE_ARG.get(name)
-    if k is not None:
-        parts = args.rsplit(", ", k)  # the byte count and what follows are plain numbers
-        # read(fd, buf, count): count is the last argument; pread64(fd, buf, count, offset): 2nd last
-        n_after = {"pread64": 1, "pwrite64": 1, "recvfrom": 3, "sendto": 3, "splice": 1,
-                   "copy_file_range": 1}.get(name, 0)
-        idx = len(parts) - 1 - n_after
-        if 0 <= idx < len(parts):
-            try:
-                size = int(parts[idx])
-            except ValueError:
-                size = None
-    elif name in _VECTOR:
-        lens = _IOV_RE.findall(args)
-        if lens:
-            size = sum(map(int, lens))
-    return fd, path, size
-
-
-def _call(pid, t, name, args, tail, line_no, line) -> dict[str, Any]:
-    result, errno, duration = _result(tail, line_no, line)
-    fd, path, size = _details(name, args)
-    return {"pid": pid, "time": t, "syscall": name, "args": args, "fd": fd, "path": path, "size": size,
-            "result": result, "errno": errno, "duration": duration, "event": None, "signal": None}
-
-
-def _event(pid, t, event, *, result=None, signal=None, args="") -> dict[str, Any]:
-    return {"pid": pid, "time": t, "syscall": None, "args": args, "fd": None, "path": None, "size": None,
-            "result": result, "errno": None, "duration": None, "event": event, "signal": signal}
-
-
-class _State:
-    """What :func:`parse_calls` carries from one line to the next."""
-
-    __slots__ = ("events", "pending", "in_summary")
-
-    def __init__(self, events: bool):
-        self.events = events
-        # pid -> (start time, name, arguments so far, what the fast path knows of the call or None)
-        self.pending: dict[Any, tuple[float | None, str, str, Any]] = {}
-        self.in_summary = False  # inside the -C table after the trace: skipped up to its total row
-
-
-def _exit_or_signal(state: _State, pid, t, rest: str) -> list[dict[str, Any]] | None:
-    """``+++ exited with 0 +++`` / ``--- SIGCHLD {...} ---`` (``rest``: the line after pid and time)
-    -> its events; None when ``rest`` is not one (the caller says so)."""
-    if rest[0] == "+":
-        em = _EXIT_RE.match(rest)
-        if em is None:
-            return None
-        held = state.pending.pop(pid, None)
-        if not state.events:
-            return []
-        out = [] if held is None else [_event(pid, held[0], "unfinished", args=held[2])]
-        if em.group(1) is not None:
-            out.append(_event(pid, t, "exit", result=int(em.group(1))))
-        elif em.group(2) is not None:
-            out.append(_event(pid, t, "killed", signal=em.group(2)))
-        else:
-            out.append(_event(pid, t, "other", args=em.group(3)))
-        return out
-    sm = _SIGNAL_RE.match(rest)
-    if sm is None:
-        return None
-    if not state.events:
-        return []
-    if sm.group(3):
-        return [_event(pid, t, "stopped", signal=sm.group(3))]
-    return [_event(pid, t, "signal", signal=sm.group(1), args=sm.group(2))]
-
-
-def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]:
-    """The general path: any one line of a trace, every layout, every check (ParseError names the line)."""
-    line = line.rstrip("\n")
-    if not line or line.startswith(_IGNORABLE):
-        return
-    if state.in_summary:
-        tok = line.split()
-        if tok and "total" in (tok[0], tok[-1]):
-            state.in_summary = False
-        return
-    if ("syscall" in line and _header_titles(line)) or _PERSONALITY_RE.match(line):
-        state.in_summary = "syscall" in line
-        return
-    pending, events = state.pending, state.events
-    m = _PREFIX_RE.match(line)
-    p1, p2, ts = m.groups()
-    pid = int(p1 or p2) if (p1 or p2) else None
-    t = _time(ts, line_no, line) if ts else None
-    rest = line[m.end():]
-    c0 = rest[:1]
-    if c0 == "<":
-        rm = _RESUMED_RE.match(rest)
-        if rm is None:
-            raise ParseError("unexpected '<' line in strace trace", line_no, line)
-        name, tail = rm.groups()
-        held = pending.pop(pid, None)
-        if held is not None and held[1] == name:
-            t0, _, head, _ = held
-        else:
-            t0, head = t, ""
-        eq = tail.rfind(" = ")
-        if eq < 0:
-            raise ParseError("a resumed syscall without ' = result'", line_no, line)
-        left = tail[:eq].rstrip()
-        if not left.endswith(")"):
-            raise ParseError("a resumed syscall without its closing parenthesis", line_no, line)
-        head = head.rstrip()
-        args = (head + " " + left[:-1].lstrip()).strip() if head.endswith(",") else head + left[:-1]
-        yield _call(pid, t0, name, args, tail[eq + 3:], line_no, line)
-        return
-    if c0 == "+" or (c0 == "-" and rest.startswith("--- ")):
-        recs = _exit_or_signal(state, pid, t, rest)
-        if recs is None:
-            raise ParseError(f"unexpected '{'+++' if c0 == '+' else '---'}' line in strace trace", line_no, line)
-        yield from recs
-        return
-    paren = rest.find("(")
-    if paren <= 0:
-        raise ParseError("not a strace syscall line", line_no, line)
-    name = rest[:paren]
-    if rest.endswith(_UNFINISHED):
-        if pid in pending and events:
-            old = pending[pid]
-            yield _event(pid, old[0], "unfinished", args=old[2])
-        pending[pid] = (t, name, rest[paren + 1:-len(_UNFINISHED)], None)
-        return
-    eq = rest.rfind(" = ")
-    if eq < 0:
-        if rest.endswith(")") or rest.endswith(") ?"):
-            return  # e.g. a call still running when strace detached
-        raise ParseError("a syscall line without ' = result'", line_no, line)
-    left = rest[:eq].rstrip()
-    if not left.endswith(")"):
-        raise ParseError("a syscall line without its closing parenthesis", line_no, line)
-    yield _call(pid, t, name, left[paren + 1:-1], rest[eq + 3:], line_no, line)
-
-
-# The fast path (see the module docstring). _FAST_RE.findall gives one tuple per line of a run:
-# (pid and hh:mm, ss.ffffff, name( and first argument, name of a resumed call, arguments and ")",
-# what follows " = ", arguments of an unfinished call and " ", "+++ ..."/"--- ..." of an exit or a
-# signal); a line of any other shape matches the last branch, all groups empty.
-# Possessive quantifiers (Python >= 3.11) never give back what they matched: the same matches with
-# less bookkeeping (a tenth of the pattern's time here). Python 3.10 reads the plain ones.
-_P = "+" if sys.version_info >= (3, 11) else ""
-_NAME = rf"[a-z_]\w*{_P}"
-# the call's name, "(" and its first argument up to ", " ([^,] is quicker than [^,\n]: a key that runs
-# into the next line tells _call_of nothing, like "name(" alone)
-_KEY = rf"{_NAME}\((?:[^,]*{_P}, )?"
-_FAST_BODY = (rf"(\d\d\.\d+{_P}) "
-              rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)"
-              rf"(?:(.*\)) += (.*)|(.* )<unfinished \.\.\.>)"
-              rf"|(\+\+\+ .*|--- .*))\n"
-              rf"|.*\n")
-# One pattern per prefix layout ("2603  02:32:" of -f -o FILE, "02:32:" of one process): an
-# alternation of the two costs every line. A run takes the pattern of its first line's layout; a line
-# of the other layout matches neither and goes to the general path.
-_FAST_RE = re.compile(rf"(\d+{_P} +{_P}\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
-_FAST_NOPID_RE = re.compile(rf"(\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
-_CHUNK = 1024            # lines per findall
-_MEMO_SIZE = 4096        # entries per memo, then it starts again; for what follows " = " (a few
-_TAIL_MEMO_SIZE = 16384  # results times some thousand durations) a larger one: about 3 MB at most
-
-
-def _fill(memo: dict, key: str, make, size: int | None = None):
-    """``memo[key] = make(key)`` after a miss; the memo is cleared when full, so memory stays bounded.
-
-    The memos are plain dicts read as ``memo[key]`` with this in ``except KeyError``: Python
-    specialises the subscript of an exact dict (a dict subclass with ``__missing__`` costs a third more
-    per look-up, and the fast path makes four or five of them a line)."""
-    if len(memo) >= (size or _MEMO_SIZE):
-        memo.clear()
-    value = memo[key] = make(key)
-    return value
-
-
-def _prefix_of(pre: str) -> tuple[int | None, int]:
-    """``"2603  02:32:"`` -> (pid, seconds of the minute since midnight)."""
-    pid, _, hm = pre.rpartition(" ")
-    return (int(pid) if pid else None), int(hm[:2]) * 3600 + int(hm[3:5]) * 60
-
-
-def _tail_of(tail: str) -> tuple[int | None, str | None, float | None] | None:
-    """What follows ``" = "`` -> (result, errno, duration); None when the general path must judge."""
-    if " = " in tail or tail.endswith(_UNFINISHED):  # not the line's last " = "; not a complete call
-        return None
-    try:
-        return _result(tail, 0, tail)
-    except ParseError:
-        return None
-
-
-def _int_or_none(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-_SIZE_MODE = {"read": 1, "write": 1, "pread64": 2, "pwrite64": 2}  # see _details for the others
-
-
-def _call_of(key: str) -> tuple[dict[str, Any], int, str] | None:
-    """``"read(3</f>, "`` -> (record template with syscall, fd, path filled, size mode, name).
-
-    Size mode 0: no size; 1: the last argument; 2: the one before it; 3: ask :func:`_details` (also
-    when the key does not settle fd and path). None sends the line to the general path (a name that
-    could be a word of a -C header)."""
-    name, _, first = key.partition("(")
-    if all(t in _TITLES for t in _TITLE_RE.findall(name)):
-        return None
-    fd = path = None
-    # As _details does (_FD_RE on the arguments): "3</f>" gives 3 and "/f", "0x7f.." and "AT_FDCWD" nothing.
-    # Left to _details: no first argument seen ("name("), a key that ran past the arguments (" = ", "\n"),
-    # "<" without ">" at the end ("3</a, b>" goes on after ", "), leading space (a resumed call strips it).
-    first = first[:-2]
-    known = bool(first) and "\n" not in first and " = " not in first and not first[0].isspace() and (
-        "<" not in first or first[-1] == ">")
-    m = _FD_RE.match(first) if known else None
-    if m and (m.group(2) is not None or name in _FD_FIRST):
-        fd, path = int(m.group(1)), m.group(2)
-    mode = _SIZE_MODE.get(name, 3 if name in _SIZE_ARG or name in _VECTOR or name in _PATH_CALLS else 0)
-    if not known:
-        mode = 3
-    template = dict.fromkeys(CALL_KEYS)
-    template.update(syscall=name, fd=fd, path=path)
-    return template, mode, name
-
-
-_LAST = itemgetter(-1)
-_BLOCK = 1 << 17  # characters per read() of a text file
-_UNIVERSAL_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # the lines of a newline="" file
-
-
-def _cut(line_no: int, line: str) -> ParseError:
-    return ParseError("the trace ends inside this line (no newline after it): cut short, or still being written",
-                      line_no, line)
-
-
-def _texts(lines: Iterable[str]) -> Iterator[tuple[str | None, list[str] | None]]:
-    """The input as runs of whole lines: (text, lines), text = the lines, each ending with one "\\n".
-
-    A text file whose lines end at "\\n" is read in blocks (lines None: text's lines are the
-    file's; read() costs a third of iterating the lines); any other iterable goes _CHUNK lines at a
-    time (text has more lines than the run when a line holds a "\\n" of its own: the caller checks).
-    text None: lines for the general path. Lines that carry their newline (a file's; an iterable whose
-    first line ends with one) must all end with one: a last line without it raises ParseError once
-    the lines before it are through."""
-    terminated = isinstance(lines, io.TextIOBase)
-    if terminated:
-        first = lines.readline()
-        # newline=None, "" or "\n" (not "\r", "\r\n"): the first line ends with "\n" alone.
-        if first.endswith("\n") and not first.endswith("\r\n") and "\n" not in first[:-1]:
-            yield from _file_texts(lines, first)
-            return
-        lines = chain([first], lines) if first else ()
-    it = iter(lines)
-    chunk = list(islice(it, _CHUNK))
-    terminated = terminated or bool(chunk) and chunk[0][-1:] in ("\n", "\r")
-    seen = 0
-    while chunk:
-        after = list(islice(it, _CHUNK))
-        cut = None
-        if not after and terminated and chunk[-1] and chunk[-1][-1:] not in ("\n", "\r"):
-            cut = chunk.pop()
-        if chunk:
-            try:
-                ends = "".join(map(_LAST, chunk))
-            except IndexError:  # an empty line
-                ends = ""
-            yield ("".join(chunk) if ends == "\n" * len(chunk) else "\n".join(chunk) + "\n"), chunk
-        seen += len(chunk)
-        if cut is not None:
-            raise _cut(seen + 1, cut)
-        chunk = after
-
-
-def _file_texts(file: io.TextIOBase, rest: str) -> Iterator[tuple[str | None, list[str] | None]]:
-    """_texts of a text file, _BLOCK characters at a time, each cut after its last "\\n"; a file that
-    ends inside a line raises ParseError once the lines before it are through."""
-    universal = file.newlines is not None  # newline None or "": with "", a "\r" ends a line too
-    seen = 0
-    while True:
-        block = file.read(_BLOCK)
-        cut = block.rfind("\n") + 1
-        if block and not cut:
-            rest += block
-            continue
-        text, rest = rest + block[:cut], block[cut:]
-        if universal and "\r" in text:
-            found = _UNIVERSAL_LINE_RE.findall(text)
-            last = found.pop() if not block and found[-1][-1:] not in ("\n", "\r") else None
-            yield None, found
-            seen += len(found)
-            if last is not None:
-                raise _cut(seen + 1, last)
-        elif text:
-            if text[-1] != "\n":                  # the end of the file, inside a line
-                whole = text.rfind("\n") + 1
-                if whole:
-                    yield text[:whole], None
-                raise _cut(seen + text.count("\n", 0, whole) + 1, text[whole:])
-            yield text, None
-            seen += text.count("\n")
-        if not block:
-            return
-
-
-def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """parse_calls by runs of lines: complete, unfinished and resumed calls and exits and signals of
-    ``-f -tt [-T] [-y]`` lines here, any other line through :func:`_general`. Same records, same
-    order, same errors as the general path alone."""
-    pending, events = state.pending, state.events
-    prefixes: dict = {}
-    calls: dict = {}
-    ints: dict = {}
-    tails: dict = {}
-    findall, findall_nopid = _FAST_RE.findall, _FAST_NOPID_RE.findall
-    line_no = 0
-    for text, chunk in _texts(lines):
-        found = (findall_nopid if text[2:3] == ":" else findall)(text) if text is not None else ()
-        if text is None or (chunk is not None and len(found) != len(chunk)) or state.in_summary:
-            for line in chunk if chunk is not None else text.split("\n")[:-1]:  # "\n" inside a line,
-                line_no += 1                                                    # "\r" ending one, a -C table
-                yield from _general(state, line, line_no)
-            continue
-        start, raw = line_no, chunk  # raw: the run's lines (from a file: split from text when needed)
-        for pre, sec, key, resumed, args, tail, head, other in found:
-            line_no += 1
-            if tail:  # a complete call (key) or a resumed one
-                try:
-                    try:
-                        result, errno, duration = tails[tail]
-                    except KeyError:
-                        result, errno, duration = _fill(tails, tail, _tail_of, _TAIL_MEMO_SIZE)
-                    if key:
-                        try:
-                            rec, mode, name = calls[key]
-                        except KeyError:
-                            rec, mode, name = _fill(calls, key, _call_of)
-                except TypeError:  # a memo said None
-                    pass
-                else:
-                    if key:  # name(args) = result <duration>
-                        args = args[:-1]
-                        rec = {**rec}
-                        try:
-                            rec["pid"], base = prefixes[pre]
-                        except KeyError:
-                            rec["pid"], base = _fill(prefixes, pre, _prefix_of)
-                        rec["time"] = base + float(sec)
-                    else:  # <... name resumed>args) = result <duration>
-                        try:
-                            pid, base = prefixes[pre]
-                        except KeyError:
-                            pid, base = _fill(prefixes, pre, _prefix_of)
-                        held = pending.pop(pid, None)
-                        if held is not None and held[1] == resumed:
-                            t, name, head, known = held
-                            head = head.rstrip()
-                        else:
-                            t, name, head, known = base + float(sec), resumed, "", None
-                        args = args[:-1]
-                        if head[-1:] == ",":
-                            rest = args.lstrip()
-                            args = f"{head} {rest}".strip()
-                            if not rest:  # "3</f>," ends the arguments: not the fd the key saw
-                                known = None
-                        elif args:
-                            args = head + args
-                        else:  # "futex(0x1, FUTEX_WAIT, 0, NULL <unfinished ...>" + "<... futex resumed>)"
-                            args = head
-                        if known is None:
-                            rec, mode = dict.fromkeys(CALL_KEYS), 3
-                            rec["syscall"] = name
-                        else:
-                            rec, mode, _ = known
-                            rec = {**rec}
-                        rec["pid"] = pid
-                        rec["time"] = t
-                    rec["args"] = args
-                    if mode == 1:  # as _details: the last argument (all of them when there is one)
-                        n = args.rpartition(", ")[2]
-                        try:
-                            rec["size"] = ints[n]
-                        except KeyError:
-                            rec["size"] = _fill(ints, n, _int_or_none)
-                    elif mode == 2:  # the one before the last (the first of two; "" of one: None)
-                        n = args.rpartition(", ")[0].rpartition(", ")[2]
-                        try:
-                            rec["size"] = ints[n]
-                        except KeyError:
-                            rec["size"] = _fill(ints, n, _int_or_none)
-                    elif mode == 3:
-                        rec["fd"], rec["path"], rec["size"] = _details(name, args)
-                    rec["result"] = result
-                    rec["errno"] = errno
-                    rec["duration"] = duration
-                    yield rec
-                    continue
-            elif key and head:  # name(args <unfinished ...>
-                try:
-                    known = calls[key]
-                except KeyError:
-                    known = _fill(calls, key, _call_of)
-                if known is not None:
-                    try:
-                        pid, base = prefixes[pre]
-                    except KeyError:
-                        pid, base = _fill(prefixes, pre, _prefix_of)
-                    if pid in pending and events:
-                        old = pending[pid]
-                        yield _event(pid, old[0], "unfinished", args=old[2])
-                    pending[pid] = (base + float(sec), known[2], head[:-1], known)
-                    continue
-            elif other and "syscall" not in other:  # +++ exited with 0 +++ / --- SIGCHLD {...} ---
-                try:
-                    pid, base = prefixes[pre]
-                except KeyError:
-                    pid, base = _fill(prefixes, pre, _prefix_of)
-                recs = _exit_or_signal(state, pid, base + float(sec), other)
-                if recs is not None:
-                    yield from recs
-                    continue
-            if raw is None:
-                raw = text.split("\n")
-            yield from _general(state, raw[line_no - start - 1], line_no)
-            if state.in_summary:  # a -C table began: the rest of the run is the general path's
-                for line in raw[line_no - start:len(found)]:
-                    line_no += 1
-                    yield from _general(state, line, line_no)
-                break
-    yield from _never_resumed(state)
-
-
-def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True) -> Iterator[dict[str, Any]]:
-    """Stream a strace trace: one dict per completed syscall (keys :data:`CALL_KEYS`).
-
-    ``lines``: any iterable of lines (an open file streams it), or the whole text as one str.
-
-    ``pid`` (None for a single-process trace without ``-f``), ``time`` (seconds: since midnight for
-    ``-t``/``-tt``, Unix time for ``-ttt``, relative for ``-r``; None without timestamps),
-    ``syscall``, ``args`` (raw text), ``fd`` and ``path`` (``-y`` shows ``3</path>``; path-taking
-    calls give their path argument), ``size`` (requested bytes of read/write-like calls),
-    ``result`` (int, None for ``?``), ``errno`` (``"ENOENT"``...), ``duration`` (seconds, ``-T``).
-
-    ``<unfinished ...>`` lines are held (per pid) and joined with their ``<... resumed>`` line; the
-    call is yielded when it completes, with the start time. Signals (``--- SIGCHLD ... ---``),
-    exits (``+++ exited with 0 +++``, ``+++ killed by SIGKILL +++``) and calls that never resumed
-    come out as events (``syscall`` None, ``event`` "signal" / "exit" / "killed" / "unfinished")
-    when ``events`` is True, else are skipped. Memory stays flat: besides unfinished calls, only
-    one run of lines and bounded memos are kept.
-
-    A record is a whole line: strace ends every line with a newline, so a text (or a file, or lines
-    that carry their newlines) that ends inside a line was cut (strace killed mid-line, a file still
-    being written). The calls before it are yielded, then ParseError names that line. Lines given
-    without their newlines (``text.splitlines()``) cannot show a cut: give the text itself. A line
-    that is not one strace writes raises ParseError naming it.
-
-    The input is read in runs (a text file ``_BLOCK`` characters at a time, any other iterable
-    ``_CHUNK`` lines at a time; see the module docstring). ``_fast=False`` reads it line by line with
-    the general path only: the reference the fast path is tested against.
-    """
-    parse = _fast_calls if _fast else _general_calls
-    if isinstance(lines, str):  # a whole trace as one text
-        text, lines = lines, lines.splitlines()
-        if lines and lines[-1] and not text.endswith(("\n", "\r")):  # cut: lines that carry their newlines
-            if len(lines) == 1:
-                return _refuse(_cut(1, lines[0]))
-            lines = [*(ln + "\n" for ln in lines[:-1]), lines[-1]]
-    return parse(_State(events), lines)
-
-
-def _refuse(error: ParseError) -> Iterator[dict[str, Any]]:
-    raise error
-    yield  # a generator, like parse_calls' others: the error comes with the first record asked for
-
-
-def _general_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """parse_calls by the general path alone, one line at a time."""
-    it = iter(lines)
-    line = next(it, None)
-    terminated = isinstance(lines, io.TextIOBase) or line is not None and line[-1:] in ("\n", "\r")
-    line_no = 0
-    while line is not None:
-        after = next(it, None)
-        line_no += 1
-        if after is None and terminated and line and line[-1:] not in ("\n", "\r"):
-            raise _cut(line_no, line)
-        yield from _general(state, line, line_no)
-        line = after
-    yield from _never_resumed(state)
-
-
-def _never_resumed(state: _State) -> Iterator[dict[str, Any]]:
-    """At the end of the trace: the calls still waiting for their ``<... resumed>`` line."""
-    if state.events:
-        for pid, (t0, name, head, _) in state.pending.items():
-            yield _event(pid, t0, "unfinished", args=f"{name}({head}")
-
-
-# ------------------------------------------------------------------------------------------------
 # frames
 # ------------------------------------------------------------------------------------------------
 
@@ -1056,17 +405,4 @@ def summary_frame(rows: Summary | list[dict[str, Any]]):
 
     df = pd.DataFrame(list(rows), columns=list(SUMMARY_KEYS))
     df.attrs["total"] = dict(getattr(rows, "total", {}) or {})
-    return df
-
-
-def calls_frame(calls: Iterable[dict[str, Any]]):
-    """A DataFrame of :func:`parse_calls` records, with ``t`` = seconds since the first record."""
-    import pandas as pd
-
-    df = pd.DataFrame(list(calls), columns=list(CALL_KEYS))
-    if len(df) and df["time"].notna().any():
-        t = df["time"].astype(float)
-        df["t"] = t - t.min()
-    else:
-        df["t"] = float("nan")
     return df
