@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 def first_line(pattern: re.Pattern[str], *texts: str) -> str | None:
@@ -11,3 +13,15 @@ def first_line(pattern: re.Pattern[str], *texts: str) -> str | None:
             if pattern.search(line.strip()):
                 return line.strip()
     return None
+
+
+def rate_frame(records: Iterable[Mapping[str, Any]], bytes_per_s: str):
+    """Records as a DataFrame with the rate in MB/s (10**6 bytes: dd's, fio's and the seeds' unit) and
+    in MiB/s added, from the column ``bytes_per_s`` (bytes per second)."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(records))
+    if not df.empty:
+        df["mb_per_s"] = df[bytes_per_s] / 1e6
+        df["mib_per_s"] = df[bytes_per_s] / 2**20
+    return df

@@ -29,6 +29,7 @@ from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
 from ..units import parse_size
+from . import rate_frame
 
 FLAGS = ("direct", "dsync", "sync", "fullblock", "nocache", "noatime", "count_bytes", "skip_bytes")
 
@@ -225,10 +226,5 @@ def parse_all(text: str) -> list[dict[str, Any]]:
 
 
 def to_frame(records: Sequence[Mapping[str, Any]]):
-    import pandas as pd
-
-    df = pd.DataFrame(list(records))
-    if not df.empty:
-        df["mb_per_s"] = df["bytes_per_s"] / 1e6
-        df["mib_per_s"] = df["bytes_per_s"] / 2**20
-    return df
+    """A DataFrame with MB/s (10**6, dd's unit) and MiB/s columns added."""
+    return rate_frame(records, "bytes_per_s")

@@ -29,6 +29,7 @@ from typing import Any
 from .. import workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
+from . import rate_frame
 
 DIRECTIONS = ("read", "write", "trim")
 OUTPUT_FORMATS = ("json", "json+")
@@ -346,10 +347,4 @@ def clat_histogram(text: str) -> list[dict[str, Any]]:
 
 def to_frame(records: Sequence[Mapping[str, Any]]):
     """A DataFrame with MB/s (10**6, fio's and the seed's unit) and MiB/s columns added."""
-    import pandas as pd
-
-    df = pd.DataFrame(list(records))
-    if not df.empty:
-        df["mb_per_s"] = df["bw_bytes"] / 1e6
-        df["mib_per_s"] = df["bw_bytes"] / 2**20
-    return df
+    return rate_frame(records, "bw_bytes")
