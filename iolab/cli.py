@@ -5,11 +5,12 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from . import doctor as d
+from .doctor import candidate_dirs
+from .workspace import PREFIXES, SCRATCH_PREFIXES, base_dir, ours, reap_orphans
 
 
 def doctor(args: argparse.Namespace) -> int:
-    from . import doctor as d
-
     items = d.checks()
     print(d.table(items))
     return 0
@@ -21,9 +22,6 @@ def clean(args: argparse.Namespace) -> int:
     Besides the workspace directory, the places lessons measure directly (/tmp, /dev/shm, $HOME,
     $SCRATCH, $TMPDIR) are searched for the hidden workspaces mdtest runs in.
     """
-    from .doctor import candidate_dirs
-    from .workspace import PREFIXES, SCRATCH_PREFIXES, base_dir, ours, reap_orphans
-
     base = base_dir()
     places = [(base, PREFIXES)]
     places += [(Path(p), SCRATCH_PREFIXES) for label, p in candidate_dirs().items() if label != "workspace"]

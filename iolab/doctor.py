@@ -16,7 +16,7 @@ from pathlib import Path
 from . import fsinfo, runner
 from .pagecache import parse_meminfo
 from .readahead import read_ahead_kb
-from .tools import ior, mdtest
+from .tools import darshan, ior, mdtest
 from .units import format_size
 from .workspace import base_dir
 
@@ -135,7 +135,6 @@ def tool_checks() -> list[Check]:
 def darshan_check() -> Check:
     """The Darshan runtime (libdarshan.so): where it was found, its version, and whether the
     installed PyDarshan reads its logs (a newer runtime writes logs an older reader refuses)."""
-    from .tools import darshan
 
     without = "lesson 07 replays recorded Darshan logs"
     try:

@@ -5,7 +5,7 @@ import os
 
 import pandas as pd
 
-from . import doctor, measure, pagecache, recordings
+from . import doctor, explain, measure, pagecache, recordings
 from .units import MiB, format_size
 
 # The storage types one cluster offers its users (seed 004, HTCF user training, 2023), with the job
@@ -60,8 +60,6 @@ def explain_reads(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
     The sentences depend on this run: a workspace in memory (tmpfs) cannot be evicted, and on a VM
     whose host caches the disk, or on a fast NVMe device, a cold read can be nearly as fast as a warm one.
     """
-    from . import explain
-
     cold = frame[frame["state"] == "cold"].iloc[0]
     warm = frame[frame["state"] == "warm"]
     in_memory = fstype in ("tmpfs", "ramfs")
@@ -110,7 +108,6 @@ def _no_witness(frame: pd.DataFrame, fstype: str | None) -> str:
 def witness_claims(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
     """The first ground, the kernel's own count: the cold read fetched the file from storage, the
     warm ones nothing. A filesystem without a block device (tmpfs, NFS, FUSE) cannot witness either."""
-    from . import explain
 
     cold = frame[frame["state"] == "cold"].iloc[0]
     warm = frame[frame["state"] == "warm"]

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import fsinfo
-from .errors import IolabError
+from .errors import IolabError, ParseError
 from .units import format_size
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -314,7 +314,6 @@ def parse_meminfo(text: str) -> dict[str, int]:
     The kernel ends every line with a newline: a text that ends inside a line (a number that may be
     cut short) raises ParseError naming it, as does any line not of the form ``Name:  <number> [kB]``
     or a field given twice."""
-    from .errors import ParseError
 
     out: dict[str, int] = {}
     lines = text.splitlines()

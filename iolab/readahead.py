@@ -27,6 +27,7 @@ from .errors import IolabError
 from .witness import Witness, Witnessed
 from .pagecache import PAGE_SIZE, Residency
 from .units import MiB, parse_size
+from .tools import bpftrace
 
 ADVICE = {"normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
           "random": os.POSIX_FADV_RANDOM}
@@ -175,7 +176,6 @@ def trace_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", *,
     """Evict ``path``, then read it sequentially in ``read_size`` calls while bpftrace traces its
     readahead windows and the folios added to the page cache (root, tracefs and bpftrace needed:
     :func:`iolab.tools.bpftrace.why_not`). Returns (the bpftrace Run, the Witnessed of the read)."""
-    from .tools import bpftrace
 
     p = _file(path)
     rs = parse_size(read_size)

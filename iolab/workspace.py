@@ -23,6 +23,7 @@ import numpy as np
 from . import guard
 from .errors import BudgetExceeded, OutsideWorkspace
 from .units import MiB, format_size, parse_size
+from .fsinfo import MEMORY_FS, fstype
 
 DEFAULT_BUDGET = "2GiB"
 # keep this much free on the filesystem whatever the budget says: it is shared
@@ -48,8 +49,6 @@ def base_dir() -> Path:
     writable and disk-backed: on a tmpfs the page cache *is* the file, so nothing could be evicted
     and no cold read measured. If every candidate is memory, the first writable one is used.
     """
-    from .fsinfo import MEMORY_FS, fstype
-
     root = os.environ.get("IOLAB_WORKDIR")
     if root:
         base = Path(os.path.realpath(Path(root).expanduser()))

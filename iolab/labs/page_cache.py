@@ -18,11 +18,12 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, measure, pagecache, recordings, runner, witness
+from .. import explain, fsinfo, measure, pagecache, readahead as ra, recordings, runner, witness, workspace
 from ..errors import ToolFailed, ToolMissing
 from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_rate, format_size, parse_size
+from ..tools import dd
 
 MEMORY_FS = pagecache._MEMORY_FS
 
@@ -205,7 +206,6 @@ def read_regions(path: str | os.PathLike[str], reads: Sequence[tuple[int | str, 
     """Evict ``path``, pread each (offset, length) in turn on ONE open file, wait ``settle`` seconds
     (readahead runs in the background and a page counts as resident only once its read completed),
     then take the residency."""
-    from .. import readahead as ra
 
     regions = tuple((parse_size(o), parse_size(n)) for o, n in reads)
     evicted = pagecache.evict(path)
@@ -409,8 +409,6 @@ def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = 
              recording: str, ws=None, quiet: bool = False) -> recordings.Outcome:
     """dd if=/dev/zero of=DST bs=1M count=N [oflag=dsync], within the workspace budget; the file is removed
     afterwards. Live when dd is here, else (or with IOLAB_MODE=replay) the recording."""
-    from .. import workspace
-    from ..tools import dd
 
     ws = ws or workspace.session()
     target = ws.inside(dst)
@@ -477,8 +475,6 @@ def parse_hdparm(text: str) -> list[dict[str, Any]]:
 
 def block_device(path: str | os.PathLike[str]) -> str | None:
     """The /dev/... device behind ``path``'s filesystem, or None (tmpfs, overlay, network)."""
-    from .. import fsinfo
-
     src = fsinfo.mount_of(path).source
     return src if src.startswith("/dev/") else None
 
@@ -577,7 +573,6 @@ def task_io_steps(data: str | os.PathLike[str], ws=None, *, nbytes: int | str = 
     of the device behind ``data``: a cold read of ``data`` (evicted first), a warm read, an O_DIRECT
     read of the (cached) file, a write of ``nbytes`` without fsync, its fsync, the same write again,
     and a truncate of that dirty file before write-back. Bytes; None where a counter cannot be read."""
-    from .. import workspace
 
     ws = ws or workspace.session()
     n = parse_size(nbytes)
@@ -739,7 +734,6 @@ def cachestat_steps(ws=None, *, nbytes: int | str = "32MiB") -> pd.DataFrame:
     (resident pages) after each step: written without fsync, write-back started
     (``sync_file_range``), fsync'd, evicted with ``posix_fadvise(DONTNEED)``. ``attrs["cachestat"]``
     is False where the kernel has no cachestat (Linux < 6.5): then only mincore's column is filled."""
-    from .. import workspace
 
     ws = ws or workspace.session()
     n = parse_size(nbytes)
@@ -843,9 +837,6 @@ def neighbour(data: str | os.PathLike[str], ws=None, *, nbytes: int | str = "64M
     only then is it reaped (a reaped child's counters would be added to ours: on a shared machine the
     neighbour is someone else's program, which we never reap)."""
     import subprocess
-
-    from .. import workspace
-    from ..tools import dd
 
     ws = ws or workspace.session()
     n = parse_size(nbytes)

