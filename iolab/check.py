@@ -433,27 +433,27 @@ def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
     numTasksOnNode0=1, where every rank read the file the other one wrote: the run's witness first
     (the bytes IOR read, what its processes read from storage), the best read's rate second."""
     from . import measure
-    from .tools import ior
+    from .labs.ior_pitfalls import Experiment
 
-    if not isinstance(experiment, ior.Experiment):
-        fail(f"pass the ior.Experiment of the -C run (what ior.experiment returned), got {type(experiment).__name__}.")
+    if not isinstance(experiment, Experiment):
+        fail(f"pass the Experiment of the -C run (what lab.experiment returned), got {type(experiment).__name__}.")
     if not experiment.options.reorder_tasks:
         fail("this experiment was not run with -C (reorder_tasks=True).")
     if not isinstance(verdict, measure.Verdict):
         fail(f"verdict should be what iolab.measure.judge(...) returned, got {type(verdict).__name__}.")
     best = experiment.best("read")
-    w = experiment.witnessed
+    w = experiment.witness
     expected = measure.judge(best * 2**20, device_bps=experiment.cache.get("device_bps"),
                              resident_fraction=experiment.cache.get("resident_fraction"), witness=w,
                              nbytes=experiment.bytes_moved("read") if w is not None else None)
     if expected.witnessed and not verdict.witnessed:
-        fail("this run has a witness: pass it first, witness=experiment.witnessed and nbytes="
+        fail("this run has a witness: pass it first, witness=experiment.witness and nbytes="
              "experiment.bytes_moved('read') (the bytes IOR read in the run it covers); the rate is the second "
              "ground.")
     if verdict.label != expected.label:
         fail("judge the best read rate in bytes/s (bw_mib x 2**20) with device_bps=experiment.cache['device_bps'] "
              "and resident_fraction=experiment.cache['resident_fraction']"
-             + (", witness=experiment.witnessed and nbytes=experiment.bytes_moved('read')." if w is not None else "."))
+             + (", witness=experiment.witness and nbytes=experiment.bytes_moved('read')." if w is not None else "."))
     table = experiment.opens()
     if table is None or not len(table):
         who = "This run was not traced, so which file each rank read is not known."

@@ -153,7 +153,7 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
 def ior_sweep_explorer(version: str = "4.0.0"):
     """Pick which IOR parameter to vary (transfer size, tasks, segments) and its value.
 
-    The chart shows the recorded sweep (real runs, see ``ior.sweep_frame``); when IOR and mpirun
+    The chart shows the recorded sweep (real runs, see ``iolab.labs.ior_pitfalls.sweep_frame``); when IOR and mpirun
     are here, choosing a value also runs that point live and adds it (ringed); without them the
     control picks among the recorded runs and says so.
     """
@@ -161,27 +161,27 @@ def ior_sweep_explorer(version: str = "4.0.0"):
     import plotly.graph_objects as go
 
     from . import plot, recordings, runner
+    from .labs import ior_pitfalls as lab
     from .tools import ior
-    from .tools.ior import SWEEP_BASE as SWEEP_START
 
-    recorded = ior.sweep_frame(version)
-    from .labs.ior_pitfalls import sweep_device_bps
-    device_bps = sweep_device_bps(version)
+    SWEEP_START = lab.SWEEP_BASE
+    recorded = lab.sweep_frame(version)
+    device_bps = lab.sweep_device_bps(version)
     device_mib = device_bps / 2**20 if device_bps else None
     can_run = recordings.mode() != "replay" and all(runner.which(t) for t in ("ior", "mpirun"))
     param = w.ToggleButtons(options=[("transfer size", "transfer_size"), ("tasks", "tasks"),
                                      ("segments", "segments")], value="transfer_size", description="vary")
     value = w.SelectionSlider(options=[0], description="value", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.ior_sweep(ior.sweep_slice(recorded, "transfer_size"), "transfer_size",
+    fig = go.FigureWidget(plot.ior_sweep(lab.sweep_slice(recorded, "transfer_size"), "transfer_size",
                                                 device_mib=device_mib))
     live_points: list = []
 
     def values_for(by: str) -> list:
-        return sorted(set(ior.sweep_slice(recorded, by)[by]))
+        return sorted(set(lab.sweep_slice(recorded, by)[by]))
 
     def redraw(by: str, highlight=None) -> None:
-        part = ior.sweep_slice(recorded, by)
+        part = lab.sweep_slice(recorded, by)
         extra = [p for p in live_points if p["by"] == by]
         import pandas as pd
         if extra:
@@ -209,7 +209,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
             return
         by, v = param.value, value.value
         if can_run and change is not None:
-            point = ior.sweep_point(by, v)
+            point = lab.sweep_point(by, v)
             live_points.append({"by": by, "frame": point})
             status.value = f"ran IOR here for {by} = {v:,}: see the ringed point"
         else:

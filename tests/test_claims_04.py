@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import all_consistent
-from iolab import explain, measure
+from iolab import explain, measure, recordings
 from iolab.labs import ior_pitfalls as lab
 from iolab.tools import ior
 
@@ -25,17 +25,17 @@ def _replay(monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "replay")
 
 
-def lesson(version: str, fs: str) -> dict[str, ior.Experiment]:
-    out = {name: ior.experiment(o, recording=lab.recording(name, version, fs), name=name, quiet=True,
+def lesson(version: str, fs: str) -> dict[str, lab.Experiment]:
+    out = {name: lab.experiment(o, recording=lab.recording(name, version, fs), name=name, quiet=True,
                                 trace=name in lab.TRACED)
            for name, o in lab.runs().items()}
-    out["evict-write"], out["evict-read"] = ior.split_phases(lab.EVICT, recording=lab.recording("evict", version, fs),
+    out["evict-write"], out["evict-read"] = lab.split_phases(lab.EVICT, recording=lab.recording("evict", version, fs),
                                                              quiet=True)
     return out
 
 
-def all_claims(e: dict[str, ior.Experiment]) -> dict[str, list[explain.Claim]]:
-    pub = ior.published("seed001-ior-orfeo")
+def all_claims(e: dict[str, lab.Experiment]) -> dict[str, list[explain.Claim]]:
+    pub = recordings.published("seed001-ior-orfeo")
     return {
         "naive": lab.layers(e["shared"], yardstick=True, show=False),
         "fpp": lab.file_per_process(e["shared"], e["fpp"], pub, show=False),
@@ -99,16 +99,16 @@ def test_on_ext4_every_row_carries_its_witness_and_the_verdicts_are_witnessed(ve
     assert rows["device"].eq("vda").all() and rows["own_read_bytes"].notna().all()
     assert rows["own_write_bytes"].notna().all() and rows["device_write_bytes"].notna().all()
     for name, x in e.items():
-        w = x.witnessed
+        w = x.witness
         assert x.witness_note == "" and w.device == "vda"
         if x.bytes_moved("write"):                      # write_bytes counts every page IOR dirtied
             assert w.own_written >= x.bytes_moved("write")
         if x.options.fsync or x.options.odirect:        # -e and O_DIRECT: the device took it all
             assert w.device_written >= x.bytes_moved("write")
     for name in ("shared", "fpp", "reorder", "neighbour", "fsync"):   # cached reads: (next to) nothing from storage
-        assert e[name].witnessed.own_read < 2**20, name
+        assert e[name].witness.own_read < 2**20, name
     for name in ("odirect", "evict-read"):              # the device served them: every byte
-        assert e[name].witnessed.own_read >= e[name].bytes_moved("read"), name
+        assert e[name].witness.own_read >= e[name].bytes_moved("read"), name
     reads = rows[rows["access"] == "read"].groupby("run").first()
     assert reads.loc["shared", "reason"].startswith("over the whole run (3 write phases and 3 read phases): ")
     assert "came from storage while 384 MiB were read: memory served it" in reads.loc["shared", "reason"]
@@ -156,15 +156,15 @@ def test_only_e_names_the_slow_iteration():
 
 # --- constructed edge cases (never in a lesson or a recording) ------------------------------------
 
-def _with(e: ior.Experiment, **during) -> ior.Experiment:
+def _with(e: lab.Experiment, **during) -> lab.Experiment:
     cache = dict(e.cache)
     cache["during"] = {**e.during, **during}
     return replace(e, cache=cache)
 
 
-def _seen(e: ior.Experiment, **counts) -> ior.Experiment:
+def _seen(e: lab.Experiment, **counts) -> lab.Experiment:
     """The experiment with another witness (own_read, own_written, device_read, device_written...)."""
-    return replace(e, witnessed=replace(e.witnessed, **counts))
+    return replace(e, witness=replace(e.witness, **counts))
 
 
 def test_a_device_as_fast_as_memory_fails_the_yardstick_and_says_why():
@@ -192,10 +192,10 @@ def test_a_filesystem_without_block_device_cannot_tell():
 
 
 def test_an_unwitnessed_recording_says_so_and_cannot_tell():
-    e = replace(lesson("4.0.0", "ext4")["shared"], witnessed=None, witness_note="recorded before iolab kept them")
+    e = replace(lesson("4.0.0", "ext4")["shared"], witness=None, witness_note="recorded before iolab kept them")
     for c in lab.layers(e, show=False):
         assert c.held is None and c.consistent() and "recorded before iolab kept them" in c.text
-    frame = e.frame()
+    frame = e.frame
     assert frame["own_read_bytes"].isna().all() and set(frame["witness_notes"]) == {"recorded before iolab kept them"}
     assert all(r.startswith("no witness: ") and "By inference" in r for r in frame["reason"].dropna())
 
@@ -217,7 +217,7 @@ def test_someone_elses_reads_do_not_make_iors_read_a_device_read():
     crowded = _seen(e, own_read=0, device_read=e.bytes_moved("read"))      # another student read meanwhile
     c = lab.layers(crowded, show=False)[1]
     assert c.held is True and c.consistent() and "not IOR's" in c.text
-    row = crowded.frame().query("access == 'read'").iloc[0]
+    row = crowded.frame.query("access == 'read'").iloc[0]
     assert row["disturbed"] and row["verdict"] == measure.UNCLEAR and "DISTURBED" in row["reason"]
 
 
@@ -236,8 +236,8 @@ def test_an_untraced_run_cannot_tell_who_read_what():
 def test_a_slow_fsync_device_and_a_fast_one():
     e = lesson("4.0.0", "ext4")
     without, with_e = e["neighbour"], e["fsync"]
-    fast = replace(with_e, outcome=replace(with_e.outcome, data=[
-        {**r, "bw_mib": without.best("write")} if r["access"] == "write" else r for r in with_e.rows]))
+    fast = replace(with_e, data=[
+        {**r, "bw_mib": without.best("write")} if r["access"] == "write" else r for r in with_e.rows])
     c = lab.fsync(without, fast, show=False)[0]
     assert c.held is False and c.consistent() and "fast NVMe" in c.text
 
@@ -250,11 +250,11 @@ def test_data_set_against_memory():
 
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
 def test_the_recorded_sweep(version):
-    claims = lab.sweep(ior.sweep_frame(version), lab.sweep_device_bps(version), show=False)
+    claims = lab.sweep(lab.sweep_frame(version), lab.sweep_device_bps(version), show=False)
     assert len(claims) == 2 and all(c.consistent() for c in claims)
-    slow_device = lab.sweep(ior.sweep_frame(version), 1e12, show=False)      # a device faster than any read
+    slow_device = lab.sweep(lab.sweep_frame(version), 1e12, show=False)      # a device faster than any read
     assert slow_device[0].held is False and slow_device[0].consistent()
-    assert lab.sweep(ior.sweep_frame(version), None, show=False)[0].held is None
+    assert lab.sweep(lab.sweep_frame(version), None, show=False)[0].held is None
 
 
 # --- live: the witness of real IOR runs, on a disk and on tmpfs, with both IOR versions -------------
@@ -287,23 +287,23 @@ def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, pl
     kind, ws = place
     data = LIVE_OPTS.total_bytes(2)
     # -e: the write is written back inside the run; then a read-back of the still-cached files
-    wrote, read = ior.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, evict=False,
+    wrote, read = lab.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, evict=False,
                                    quiet=True)
     assert wrote.mode == read.mode == "live" and {r["version"] for r in wrote.rows} == {version}
-    w, r = wrote.witnessed, read.witnessed
+    w, r = wrote.witness, read.witness
     for x in (wrote, read):
-        row = x.frame().query("access in ['write', 'read']").iloc[0]
+        row = x.frame.query("access in ['write', 'read']").iloc[0]
         assert row["own_read_bytes"] is not None and row["witness_scope"] == "this run"
     if kind == "tmpfs":
         assert w.device is None and r.device is None and "no block device" in "; ".join(w.notes)
         # tmpfs pages never go to storage: what is counted is the launcher's own (a few KiB), not the data
         assert w.own_written < data / 100 and r.own_read < data / 100
-        assert wrote.frame()["device"].isna().all()
+        assert wrote.frame["device"].isna().all()
         return
     assert w.own_written >= data and w.device_written >= data     # dirtied, then on the device before IOR ended
     assert r.own_read == 0                                        # the read-back came from the page cache
     assert r.device_read <= 2**20 or r.disturbed                  # 0, unless someone else read meanwhile
-    reason = read.frame().query("access == 'read'").iloc[0]["reason"]
+    reason = read.frame.query("access == 'read'").iloc[0]["reason"]
     assert reason.startswith(f"0 B came from storage while {data // 2**20} MiB were read: memory served it") \
         or "DISTURBED" in reason
     all_consistent(lab.layers(wrote, show=False) + lab.layers(read, show=False))
@@ -319,22 +319,22 @@ def test_live_lesson_claims_are_consistent(monkeypatch, place, version):
     monkeypatch.setenv("IOLAB_MODE", "live")
     kind, ws = place
     base = replace(LIVE_OPTS, iterations=2)
-    plain = ior.experiment(base, recording="ior/none", ws=ws, quiet=True)
-    synced = ior.experiment(replace(base, fsync=True), recording="ior/none", ws=ws, quiet=True)
-    direct = ior.experiment(replace(base, fsync=True, odirect=True), recording="ior/none", ws=ws, quiet=True)
-    wrote, read = ior.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, quiet=True)
+    plain = lab.experiment(base, recording="ior/none", ws=ws, quiet=True)
+    synced = lab.experiment(replace(base, fsync=True), recording="ior/none", ws=ws, quiet=True)
+    direct = lab.experiment(replace(base, fsync=True, odirect=True), recording="ior/none", ws=ws, quiet=True)
+    wrote, read = lab.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, quiet=True)
     claims = (lab.layers(plain, yardstick=True, show=False) + lab.spread(plain, show=False)
               + lab.fsync(plain, synced, show=False) + lab.odirect(direct, synced, show=False)
               + lab.evicted(wrote, read, synced, show=False))
     all_consistent(claims)
-    assert all(x.witnessed is not None for x in (plain, synced, direct, wrote, read))
+    assert all(x.witness is not None for x in (plain, synced, direct, wrote, read))
     if kind == "disk":
-        assert direct.witnessed.own_read >= direct.bytes_moved("read")      # O_DIRECT reads are block I/O
-        assert read.witnessed.own_read >= read.bytes_moved("read") * 0.9    # evicted: the device served it
+        assert direct.witness.own_read >= direct.bytes_moved("read")      # O_DIRECT reads are block I/O
+        assert read.witness.own_read >= read.bytes_moved("read") * 0.9    # evicted: the device served it
 
 
 def test_the_recorded_sweep_says_it_has_no_witness_and_a_witnessed_one_is_judged_by_it():
-    df = ior.sweep_frame("4.0.0")
+    df = lab.sweep_frame("4.0.0")
     assert df["own_read_bytes"].isna().all() and df["witness_notes"].str.contains("before iolab kept").all()
     first = lab.sweep(df, lab.sweep_device_bps("4.0.0"), show=False)[0]
     assert "by the rate alone" in first.text
@@ -352,7 +352,7 @@ def test_live_sweep_point_is_witnessed(monkeypatch, ws):
     _ior_on_path(monkeypatch, "4.0.0")
     if shutil.which("mpirun") is None:
         pytest.skip("not installed here: mpirun")
-    point = ior.sweep_point("segments", 1, ws=ws)
+    point = lab.sweep_point("segments", 1, ws=ws)
     assert set(point["access"]) == {"write", "read"} and point["own_write_bytes"].notna().all()
     assert (point["own_write_bytes"] >= 2 * 16 * 2**20).all()       # -e: both ranks' 16 MiB, dirtied
 
@@ -361,11 +361,11 @@ def test_exercise_4_wants_the_witness_first():
     from iolab import check, units
     e = lesson("4.0.0", "ext4")["neighbour"]
     kw = dict(device_bps=e.cache.get("device_bps"), resident_fraction=e.cache.get("resident_fraction"))
-    witnessed = measure.judge(e.best("read") * units.MiB, witness=e.witnessed, nbytes=e.bytes_moved("read"), **kw)
+    witnessed = measure.judge(e.best("read") * units.MiB, witness=e.witness, nbytes=e.bytes_moved("read"), **kw)
     assert witnessed.witnessed and witnessed.label == measure.CACHE
     assert check.check_04_reorder_verdict(e, witnessed)
-    with pytest.raises(check.CheckFailed, match="witness=experiment.witnessed"):
+    with pytest.raises(check.CheckFailed, match="witness=experiment.witness and"):
         check.check_04_reorder_verdict(e, measure.judge(e.best("read") * units.MiB, **kw))
     # a recording without a witness: the inference is the answer
-    old = replace(e, witnessed=None, witness_note="recorded before iolab kept them")
+    old = replace(e, witness=None, witness_note="recorded before iolab kept them")
     assert check.check_04_reorder_verdict(old, measure.judge(e.best("read") * units.MiB, **kw))

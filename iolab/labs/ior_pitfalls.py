@@ -1,8 +1,8 @@
 """Lesson 04 (IOR pitfalls): what each IOR run showed, in sentences computed from its numbers.
 
-Every function takes what the lesson measured (``iolab.tools.ior.Experiment`` objects, a sweep
+Every claim function takes what the lesson measured (:class:`Experiment` objects, a sweep
 frame) and returns the :class:`iolab.explain.Claim` list it printed. The first evidence is the
-kernel's witness of the run (``Experiment.witnessed``, :mod:`iolab.witness`): the bytes IOR's
+kernel's witness of the run (``Experiment.witness``, :mod:`iolab.witness`): the bytes IOR's
 processes read from storage and dirtied (task I/O accounting, mpirun and its ranks reaped) and what
 the device behind the files read and wrote meanwhile (everybody's). Then what else the machine
 counted (``Experiment.during``: Dirty/Writeback, CPU and I/O stalls), the test files' page-cache
@@ -21,14 +21,22 @@ Recording the lesson's runs (IOR and mpirun on PATH, strace for the -C runs)::
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import re
+import time
+import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, mpi, witness
+from .. import explain, fsinfo, measure, mpi, pagecache, recordings, runner, units, witness, workspace
 from ..explain import Claim
+from ..runner import Run
 from ..tools import ior
 from ..units import MiB, format_size
 
@@ -72,6 +80,495 @@ def recording(run: str, version: str = "4.0.0", fs: str = "ext4") -> str:
     return f"ior/lesson-{fs}-{version}-{run}"
 
 
+# --- what the machine did while IOR ran -----------------------------------------------------------
+
+def block_device(path: str | os.PathLike[str]) -> str | None:
+    """The block device behind ``path`` as /sys/class/block names it (vda, nvme0n1p2, dm-0), or None
+    (tmpfs, NFS, FUSE, overlay: nothing whose I/O counters iolab can read)."""
+    d = witness.block_device(path)
+    return d.name if d is not None else None
+
+
+def _stall_seconds(kind: str) -> float | None:
+    """Pressure stall information: seconds some task waited for ``kind`` (cpu, io) since boot."""
+    try:
+        for line in Path(f"/proc/pressure/{kind}").read_text().splitlines():
+            if line.startswith("some "):
+                return int(line.rpartition("total=")[2]) / 1e6
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _vmstat() -> dict[str, int]:
+    try:
+        text = Path("/proc/vmstat").read_text()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if v.strip().isdigit():
+            out[k] = int(v)
+    return out
+
+
+def _reclaim_counts(vm: dict[str, int]) -> tuple[int | None, int | None]:
+    """(direct reclaim stalls, compaction stalls) since boot: allocations that had to wait for memory."""
+    stalls = [v for k, v in vm.items() if k.startswith("allocstall")]
+    return (sum(stalls) if stalls else None), vm.get("compact_stall")
+
+
+class SystemWatch:
+    """What the machine did while something ran, beside the witness of its bytes: /proc/meminfo Dirty
+    and Writeback (sampled) beside the kernel's background write-back threshold (/proc/vmstat),
+    allocations that stalled for memory (direct reclaim, compaction), and the time tasks stalled
+    waiting for a CPU or for I/O (/proc/pressure). All system-wide: other programs count too.
+    :meth:`facts` is a flat dict (None where the machine cannot tell). The bytes the run and the
+    device moved are :class:`iolab.witness.Witness`'s (see :func:`experiment`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], interval: float = 0.01):
+        self.device = block_device(path)
+        self._sampler = pagecache.MeminfoSampler(interval, ("Dirty", "Writeback"))
+        self._facts: dict[str, Any] = {}
+
+    def __enter__(self) -> "SystemWatch":
+        self._cpu0, self._io0 = _stall_seconds("cpu"), _stall_seconds("io")
+        self._vm0 = _vmstat()
+        self._t0 = time.perf_counter()
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sampler.stop()
+        seconds = time.perf_counter() - self._t0
+        cpu1, io1 = _stall_seconds("cpu"), _stall_seconds("io")
+        vm1 = _vmstat()
+        m = self._sampler.frame()
+        (r0, c0), (r1, c1) = _reclaim_counts(self._vm0), _reclaim_counts(vm1)
+        page = os.sysconf("SC_PAGE_SIZE")
+        self._facts = {
+            "seconds": seconds, "device": self.device,
+            "dirty_before": int(m["Dirty"].iloc[0]), "dirty_peak": int(m["Dirty"].max()),
+            "dirty_after": int(m["Dirty"].iloc[-1]), "writeback_peak": int(m["Writeback"].max()),
+            "samples": len(m),
+            "cpu_wait_s": cpu1 - self._cpu0 if cpu1 is not None and self._cpu0 is not None else None,
+            "io_wait_s": io1 - self._io0 if io1 is not None and self._io0 is not None else None,
+            "dirty_background_threshold": (vm1["nr_dirty_background_threshold"] * page
+                                           if "nr_dirty_background_threshold" in vm1 else None),
+            "direct_reclaim_stalls": r1 - r0 if r0 is not None and r1 is not None else None,
+            "compaction_stalls": c1 - c0 if c0 is not None and c1 is not None else None,
+        }
+
+    def facts(self) -> dict[str, Any]:
+        return dict(self._facts)
+
+
+# --- verdicts: which layer served a row ---------------------------------------------------------
+
+def _direct_write(rate: float, n: int, w: witness.Witnessed, device_bps: float | None) -> Any:
+    """An O_DIRECT write phase judged by the device's counters (task I/O accounting counts a direct
+    write when it is sent to the device, so IOR's own bytes are the data either way)."""
+    wrote = w.device_written or 0
+    lead = f"the device {w.device} wrote {units.format_size(wrote)} while {units.format_size(n)} were written"
+    if wrote >= measure.MOSTLY * n:
+        label, reason = measure.DEVICE, f"{lead} with O_DIRECT: each write() went to the device before it returned"
+    else:
+        label, reason = measure.UNCLEAR, (f"{lead}: with O_DIRECT the device should have taken it all (a filesystem "
+                                          "that ignores O_DIRECT, or counters that missed it)")
+    d = measure.disturbance(w)
+    if d:
+        return measure.Verdict(measure.UNCLEAR, f"{d}, so the time was shared. Its own count still says: {reason}",
+                               measure.WITNESS)
+    return measure.Verdict(label, reason, measure.WITNESS)
+
+
+def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
+            resident_fraction: float | None = None, fstype: str | None = None,
+            witnessed: witness.Witnessed | None = None, moved: int | None = None, scope: str = "") -> Any:
+    """Which layer served one write or read row (an ``iolab.measure.Verdict``); None for remove.
+
+    The witness first: ``witnessed`` is what the kernel counted over the run (IOR's own bytes from
+    storage, the device's), ``moved`` the bytes IOR read or wrote over the same span (all the
+    iterations' phases of that access), ``scope`` says what that span is (" in the whole run (3 write
+    phases and 3 read phases)"); ``measure.judge`` and ``measure.judge_write`` weigh them and keep
+    the rate as a second, weaker ground, or say that there is no witness and infer. On a memory
+    filesystem (``fstype`` tmpfs, ramfs...) every row is the page cache: there is no device, so
+    neither fsync nor O_DIRECT can reach one. The inference is, for reads, from the test files'
+    residency before the read (after an O_DIRECT run, nothing went through the page cache, so it
+    counts as 0) and the rate; for writes, O_DIRECT sent each write to the device, else the page
+    cache took it unless -e put fsync inside the timing.
+    """
+    bw = row["bw_mib"]
+    if row["access"] == "remove" or bw is None or not bw > 0:
+        return None
+    if fstype in fsinfo.MEMORY_FS:
+        own = ""
+        if witnessed is not None and witnessed.own_read is not None:
+            own = (f"; task I/O accounting: IOR's processes read {units.format_size(witnessed.own_read)} from "
+                   f"storage and wrote {units.format_size(witnessed.own_written or 0)} to it{scope}")
+        return measure.Verdict(measure.CACHE, f"the files are on {fstype}: memory only, there is no device "
+                                              f"(fsync has nothing to write, O_DIRECT nothing to bypass){own}")
+    rate = float(bw) * units.MiB
+    n = int(moved) if moved else None
+    w = witnessed if n else None
+    span = f"over{scope.removeprefix(' in')}: " if scope and w is not None else ""
+    if row["access"] == "write":
+        if row["odirect"]:
+            if w is not None and w.device_written is not None:
+                v = _direct_write(rate, n, w, device_bps)
+                return measure.Verdict(v.label, span + v.reason, v.ground)
+            v = measure.Verdict(measure.DEVICE, "O_DIRECT: each write() went past the page cache to the device "
+                                                "before it returned")
+            why = "; ".join(w.notes) if w is not None and w.notes else measure.NOT_WITNESSED
+            return measure.Verdict(v.label, f"no witness: {why}. By inference: {v.reason}", measure.INFERENCE)
+        v = measure.judge_write(rate, fsync=bool(row["fsync"]), device_bps=device_bps, witness=w, nbytes=n,
+                                fstype=fstype or "")
+    else:
+        fraction = 0.0 if row["odirect"] else resident_fraction
+        v = measure.judge(rate, device_bps=device_bps, resident_fraction=fraction, witness=w, nbytes=n)
+    return measure.Verdict(v.label, span + v.reason, v.ground) if v.witnessed else v
+
+
+def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fraction: float | None = None,
+                 fstype: str | None = None, witnessed: witness.Witnessed | None = None,
+                 moved: dict[str, int] | None = None, scope: str = "") -> pd.DataFrame:
+    """A copy of ``df`` with ``verdict`` (label) and ``reason`` columns (see :func:`verdict`;
+    ``moved``: IOR's bytes per access over what the witness covers)."""
+    out = df.copy()
+    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction, fstype=fstype,
+                  witnessed=witnessed, moved=(moved or {}).get(r["access"]), scope=scope)
+          for r in out.to_dict("records")]
+    out["verdict"] = [v.label if v is not None else None for v in vs]
+    out["reason"] = [v.reason if v is not None else None for v in vs]
+    return out
+
+
+# --- experiments: live here, or replayed from a recording ----------------------------------------
+
+@dataclass(kw_only=True)
+class Experiment(recordings.Outcome):
+    """One IOR configuration measured (or replayed): the Outcome of its run (``.data``: IOR's rows;
+    ``.witness``: what the kernel counted over the whole run, or ``.witness_note`` why there is
+    none), with what the page cache held (``cache``) and, in ``.frame``, every row with its verdict.
+    The frame is computed from the rows, the cache and the witness whenever an Experiment is made
+    (``dataclasses.replace`` included): change a field with ``replace``, not in place."""
+
+    name: str = ""
+    options: ior.Options = field(default_factory=ior.Options)
+    tasks: int = 2
+    cache: dict[str, Any] = field(default_factory=dict)   # resident_fraction, device_bps, fstype, during...
+    opens_text: str | None = None     # the strace -e trace=openat of the run (trace=True), raw
+    trace_run: Run | None = None      # live and traced: strace's argv and the trace, to record
+
+    def __post_init__(self) -> None:
+        self.frame = self.verdicts()
+
+    @property
+    def scope(self) -> str:
+        """What the witness covers, as a phrase after a byte count: "" for a run of one phase, else
+        " in the whole run (3 write and 3 read phases)": the counters are read before and after the
+        run, so every row of the run shares them."""
+        n = {a: len([r for r in self.rows if r["access"] == a]) for a in ("write", "read")}
+        if sum(n.values()) <= 1:
+            return ""
+        phases = " and ".join(f"{k} {a}{'s' * (k != 1)}" for a, k in n.items() if k)
+        return f" in the whole run ({phases.replace('write', 'write phase').replace('read', 'read phase')})"
+
+    def witness_row(self) -> dict[str, Any]:
+        """The witness as flat columns (``Witnessed.row()``), or the same columns empty with the reason
+        there is none; ``witness_scope`` says what the counts cover."""
+        if self.witness is not None:
+            out = self.witness.row()
+        else:
+            out = {k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
+                                     "device_write_bytes", "disturbed")}
+            out["witness_notes"] = self.witness_note or "not witnessed"
+        out["witness_scope"] = self.scope.strip().removeprefix("in ").strip() or "this run"
+        return out
+
+    @property
+    def during(self) -> dict[str, Any]:
+        """What the machine did while IOR ran (:class:`SystemWatch` facts; empty if not measured)."""
+        return dict(self.cache.get("during") or {})
+
+    def opens(self) -> pd.DataFrame | None:
+        """Which file each rank wrote and read (``ior.opens_table``), or None when the run was not traced."""
+        if self.opens_text is None:
+            return None
+        return ior.opens_table(ior.parse_opens(self.opens_text), tasks=self.tasks)
+
+    def layout(self) -> dict[str, Any]:
+        """IOR's own account of the layout -C works on (``ior.reorder_facts``)."""
+        return ior.reorder_facts(self.text)
+
+    def bytes_moved(self, access: str) -> int:
+        """Bytes IOR wrote or read over all iterations (block x segments x tasks per iteration)."""
+        total = 0
+        for r in self.rows:
+            if r["access"] == access and r["block_kib"]:
+                total += int(r["block_kib"] * 1024) * int(r["segments"] or 1) * int(r["tasks"] or self.tasks)
+        return total
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.data
+
+    def verdicts(self) -> pd.DataFrame:
+        """Every row with its verdict and the witness's columns (own_read_bytes, own_write_bytes,
+        device, device_read_bytes, device_write_bytes, disturbed, witness_notes, witness_scope): what
+        ``.frame`` holds."""
+        df = ior.to_frame(self.rows, run=self.name, mode=self.mode, **self.witness_row())
+        return add_verdicts(df, device_bps=self.cache.get("device_bps"),
+                            resident_fraction=self.cache.get("resident_fraction"), fstype=self.cache.get("fstype"),
+                            witnessed=self.witness, moved={a: self.bytes_moved(a) for a in ("write", "read")},
+                            scope=self.scope)
+
+    def table(self) -> pd.DataFrame:
+        """Per access: the best and the worst iteration (MiB/s), IOR's bytes and the witness's (its
+        processes' own bytes from or to storage, the device's), and the verdict on the best."""
+        df = self.frame
+        df = df[df["access"].isin(["write", "read"])]
+        w = self.witness
+        out = []
+        for access, part in df.groupby("access", sort=False):
+            top = part.loc[part["bw_mib"].idxmax()]
+            own = None if w is None else (w.own_read if access == "read" else w.own_written)
+            dev = None if w is None else (w.device_read if access == "read" else w.device_written)
+            out.append({"run": self.name, "options": top["config"], "access": access,
+                        "best MiB/s": round(float(top["bw_mib"]), 1), "worst MiB/s": round(float(part["bw_mib"].min()), 1),
+                        "iterations": len(part), "IOR bytes": units.format_size(self.bytes_moved(access)),
+                        "own bytes": "?" if own is None else units.format_size(own),
+                        "device bytes": ("no device" if w is not None and w.device is None else
+                                         "?" if dev is None else units.format_size(dev)),
+                        "verdict": top["verdict"], "why": top["reason"]})
+        return pd.DataFrame(out)
+
+    def describe(self) -> str:
+        """What the kernel counted (the witness), what the page cache held and what the device can do."""
+        c = self.cache
+        bits = [f"witness{self.scope}: {self.witness}" if self.witness is not None else
+                (self.witness_note or "not witnessed")]
+        if c.get("resident_fraction") is not None:
+            bits.append(f"test files ({units.format_size(c.get('bytes', 0))}) resident in the page cache: "
+                        f"{c['resident_fraction']:.0%}")
+        if c.get("device_bps"):
+            bits.append(f"device behind them, uncached read: {units.format_rate(c['device_bps'])}")
+        if c.get("fstype"):
+            bits.append(f"filesystem: {c['fstype']}")
+        return "; ".join(bits) or "no cache facts recorded"
+
+    def best(self, access: str) -> float | None:
+        """The highest bandwidth (MiB/s) of an access over the iterations."""
+        vals = [r["bw_mib"] for r in self.rows if r["access"] == access and r["bw_mib"] is not None]
+        return max(vals) if vals else None
+
+
+def _residency_facts(files: Sequence[Path]) -> dict[str, Any]:
+    pages = resident = size = 0
+    for f in files:
+        r = pagecache.residency(f, keep_map=False)
+        pages, resident, size = pages + r.pages, resident + r.resident, size + r.size
+    return {"files": len(files), "bytes": size, "pages": pages, "resident_pages": resident,
+            "resident_fraction": resident / pages if pages else None}
+
+
+def _device_facts(ws: workspace.Workspace) -> dict[str, Any]:
+    m = fsinfo.mount_of(ws.root)
+    facts: dict[str, Any] = {"fstype": m.fstype, "device_bps": None}
+    try:
+        facts["device_bps"] = measure.device_rate(ws.root)
+    except Exception as e:           # tmpfs has no device; a full disk cannot host the probe
+        facts["device_note"] = str(e)
+    return facts
+
+
+def experiment(options: ior.Options, *, tasks: int = 2, recording: str, name: str | None = None,
+               ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
+               quiet: bool = False, trace: bool = False) -> Experiment:
+    """Run ``options`` live (IOR and mpirun here) or replay ``recording``, and say which.
+
+    Live: measures the device's uncached rate behind the workspace (iolab.measure, once per
+    session), runs IOR with ``-k`` so that the test files' page-cache residency can be read right
+    after the run (iolab.pagecache), then removes them. Around the run (launch to wait, the removal
+    of the files included), an :class:`iolab.witness.Witness` counts the bytes IOR's processes
+    read from and wrote to storage (task I/O accounting of the children this process waited for:
+    mpirun reaps its ranks, we reap mpirun, so the ranks' bytes add up in ours) and what the device
+    behind the workspace moved (``.witness``; on tmpfs a note says there is no device); a
+    :class:`SystemWatch` samples
+    Dirty/Writeback and the CPU and I/O stalls (``.cache["during"]``). ``trace=True`` runs the
+    launcher under ``strace -f -e trace=openat`` (strace needed too): ``.opens()`` says which file
+    each rank wrote and read.
+    Replay: ``<recording>-summary`` (IOR's JSON summary; its meta keeps the witness),
+    ``<recording>-cache`` (what iolab measured around it) and, traced, ``<recording>-opens`` (the raw
+    strace output). A recording made before iolab kept witnesses has none (``.witness_note`` says so,
+    and the verdicts are inference).
+    """
+    ws = ws or workspace.session()
+    cache: dict[str, Any] = {}
+    traced: dict[str, Any] = {}
+    seen: dict[str, Any] = {}
+
+    def live() -> Run:
+        cache.update(_device_facts(ws))
+        opts = options if options.keep_file else replace(options, keep_file=True)
+        wrap = None
+        trace_file = ws.root / f".ior-opens-{uuid.uuid4().hex[:8]}.txt"
+        if trace:
+            def wrap(argv: list[str]) -> list[str]:
+                test_file = argv[len(argv) - 1 - argv[::-1].index("-o") + 1]      # IOR's -o (the last one)
+                names = [f"{test_file}.{i:08d}" for i in range(tasks)] if options.file_per_process else [test_file]
+                traced["argv"] = ior.trace_opens_argv(argv, trace_file, paths=names)
+                return traced["argv"]
+        try:
+            with SystemWatch(ws.root) as watch, witness.Witness(ws.root, children=True) as w:
+                r = ior.run(opts, tasks, launcher=launcher, ws=ws, timeout=timeout, inspect=_residency_facts, wrap=wrap)
+            seen["witnessed"] = w.result
+            if trace:
+                traced["text"] = trace_file.read_text(errors="replace") if trace_file.exists() else ""
+                traced["run"] = replace(r.run, argv=traced["argv"], stdout=traced["text"],
+                                        tool_version=runner.tool_version("strace"))
+        finally:
+            trace_file.unlink(missing_ok=True)
+        cache.update(r.inspected or {})
+        cache["during"] = watch.facts()
+        return r.as_run()
+
+    requires = ("ior", launcher, "strace") if trace else ("ior", launcher)
+    out = recordings.live_or_recorded(live, f"{recording}-summary", requires=requires, parse=ior.parse, quiet=quiet)
+    if out.mode == "replay":
+        try:
+            cache.update(json.loads(recordings.load(f"{recording}-cache").text))
+        except FileNotFoundError:
+            pass
+        if trace:
+            try:
+                traced["text"] = recordings.load(f"{recording}-opens").text
+            except FileNotFoundError:
+                pass
+        seen["witnessed"], seen["note"] = recorded_witness(out.recording)
+    fields = {**{f.name: getattr(out, f.name) for f in dataclasses.fields(recordings.Outcome)},
+              "witness": seen.get("witnessed"), "witness_note": seen.get("note", ""), "frame": None}
+    return Experiment(**fields, name=name or recording.rpartition("/")[2], options=options, tasks=tasks, cache=cache,
+                      opens_text=traced.get("text"), trace_run=traced.get("run"))
+
+
+def recorded_witness(rec: recordings.Recording | None) -> tuple[witness.Witnessed | None, str]:
+    """The witness kept in a recorded IOR run's meta, or None and why (a recording made before iolab
+    kept witnesses says so)."""
+    if rec is None:
+        return None, "not witnessed"
+    w = rec.witness()
+    return (w, "") if w is not None else (None, rec.witness_note or "not witnessed")
+
+
+def split_phases(options: ior.Options, *, tasks: int = 2, recording: str, evict: bool = True,
+                 ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
+                 quiet: bool = False) -> tuple[Experiment, Experiment]:
+    """Write in one IOR run, evict the files from the page cache, read them in a second run.
+
+    Seed 003's way to read honestly: separate the write benchmark from the read benchmark and make
+    sure no page of the data set is cached in between. Replays ``<recording>-write`` and
+    ``<recording>-read`` (each ``-summary`` and ``-cache``) when IOR is not here.
+    """
+    ws = ws or workspace.session()
+    base = options.test_file or str(ws.mkdir(f"ior-split-{uuid.uuid4().hex[:8]}") / "testfile")
+    wopts = replace(options, write=True, read=False, keep_file=True, test_file=base)
+    ropts = replace(options, write=False, read=True, keep_file=False, test_file=base)
+    try:
+        w = experiment(wopts, tasks=tasks, recording=f"{recording}-write", name="write (-w -k)", ws=ws,
+                       launcher=launcher, timeout=timeout, quiet=quiet)
+        before: dict[str, Any] = {}
+        if w.mode == "live":
+            files = ior.test_files(Path(base))
+            if evict:
+                for f in files:
+                    pagecache.evict(f)
+            before = _residency_facts(files)
+
+        # the read run must see the residency measured between the phases, not after its own run
+        def measured_before(e: Experiment) -> Experiment:
+            return replace(e, cache={**e.cache, **before}) if e.mode == "live" else e
+        r = measured_before(experiment(ropts, tasks=tasks, recording=f"{recording}-read",
+                                       name="read after eviction (-r)" if evict else "read (-r)", ws=ws,
+                                       launcher=launcher, timeout=timeout, quiet=quiet))
+        return w, r
+    finally:
+        for p in ior.test_files(Path(base)):
+            p.unlink(missing_ok=True)
+
+
+# --- the transfer size / tasks / segments sweep (lesson 04's widget) ------------------------------
+
+SWEEP_BASE = {"transfer_size": units.MiB, "tasks": 2, "segments": 4}
+_SWEEP_NAME = re.compile(r"^sweep-t(\w+)-n(\d+)-s(\d+)-(.+)-summary$")
+
+
+def sweep_options(transfer_size: int | str = units.MiB, segments: int = 4) -> ior.Options:
+    """The sweep's configuration: -F -C -e, 16 MiB blocks, one iteration."""
+    return ior.Options(transfer_size=transfer_size, block_size="16MiB", segments=segments, file_per_process=True,
+                   reorder_tasks=True, fsync=True)
+
+
+def _sweep_rows(rows: list[dict[str, Any]], transfer_size: int, tasks: int, segments: int, mode: str,
+                witnessed: witness.Witnessed | None = None, note: str = "") -> pd.DataFrame:
+    df = ior.to_frame(rows)
+    df = df[df["access"].isin(["write", "read"])]
+    best = df.loc[df.groupby("access")["bw_mib"].idxmax(), ["access", "bw_mib"]].copy()
+    best["transfer_size"], best["tasks"], best["segments"], best["mode"] = transfer_size, tasks, segments, mode
+    # the point's witness (the whole run: its write and its read phase): own and device bytes, or why not
+    seen = witnessed.row() if witnessed is not None else {
+        **{k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
+                             "device_write_bytes", "disturbed")}, "witness_notes": note or "not witnessed"}
+    for k, v in seen.items():
+        best[k] = v
+    return best.reset_index(drop=True)
+
+
+def sweep_frame(version: str = "4.0.0") -> pd.DataFrame:
+    """Every recorded sweep point of that IOR version: transfer_size (bytes), tasks, segments, access,
+    bw_mib (the best iteration), mode="recorded", and the point's witness columns (own_read_bytes,
+    own_write_bytes, device, device_read_bytes, device_write_bytes, disturbed, witness_notes: empty,
+    with the note saying why, for a recording made before iolab kept witnesses)."""
+    parts = []
+    for ref in recordings.available("ior"):
+        m = _SWEEP_NAME.match(ref.partition("/")[2])
+        if not m or m.group(4) != version:
+            continue
+        t, n, s = units.parse_size(m.group(1)), int(m.group(2)), int(m.group(3))
+        rec = recordings.load(ref)
+        w, note = recorded_witness(rec)
+        parts.append(_sweep_rows(ior.parse(rec.text), t, n, s, "recorded", w, note))
+    if not parts:
+        raise FileNotFoundError(f"no recorded IOR sweep for version {version!r} in {recordings.data_dir()}")
+    return pd.concat(parts, ignore_index=True)
+
+
+def sweep_slice(df: pd.DataFrame, by: str) -> pd.DataFrame:
+    """The points where only ``by`` moves away from SWEEP_BASE."""
+    if by not in SWEEP_BASE:
+        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
+    keep = pd.Series(True, index=df.index)
+    for k, v in SWEEP_BASE.items():
+        if k != by:
+            keep &= df[k] == v
+    return df[keep]
+
+
+def sweep_point(by: str, value: int, *, ws: workspace.Workspace | None = None, timeout: float = 120) -> pd.DataFrame:
+    """Run one sweep point live (IOR and mpirun needed), witnessed, and return it shaped like
+    :func:`sweep_frame`."""
+    p = dict(SWEEP_BASE)
+    if by not in p:
+        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
+    p[by] = int(value)
+    ws = ws or workspace.session()
+    with witness.Witness(ws.root, children=True) as w:
+        r = ior.run(sweep_options(p["transfer_size"], p["segments"]), p["tasks"], ws=ws, timeout=timeout)
+    return _sweep_rows(ior.parse(r.text), p["transfer_size"], p["tasks"], p["segments"], "live", w.result)
+
+
 # --- small helpers ------------------------------------------------------------------------------
 
 def _size(n: float | None) -> str:
@@ -82,57 +579,57 @@ def _mib(v: float) -> str:
     return f"{v:,.0f} MiB/s" if v >= 10 else f"{v:,.1f} MiB/s"
 
 
-def _memory_fs(e: ior.Experiment) -> bool:
+def _memory_fs(e: Experiment) -> bool:
     return (e.cache.get("fstype") or "") in fsinfo.MEMORY_FS
 
 
-def _fs(e: ior.Experiment) -> str:
+def _fs(e: Experiment) -> str:
     return e.cache.get("fstype") or "this filesystem"
 
 
-def _rates(e: ior.Experiment, access: str) -> list[dict[str, Any]]:
+def _rates(e: Experiment, access: str) -> list[dict[str, Any]]:
     return [r for r in e.rows if r["access"] == access and r["bw_mib"]]
 
 
-def _flag(e: ior.Experiment, key: str) -> bool:
+def _flag(e: Experiment, key: str) -> bool:
     return any(r.get(key) for r in e.rows)
 
 
-def _cpus(e: ior.Experiment) -> int | None:
+def _cpus(e: Experiment) -> int | None:
     """Cores of the machine the run was made on (this one live, the recording's host replayed)."""
     if e.mode == "live":
         return mpi.cores()
-    rec = e.outcome.recording
+    rec = e.recording
     return (rec.meta.get("host", {}) or {}).get("cpus") if rec is not None else None
 
 
-def _no_device(e: ior.Experiment) -> str:
-    w = e.witnessed
+def _no_device(e: Experiment) -> str:
+    w = e.witness
     if w is None:
         return e.witness_note or "this run was not witnessed"
     return (f"iolab found no block device behind {_fs(e)} whose I/O counters it can read (a network or FUSE "
             "filesystem)" + (f": {'; '.join(w.notes)}" if w.notes else ""))
 
 
-def _own(e: ior.Experiment, access: str) -> int | None:
+def _own(e: Experiment, access: str) -> int | None:
     """The bytes IOR's processes read from (or dirtied for) storage, from task I/O accounting."""
-    w = e.witnessed
+    w = e.witness
     if w is None:
         return None
     return w.own_read if access == "read" else w.own_written
 
 
-def _device(e: ior.Experiment, access: str) -> int | None:
+def _device(e: Experiment, access: str) -> int | None:
     """What the device behind the files read (or wrote) while IOR ran, everybody's bytes."""
-    w = e.witnessed
+    w = e.witness
     if w is None:
         return None
     return w.device_read if access == "read" else w.device_written
 
 
-def _others(e: ior.Experiment, access: str) -> str:
+def _others(e: Experiment, access: str) -> str:
     """", 20 MiB of them someone else's" when the device moved clearly more than IOR's processes."""
-    w = e.witnessed
+    w = e.witness
     extra = None if w is None else (w.others_read if access == "read" else w.others_written)
     if extra is None or extra <= witness.DISTURBANCE_FLOOR:
         return ""
@@ -159,7 +656,7 @@ def dataset(options: ior.Options, tasks: int, mem_bytes: int, *, show: bool = Tr
 
 # --- which layer took the writes and served the reads -------------------------------------------
 
-def _write_claim(e: ior.Experiment, show: bool) -> Claim | None:
+def _write_claim(e: Experiment, show: bool) -> Claim | None:
     """Where the writes ended, from the device's counters while IOR ran (task I/O accounting counts a
     page when it becomes dirty, so IOR's own bytes say what it wrote into the page cache, not where
     the data went)."""
@@ -218,7 +715,7 @@ def _write_claim(e: ior.Experiment, show: bool) -> Claim | None:
         show=show)
 
 
-def _read_claim(e: ior.Experiment, show: bool, *, source: str = "memory", predicted: str | None = None) -> Claim | None:
+def _read_claim(e: Experiment, show: bool, *, source: str = "memory", predicted: str | None = None) -> Claim | None:
     """Where the reads came from: first what IOR's processes read from storage (task I/O accounting:
     the ranks' block reads, readahead included), else, for a recording without them, what the device
     read (everybody's); the device's bytes beside them either way."""
@@ -269,7 +766,7 @@ def _read_claim(e: ior.Experiment, show: bool, *, source: str = "memory", predic
         show=show)
 
 
-def _beyond_device_claim(e: ior.Experiment, show: bool) -> Claim | None:
+def _beyond_device_claim(e: Experiment, show: bool) -> Claim | None:
     best = e.best("read")
     if best is None:
         return None
@@ -293,7 +790,7 @@ def _beyond_device_claim(e: ior.Experiment, show: bool) -> Claim | None:
         show=show)
 
 
-def layers(e: ior.Experiment, *, read_from: str = "memory", read_predicted: str | None = None,
+def layers(e: Experiment, *, read_from: str = "memory", read_predicted: str | None = None,
            yardstick: bool = False, show: bool = True) -> list[Claim]:
     """Where this run's writes ended and where its reads came from, from the witness: what IOR's
     processes read from storage and what the device wrote and read while IOR ran.
@@ -310,7 +807,7 @@ def layers(e: ior.Experiment, *, read_from: str = "memory", read_predicted: str 
 
 # --- do the iterations agree? -------------------------------------------------------------------
 
-def _causes(e: ior.Experiment, access: str, rows: list[dict[str, Any]]) -> str:
+def _causes(e: Experiment, access: str, rows: list[dict[str, Any]]) -> str:
     """What this run's own numbers say about why its iterations scattered."""
     lo = min(rows, key=lambda r: r["bw_mib"])
     hi = max(rows, key=lambda r: r["bw_mib"])
@@ -358,7 +855,7 @@ def _causes(e: ior.Experiment, access: str, rows: list[dict[str, Any]]) -> str:
     return "; ".join(bits) + "." if bits else "this run recorded nothing that points to a cause."
 
 
-def spread(e: ior.Experiment, *, factor: float = SPREAD, show: bool = True) -> list[Claim]:
+def spread(e: Experiment, *, factor: float = SPREAD, show: bool = True) -> list[Claim]:
     """For each access with several iterations: do they agree within ``factor``? If not, the causes
     this run's numbers can check (write-back, CPU stalls, iteration length, the first iteration)."""
     out = []
@@ -380,7 +877,7 @@ def spread(e: ior.Experiment, *, factor: float = SPREAD, show: bool = True) -> l
 
 # --- 3 · -F against the shared file --------------------------------------------------------------
 
-def file_per_process(shared: ior.Experiment, fpp: ior.Experiment, published: pd.DataFrame | None = None, *,
+def file_per_process(shared: Experiment, fpp: Experiment, published: pd.DataFrame | None = None, *,
                      show: bool = True) -> list[Claim]:
     """-F against one shared file: Linux serializes write() calls to one file (its inode lock)."""
     s, f = shared.best("write"), fpp.best("write")
@@ -428,14 +925,14 @@ def _who_read_what(table: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def _rule(e: ior.Experiment) -> tuple[int | None, dict[str, Any]]:
+def _rule(e: Experiment) -> tuple[int | None, dict[str, Any]]:
     lay = e.layout()
     if None in (lay.get("task_offset"), lay.get("tasks_per_node"), lay.get("tasks")):
         return None, lay
     return ior.reorder_rule(int(lay["task_offset"]), int(lay["tasks_per_node"]), int(lay["tasks"])), lay
 
 
-def _rule_claim(e: ior.Experiment, table: pd.DataFrame | None, show: bool) -> Claim:
+def _rule_claim(e: Experiment, table: pd.DataFrame | None, show: bool) -> Claim:
     shift, lay = _rule(e)
     predicted = "every read was shifted by IOR's rule, (task offset × tasks per node) mod tasks"
     seen = sorted({int(x) for x in table["shift"].dropna()}) if table is not None and len(table) else []
@@ -455,7 +952,7 @@ def _rule_claim(e: ior.Experiment, table: pd.DataFrame | None, show: bool) -> Cl
         show=show)
 
 
-def reorder(e: ior.Experiment, *, show: bool = True) -> list[Claim]:
+def reorder(e: Experiment, *, show: bool = True) -> list[Claim]:
     """-C on one node: did any rank read another rank's file (from the trace), and does IOR's rule say so?"""
     table = e.opens()
     predicted = ("on one node -C moved no rank: IOR shifts the reads by whole nodes, so every rank re-read "
@@ -477,7 +974,7 @@ def reorder(e: ior.Experiment, *, show: bool = True) -> list[Claim]:
     return [first, _rule_claim(e, table, show)]
 
 
-def neighbour(e: ior.Experiment, *, show: bool = True) -> list[Claim]:
+def neighbour(e: Experiment, *, show: bool = True) -> list[Claim]:
     """-C with numTasksOnNode0=1: every rank reads the other's file, and it is still a memory read."""
     table = e.opens()
     predicted = ("with numTasksOnNode0=1 IOR believes each rank has a node of its own, so -C shifted every read "
@@ -502,7 +999,7 @@ def neighbour(e: ior.Experiment, *, show: bool = True) -> list[Claim]:
 
 # --- 5 · -e ---------------------------------------------------------------------------------------
 
-def fsync(without: ior.Experiment, with_e: ior.Experiment, *, show: bool = True) -> list[Claim]:
+def fsync(without: Experiment, with_e: Experiment, *, show: bool = True) -> list[Claim]:
     """-e: the write slows down (the device is in the timing); the read does not (fsync does not drop pages)."""
     a, b = without.best("write"), with_e.best("write")
     why = ("a device that takes data about as fast as memory does (a fast NVMe drive, or a VM whose host keeps "
@@ -524,7 +1021,7 @@ def fsync(without: ior.Experiment, with_e: ior.Experiment, *, show: bool = True)
 
 # --- 6 · O_DIRECT ---------------------------------------------------------------------------------
 
-def odirect(direct: ior.Experiment, cached: ior.Experiment, *, show: bool = True) -> list[Claim]:
+def odirect(direct: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
     """O_DIRECT: nothing left in the page cache, reads from the device, slower than the cached read."""
     frac = direct.cache.get("resident_fraction")
     out = [explain.expect(
@@ -555,7 +1052,7 @@ def odirect(direct: ior.Experiment, cached: ior.Experiment, *, show: bool = True
 
 # --- 7 · evict between the phases ---------------------------------------------------------------
 
-def evicted(wrote: ior.Experiment, read: ior.Experiment, cached: ior.Experiment, *, show: bool = True) -> list[Claim]:
+def evicted(wrote: Experiment, read: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
     """Write, evict with posix_fadvise(DONTNEED), read in a second run: nothing cached, the device reads."""
     frac = read.cache.get("resident_fraction")
     out = [explain.expect(
@@ -584,7 +1081,7 @@ def evicted(wrote: ior.Experiment, read: ior.Experiment, cached: ior.Experiment,
 
 # --- 8 · beside the seed --------------------------------------------------------------------------
 
-def only_e(experiments: Sequence[ior.Experiment], *, show: bool = True) -> list[Claim]:
+def only_e(experiments: Sequence[Experiment], *, show: bool = True) -> list[Claim]:
     """Was -e the only thing that brought a write down? Every write iteration without -e or O_DIRECT
     against the best -e iteration."""
     free = [(e, r) for e in experiments if not _flag(e, "fsync") and not _flag(e, "odirect") for r in _rates(e, "write")]
@@ -616,7 +1113,7 @@ def only_e(experiments: Sequence[ior.Experiment], *, show: bool = True) -> list[
 
 def sweep(df: pd.DataFrame, device_bps: float | None, *, show: bool = True) -> list[Claim]:
     """The recorded -F -C -e sweep over transfer sizes: reads beyond the device, -e writes close together."""
-    part = ior.sweep_slice(df, "transfer_size")
+    part = sweep_slice(df, "transfer_size")
     reads = part[part["access"] == "read"]["bw_mib"]
     writes = part[part["access"] == "write"]["bw_mib"]
     sizes = sorted(set(part["transfer_size"]))
@@ -679,7 +1176,7 @@ def sweep_host_cpus(version: str = "4.0.0") -> int | None:
 
 # --- tables for the lesson ------------------------------------------------------------------------
 
-def opens_summary(e: ior.Experiment) -> pd.DataFrame | None:
+def opens_summary(e: Experiment) -> pd.DataFrame | None:
     """One row per rank: its pid, the file it wrote, the file(s) it read, whose they were."""
     t = e.opens()
     if t is None:
@@ -693,21 +1190,21 @@ def opens_summary(e: ior.Experiment) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
-def frame(experiments: Iterable[ior.Experiment]) -> pd.DataFrame:
+def frame(experiments: Iterable[Experiment]) -> pd.DataFrame:
     """Every iteration of every run, with verdicts (``Experiment.frame``), in run order."""
-    return pd.concat([e.frame() for e in experiments], ignore_index=True)
+    return pd.concat([e.frame for e in experiments], ignore_index=True)
 
 
 # --- recording ------------------------------------------------------------------------------------
 
-def _save(e: ior.Experiment, ref: str, fs_path: str, host: str | None, notes: str) -> None:
+def _save(e: Experiment, ref: str, fs_path: str, host: str | None, notes: str) -> None:
     import json
 
     from .. import recordings
 
-    r = e.outcome.run
+    r = e.run
     recordings.save(r, f"{ref}-summary", ext="json", stream="summaryFile", fs_path=fs_path, host_description=host,
-                    witness=e.witnessed,
+                    witness=e.witness,
                     notes=f"{notes} (IOR's JSON summary file; iolab adds -k to look at the test files' page-cache "
                           "residency after the run, then removes them; the witness covers the whole run, from "
                           "launch to the removal of the files)")
@@ -716,7 +1213,7 @@ def _save(e: ior.Experiment, ref: str, fs_path: str, host: str | None, notes: st
                     notes=f"Measured by iolab around the IOR run {ref}-summary: the device's uncached read rate "
                           "(iolab.measure.device_rate, bytes/s), the test files' page-cache residency "
                           "(iolab.pagecache.residency) after the run (for the read run of a split pair: before it), "
-                          "and 'during': what the machine counted while IOR ran (ior.SystemWatch: /proc/meminfo "
+                          "and 'during': what the machine counted while IOR ran (SystemWatch: /proc/meminfo "
                           "Dirty and Writeback sampled every 10 ms, /proc/pressure cpu and io stall seconds, "
                           "/proc/vmstat reclaim stalls). The bytes IOR's processes and the device moved are the "
                           "witness in the -summary recording's meta.")
@@ -750,12 +1247,12 @@ def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
     with workspace.Workspace(budget="1GiB", base=directory) as ws:
         for run, opts in runs().items():
             ref = recording(run, version, label)
-            e = ior.experiment(opts, tasks=TASKS, recording=ref, ws=ws, trace=run in TRACED, quiet=True)
+            e = experiment(opts, tasks=TASKS, recording=ref, ws=ws, trace=run in TRACED, quiet=True)
             _save(e, ref, str(ws.root), host, f"lesson 04, {notes[run]}, on {label}")
             written.append(ref)
             print(ref, e.table()[["access", "best MiB/s", "worst MiB/s"]].to_dict("records"))
         ref = recording("evict", version, label)
-        w, r = ior.split_phases(EVICT, tasks=TASKS, recording=ref, ws=ws, quiet=True)
+        w, r = split_phases(EVICT, tasks=TASKS, recording=ref, ws=ws, quiet=True)
         _save(w, f"{ref}-write", str(ws.root), host, f"lesson 04, -F -e -w -k: the write run of a split pair, on {label}")
         _save(r, f"{ref}-read", str(ws.root), host, f"lesson 04, -F -r after posix_fadvise(DONTNEED) of the files "
                                                     f"the write run left, on {label}")

@@ -1,8 +1,9 @@
-"""IOR: build its command line, run it under MPI, parse what it prints (text or JSON), judge the numbers.
+"""IOR: build its command line, run it under MPI, parse what it prints (text or JSON).
 
 One way through: :class:`Options` -> :func:`run` (mpirun/srun, test files in the workspace, JSON
 summary file) -> :func:`parse` (text or JSON, IOR 3.x and 4.x) -> :func:`to_frame` ->
-:func:`add_verdicts` (which layer served each number) -> ``iolab.plot.ior_bandwidth``.
+``iolab.plot.ior_bandwidth``. Lesson 04's experiments (live or replayed, witnessed, each row with
+the verdict on which layer served it) are in :mod:`iolab.labs.ior_pitfalls`.
 
 What differs between versions, and is handled here:
 
@@ -28,14 +29,14 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from . import first_line
-from .. import mpi, recordings, runner, units, witness, workspace
+from .. import mpi, runner, units, workspace
 from ..errors import ParseError, ToolFailed
 from ..runner import Run
 
@@ -256,7 +257,9 @@ def error_line(*texts: str) -> str | None:
     return first_line(_ERROR, *texts)
 
 
-def _files_of(test_file: Path) -> list[Path]:
+def test_files(test_file: str | os.PathLike[str]) -> list[Path]:
+    """IOR's test files for ``-o test_file``: the file itself (shared) or ``test_file.NNNNNNNN`` (-F)."""
+    test_file = Path(test_file)
     parent = test_file.parent
     if not parent.is_dir():
         return []
@@ -311,12 +314,12 @@ def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str 
         summary = summary_file.read_text(errors="replace") if fmt == "json" and summary_file.exists() else None
         if fmt == "json" and not summary:
             raise ToolFailed(full, r.returncode, r.stderr, message="IOR ended without writing its JSON summary file")
-        inspected = inspect(_files_of(test_file)) if inspect is not None else None
+        inspected = inspect(test_files(test_file)) if inspect is not None else None
         return IorRun(r, summary, options, tasks, version, str(test_file), inspected)
     finally:
         ws.remove(own_dir)
         if options.test_file is not None and not options.keep_file:
-            for p in _files_of(Path(options.test_file)):
+            for p in test_files(Path(options.test_file)):
                 p.unlink(missing_ok=True)
 
 
@@ -817,97 +820,6 @@ def opens_table(opens: Iterable[dict[str, Any]], tasks: int | None = None) -> pd
     return df[cols]
 
 
-# --- what the machine did while IOR ran -----------------------------------------------------------
-
-def block_device(path: str | os.PathLike[str]) -> str | None:
-    """The block device behind ``path`` as /sys/class/block names it (vda, nvme0n1p2, dm-0), or None
-    (tmpfs, NFS, FUSE, overlay: nothing whose I/O counters iolab can read)."""
-    d = witness.block_device(path)
-    return d.name if d is not None else None
-
-
-def _stall_seconds(kind: str) -> float | None:
-    """Pressure stall information: seconds some task waited for ``kind`` (cpu, io) since boot."""
-    try:
-        for line in Path(f"/proc/pressure/{kind}").read_text().splitlines():
-            if line.startswith("some "):
-                return int(line.rpartition("total=")[2]) / 1e6
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _vmstat() -> dict[str, int]:
-    try:
-        text = Path("/proc/vmstat").read_text()
-    except OSError:
-        return {}
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(" ")
-        if v.strip().isdigit():
-            out[k] = int(v)
-    return out
-
-
-def _reclaim_counts(vm: dict[str, int]) -> tuple[int | None, int | None]:
-    """(direct reclaim stalls, compaction stalls) since boot: allocations that had to wait for memory."""
-    stalls = [v for k, v in vm.items() if k.startswith("allocstall")]
-    return (sum(stalls) if stalls else None), vm.get("compact_stall")
-
-
-class SystemWatch:
-    """What the machine did while something ran, beside the witness of its bytes: /proc/meminfo Dirty
-    and Writeback (sampled) beside the kernel's background write-back threshold (/proc/vmstat),
-    allocations that stalled for memory (direct reclaim, compaction), and the time tasks stalled
-    waiting for a CPU or for I/O (/proc/pressure). All system-wide: other programs count too.
-    :meth:`facts` is a flat dict (None where the machine cannot tell). The bytes the run and the
-    device moved are :class:`iolab.witness.Witness`'s (see :func:`experiment`).
-    """
-
-    def __init__(self, path: str | os.PathLike[str], interval: float = 0.01):
-        from .. import pagecache
-
-        self.device = block_device(path)
-        self._sampler = pagecache.MeminfoSampler(interval, ("Dirty", "Writeback"))
-        self._facts: dict[str, Any] = {}
-
-    def __enter__(self) -> "SystemWatch":
-        import time
-
-        self._cpu0, self._io0 = _stall_seconds("cpu"), _stall_seconds("io")
-        self._vm0 = _vmstat()
-        self._t0 = time.perf_counter()
-        self._sampler.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        import time
-
-        self._sampler.stop()
-        seconds = time.perf_counter() - self._t0
-        cpu1, io1 = _stall_seconds("cpu"), _stall_seconds("io")
-        vm1 = _vmstat()
-        m = self._sampler.frame()
-        (r0, c0), (r1, c1) = _reclaim_counts(self._vm0), _reclaim_counts(vm1)
-        page = os.sysconf("SC_PAGE_SIZE")
-        self._facts = {
-            "seconds": seconds, "device": self.device,
-            "dirty_before": int(m["Dirty"].iloc[0]), "dirty_peak": int(m["Dirty"].max()),
-            "dirty_after": int(m["Dirty"].iloc[-1]), "writeback_peak": int(m["Writeback"].max()),
-            "samples": len(m),
-            "cpu_wait_s": cpu1 - self._cpu0 if cpu1 is not None and self._cpu0 is not None else None,
-            "io_wait_s": io1 - self._io0 if io1 is not None and self._io0 is not None else None,
-            "dirty_background_threshold": (vm1["nr_dirty_background_threshold"] * page
-                                           if "nr_dirty_background_threshold" in vm1 else None),
-            "direct_reclaim_stalls": r1 - r0 if r0 is not None and r1 is not None else None,
-            "compaction_stalls": c1 - c0 if c0 is not None and c1 is not None else None,
-        }
-
-    def facts(self) -> dict[str, Any]:
-        return dict(self._facts)
-
-
 # --- frames, verdicts ---------------------------------------------------------------------------
 
 def label(row: dict[str, Any] | pd.Series) -> str:
@@ -931,423 +843,3 @@ def to_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:
     for k, v in columns.items():
         df[k] = v
     return df
-
-
-def _direct_write(rate: float, n: int, w: witness.Witnessed, device_bps: float | None) -> Any:
-    """An O_DIRECT write phase judged by the device's counters (task I/O accounting counts a direct
-    write when it is sent to the device, so IOR's own bytes are the data either way)."""
-    from .. import measure
-
-    wrote = w.device_written or 0
-    lead = f"the device {w.device} wrote {units.format_size(wrote)} while {units.format_size(n)} were written"
-    if wrote >= measure.MOSTLY * n:
-        label, reason = measure.DEVICE, f"{lead} with O_DIRECT: each write() went to the device before it returned"
-    else:
-        label, reason = measure.UNCLEAR, (f"{lead}: with O_DIRECT the device should have taken it all (a filesystem "
-                                          "that ignores O_DIRECT, or counters that missed it)")
-    d = measure.disturbance(w)
-    if d:
-        return measure.Verdict(measure.UNCLEAR, f"{d}, so the time was shared. Its own count still says: {reason}",
-                               measure.WITNESS)
-    return measure.Verdict(label, reason, measure.WITNESS)
-
-
-def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
-            resident_fraction: float | None = None, fstype: str | None = None,
-            witnessed: witness.Witnessed | None = None, moved: int | None = None, scope: str = "") -> Any:
-    """Which layer served one write or read row (an ``iolab.measure.Verdict``); None for remove.
-
-    The witness first: ``witnessed`` is what the kernel counted over the run (IOR's own bytes from
-    storage, the device's), ``moved`` the bytes IOR read or wrote over the same span (all the
-    iterations' phases of that access), ``scope`` says what that span is (" in the whole run (3 write
-    phases and 3 read phases)"); ``measure.judge`` and ``measure.judge_write`` weigh them and keep
-    the rate as a second, weaker ground, or say that there is no witness and infer. On a memory
-    filesystem (``fstype`` tmpfs, ramfs...) every row is the page cache: there is no device, so
-    neither fsync nor O_DIRECT can reach one. The inference is, for reads, from the test files'
-    residency before the read (after an O_DIRECT run, nothing went through the page cache, so it
-    counts as 0) and the rate; for writes, O_DIRECT sent each write to the device, else the page
-    cache took it unless -e put fsync inside the timing.
-    """
-    from .. import fsinfo, measure
-
-    bw = row["bw_mib"]
-    if row["access"] == "remove" or bw is None or not bw > 0:
-        return None
-    if fstype in fsinfo.MEMORY_FS:
-        own = ""
-        if witnessed is not None and witnessed.own_read is not None:
-            own = (f"; task I/O accounting: IOR's processes read {units.format_size(witnessed.own_read)} from "
-                   f"storage and wrote {units.format_size(witnessed.own_written or 0)} to it{scope}")
-        return measure.Verdict(measure.CACHE, f"the files are on {fstype}: memory only, there is no device "
-                                              f"(fsync has nothing to write, O_DIRECT nothing to bypass){own}")
-    rate = float(bw) * units.MiB
-    n = int(moved) if moved else None
-    w = witnessed if n else None
-    span = f"over{scope.removeprefix(' in')}: " if scope and w is not None else ""
-    if row["access"] == "write":
-        if row["odirect"]:
-            if w is not None and w.device_written is not None:
-                v = _direct_write(rate, n, w, device_bps)
-                return measure.Verdict(v.label, span + v.reason, v.ground)
-            v = measure.Verdict(measure.DEVICE, "O_DIRECT: each write() went past the page cache to the device "
-                                                "before it returned")
-            why = "; ".join(w.notes) if w is not None and w.notes else measure.NOT_WITNESSED
-            return measure.Verdict(v.label, f"no witness: {why}. By inference: {v.reason}", measure.INFERENCE)
-        v = measure.judge_write(rate, fsync=bool(row["fsync"]), device_bps=device_bps, witness=w, nbytes=n,
-                                fstype=fstype or "")
-    else:
-        fraction = 0.0 if row["odirect"] else resident_fraction
-        v = measure.judge(rate, device_bps=device_bps, resident_fraction=fraction, witness=w, nbytes=n)
-    return measure.Verdict(v.label, span + v.reason, v.ground) if v.witnessed else v
-
-
-def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fraction: float | None = None,
-                 fstype: str | None = None, witnessed: witness.Witnessed | None = None,
-                 moved: dict[str, int] | None = None, scope: str = "") -> pd.DataFrame:
-    """A copy of ``df`` with ``verdict`` (label) and ``reason`` columns (see :func:`verdict`;
-    ``moved``: IOR's bytes per access over what the witness covers)."""
-    out = df.copy()
-    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction, fstype=fstype,
-                  witnessed=witnessed, moved=(moved or {}).get(r["access"]), scope=scope)
-          for r in out.to_dict("records")]
-    out["verdict"] = [v.label if v is not None else None for v in vs]
-    out["reason"] = [v.reason if v is not None else None for v in vs]
-    return out
-
-
-# --- experiments: live here, or replayed from a recording ----------------------------------------
-
-@dataclass
-class Experiment:
-    """One IOR configuration measured (or replayed), with what the page cache held and the verdicts."""
-
-    name: str
-    options: Options
-    tasks: int
-    outcome: recordings.Outcome
-    cache: dict[str, Any] = field(default_factory=dict)   # resident_fraction, device_bps, fstype, during...
-    opens_text: str | None = None     # the strace -e trace=openat of the run (trace=True), raw
-    trace_run: Run | None = None      # live and traced: strace's argv and the trace, to record
-    witnessed: witness.Witnessed | None = None   # what the kernel counted over the whole IOR run
-    witness_note: str = ""            # why there is no witness (a recording made before iolab kept them)
-
-    @property
-    def mode(self) -> str:
-        return self.outcome.mode
-
-    @property
-    def scope(self) -> str:
-        """What the witness covers, as a phrase after a byte count: "" for a run of one phase, else
-        " in the whole run (3 write and 3 read phases)": the counters are read before and after the
-        run, so every row of the run shares them."""
-        n = {a: len([r for r in self.rows if r["access"] == a]) for a in ("write", "read")}
-        if sum(n.values()) <= 1:
-            return ""
-        phases = " and ".join(f"{k} {a}{'s' * (k != 1)}" for a, k in n.items() if k)
-        return f" in the whole run ({phases.replace('write', 'write phase').replace('read', 'read phase')})"
-
-    def witness_row(self) -> dict[str, Any]:
-        """The witness as flat columns (``Witnessed.row()``), or the same columns empty with the reason
-        there is none; ``witness_scope`` says what the counts cover."""
-        if self.witnessed is not None:
-            out = self.witnessed.row()
-        else:
-            out = {k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
-                                     "device_write_bytes", "disturbed")}
-            out["witness_notes"] = self.witness_note or "not witnessed"
-        out["witness_scope"] = self.scope.strip().removeprefix("in ").strip() or "this run"
-        return out
-
-    @property
-    def during(self) -> dict[str, Any]:
-        """What the machine did while IOR ran (:class:`SystemWatch` facts; empty if not measured)."""
-        return dict(self.cache.get("during") or {})
-
-    def opens(self) -> pd.DataFrame | None:
-        """Which file each rank wrote and read (:func:`opens_table`), or None when the run was not traced."""
-        if self.opens_text is None:
-            return None
-        return opens_table(parse_opens(self.opens_text), tasks=self.tasks)
-
-    def layout(self) -> dict[str, Any]:
-        """IOR's own account of the layout -C works on (:func:`reorder_facts`)."""
-        return reorder_facts(self.outcome.text)
-
-    def bytes_moved(self, access: str) -> int:
-        """Bytes IOR wrote or read over all iterations (block x segments x tasks per iteration)."""
-        total = 0
-        for r in self.rows:
-            if r["access"] == access and r["block_kib"]:
-                total += int(r["block_kib"] * 1024) * int(r["segments"] or 1) * int(r["tasks"] or self.tasks)
-        return total
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        return self.outcome.data
-
-    def frame(self) -> pd.DataFrame:
-        """Every row with its verdict and the witness's columns (own_read_bytes, own_write_bytes,
-        device, device_read_bytes, device_write_bytes, disturbed, witness_notes, witness_scope)."""
-        df = to_frame(self.rows, run=self.name, mode=self.mode, **self.witness_row())
-        return add_verdicts(df, device_bps=self.cache.get("device_bps"),
-                            resident_fraction=self.cache.get("resident_fraction"), fstype=self.cache.get("fstype"),
-                            witnessed=self.witnessed, moved={a: self.bytes_moved(a) for a in ("write", "read")},
-                            scope=self.scope)
-
-    def table(self) -> pd.DataFrame:
-        """Per access: the best and the worst iteration (MiB/s), IOR's bytes and the witness's (its
-        processes' own bytes from or to storage, the device's), and the verdict on the best."""
-        df = self.frame()
-        df = df[df["access"].isin(["write", "read"])]
-        w = self.witnessed
-        out = []
-        for access, part in df.groupby("access", sort=False):
-            top = part.loc[part["bw_mib"].idxmax()]
-            own = None if w is None else (w.own_read if access == "read" else w.own_written)
-            dev = None if w is None else (w.device_read if access == "read" else w.device_written)
-            out.append({"run": self.name, "options": top["config"], "access": access,
-                        "best MiB/s": round(float(top["bw_mib"]), 1), "worst MiB/s": round(float(part["bw_mib"].min()), 1),
-                        "iterations": len(part), "IOR bytes": units.format_size(self.bytes_moved(access)),
-                        "own bytes": "?" if own is None else units.format_size(own),
-                        "device bytes": ("no device" if w is not None and w.device is None else
-                                         "?" if dev is None else units.format_size(dev)),
-                        "verdict": top["verdict"], "why": top["reason"]})
-        return pd.DataFrame(out)
-
-    def describe(self) -> str:
-        """What the kernel counted (the witness), what the page cache held and what the device can do."""
-        c = self.cache
-        bits = [f"witness{self.scope}: {self.witnessed}" if self.witnessed is not None else
-                (self.witness_note or "not witnessed")]
-        if c.get("resident_fraction") is not None:
-            bits.append(f"test files ({units.format_size(c.get('bytes', 0))}) resident in the page cache: "
-                        f"{c['resident_fraction']:.0%}")
-        if c.get("device_bps"):
-            bits.append(f"device behind them, uncached read: {units.format_rate(c['device_bps'])}")
-        if c.get("fstype"):
-            bits.append(f"filesystem: {c['fstype']}")
-        return "; ".join(bits) or "no cache facts recorded"
-
-    def best(self, access: str) -> float | None:
-        """The highest bandwidth (MiB/s) of an access over the iterations."""
-        vals = [r["bw_mib"] for r in self.rows if r["access"] == access and r["bw_mib"] is not None]
-        return max(vals) if vals else None
-
-
-def _residency_facts(files: Sequence[Path]) -> dict[str, Any]:
-    from .. import pagecache
-
-    pages = resident = size = 0
-    for f in files:
-        r = pagecache.residency(f, keep_map=False)
-        pages, resident, size = pages + r.pages, resident + r.resident, size + r.size
-    return {"files": len(files), "bytes": size, "pages": pages, "resident_pages": resident,
-            "resident_fraction": resident / pages if pages else None}
-
-
-def _device_facts(ws: workspace.Workspace) -> dict[str, Any]:
-    from .. import fsinfo, measure
-
-    m = fsinfo.mount_of(ws.root)
-    facts: dict[str, Any] = {"fstype": m.fstype, "device_bps": None}
-    try:
-        facts["device_bps"] = measure.device_rate(ws.root)
-    except Exception as e:           # tmpfs has no device; a full disk cannot host the probe
-        facts["device_note"] = str(e)
-    return facts
-
-
-def experiment(options: Options, *, tasks: int = 2, recording: str, name: str | None = None,
-               ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
-               quiet: bool = False, trace: bool = False) -> Experiment:
-    """Run ``options`` live (IOR and mpirun here) or replay ``recording``, and say which.
-
-    Live: measures the device's uncached rate behind the workspace (iolab.measure, once per
-    session), runs IOR with ``-k`` so that the test files' page-cache residency can be read right
-    after the run (iolab.pagecache), then removes them. Around the run (launch to wait, the removal
-    of the files included), an :class:`iolab.witness.Witness` counts the bytes IOR's processes
-    read from and wrote to storage (task I/O accounting of the children this process waited for:
-    mpirun reaps its ranks, we reap mpirun, so the ranks' bytes add up in ours) and what the device
-    behind the workspace moved (``.witnessed``; on tmpfs a note says there is no device); a
-    :class:`SystemWatch` samples
-    Dirty/Writeback and the CPU and I/O stalls (``.cache["during"]``). ``trace=True`` runs the
-    launcher under ``strace -f -e trace=openat`` (strace needed too): ``.opens()`` says which file
-    each rank wrote and read.
-    Replay: ``<recording>-summary`` (IOR's JSON summary; its meta keeps the witness),
-    ``<recording>-cache`` (what iolab measured around it) and, traced, ``<recording>-opens`` (the raw
-    strace output). A recording made before iolab kept witnesses has none (``.witness_note`` says so,
-    and the verdicts are inference).
-    """
-    ws = ws or workspace.session()
-    cache: dict[str, Any] = {}
-    traced: dict[str, Any] = {}
-    seen: dict[str, Any] = {}
-
-    def live() -> Run:
-        cache.update(_device_facts(ws))
-        opts = options if options.keep_file else replace(options, keep_file=True)
-        wrap = None
-        trace_file = ws.root / f".ior-opens-{uuid.uuid4().hex[:8]}.txt"
-        if trace:
-            def wrap(argv: list[str]) -> list[str]:
-                test_file = argv[len(argv) - 1 - argv[::-1].index("-o") + 1]      # IOR's -o (the last one)
-                names = [f"{test_file}.{i:08d}" for i in range(tasks)] if options.file_per_process else [test_file]
-                traced["argv"] = trace_opens_argv(argv, trace_file, paths=names)
-                return traced["argv"]
-        try:
-            with SystemWatch(ws.root) as watch, witness.Witness(ws.root, children=True) as w:
-                r = run(opts, tasks, launcher=launcher, ws=ws, timeout=timeout, inspect=_residency_facts, wrap=wrap)
-            seen["witnessed"] = w.result
-            if trace:
-                traced["text"] = trace_file.read_text(errors="replace") if trace_file.exists() else ""
-                traced["run"] = replace(r.run, argv=traced["argv"], stdout=traced["text"],
-                                        tool_version=runner.tool_version("strace"))
-        finally:
-            trace_file.unlink(missing_ok=True)
-        cache.update(r.inspected or {})
-        cache["during"] = watch.facts()
-        return r.as_run()
-
-    requires = ("ior", launcher, "strace") if trace else ("ior", launcher)
-    out = recordings.live_or_recorded(live, f"{recording}-summary", requires=requires, parse=parse, quiet=quiet)
-    if out.mode == "replay":
-        try:
-            cache.update(json.loads(recordings.load(f"{recording}-cache").text))
-        except FileNotFoundError:
-            pass
-        if trace:
-            try:
-                traced["text"] = recordings.load(f"{recording}-opens").text
-            except FileNotFoundError:
-                pass
-        seen["witnessed"], seen["note"] = recorded_witness(out.recording)
-    return Experiment(name or recording.rpartition("/")[2], options, tasks, out, cache,
-                      opens_text=traced.get("text"), trace_run=traced.get("run"),
-                      witnessed=seen.get("witnessed"), witness_note=seen.get("note", ""))
-
-
-def recorded_witness(rec: recordings.Recording | None) -> tuple[witness.Witnessed | None, str]:
-    """The witness kept in a recorded IOR run's meta, or None and why (a recording made before iolab
-    kept witnesses says so)."""
-    if rec is None:
-        return None, "not witnessed"
-    w = rec.witness()
-    return (w, "") if w is not None else (None, rec.witness_note or "not witnessed")
-
-
-def split_phases(options: Options, *, tasks: int = 2, recording: str, evict: bool = True,
-                 ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
-                 quiet: bool = False) -> tuple[Experiment, Experiment]:
-    """Write in one IOR run, evict the files from the page cache, read them in a second run.
-
-    Seed 003's way to read honestly: separate the write benchmark from the read benchmark and make
-    sure no page of the data set is cached in between. Replays ``<recording>-write`` and
-    ``<recording>-read`` (each ``-summary`` and ``-cache``) when IOR is not here.
-    """
-    from .. import pagecache
-
-    ws = ws or workspace.session()
-    base = options.test_file or str(ws.mkdir(f"ior-split-{uuid.uuid4().hex[:8]}") / "testfile")
-    wopts = replace(options, write=True, read=False, keep_file=True, test_file=base)
-    ropts = replace(options, write=False, read=True, keep_file=False, test_file=base)
-    try:
-        w = experiment(wopts, tasks=tasks, recording=f"{recording}-write", name="write (-w -k)", ws=ws,
-                       launcher=launcher, timeout=timeout, quiet=quiet)
-        before: dict[str, Any] = {}
-        if w.mode == "live":
-            files = _files_of(Path(base))
-            if evict:
-                for f in files:
-                    pagecache.evict(f)
-            before = _residency_facts(files)
-
-        # the read run must see the residency measured between the phases, not after its own run
-        def measured_before(e: Experiment) -> Experiment:
-            if e.mode == "live":
-                e.cache.update({k: v for k, v in before.items()})
-            return e
-        r = measured_before(experiment(ropts, tasks=tasks, recording=f"{recording}-read",
-                                       name="read after eviction (-r)" if evict else "read (-r)", ws=ws,
-                                       launcher=launcher, timeout=timeout, quiet=quiet))
-        return w, r
-    finally:
-        for p in _files_of(Path(base)):
-            p.unlink(missing_ok=True)
-
-
-# --- the transfer size / tasks / segments sweep (lesson 04's widget) ------------------------------
-
-SWEEP_BASE = {"transfer_size": units.MiB, "tasks": 2, "segments": 4}
-_SWEEP_NAME = re.compile(r"^sweep-t(\w+)-n(\d+)-s(\d+)-(.+)-summary$")
-
-
-def sweep_options(transfer_size: int | str = units.MiB, segments: int = 4) -> Options:
-    """The sweep's configuration: -F -C -e, 16 MiB blocks, one iteration."""
-    return Options(transfer_size=transfer_size, block_size="16MiB", segments=segments, file_per_process=True,
-                   reorder_tasks=True, fsync=True)
-
-
-def _sweep_rows(rows: list[dict[str, Any]], transfer_size: int, tasks: int, segments: int, mode: str,
-                witnessed: witness.Witnessed | None = None, note: str = "") -> pd.DataFrame:
-    df = to_frame(rows)
-    df = df[df["access"].isin(["write", "read"])]
-    best = df.loc[df.groupby("access")["bw_mib"].idxmax(), ["access", "bw_mib"]].copy()
-    best["transfer_size"], best["tasks"], best["segments"], best["mode"] = transfer_size, tasks, segments, mode
-    # the point's witness (the whole run: its write and its read phase): own and device bytes, or why not
-    seen = witnessed.row() if witnessed is not None else {
-        **{k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
-                             "device_write_bytes", "disturbed")}, "witness_notes": note or "not witnessed"}
-    for k, v in seen.items():
-        best[k] = v
-    return best.reset_index(drop=True)
-
-
-def sweep_frame(version: str = "4.0.0") -> pd.DataFrame:
-    """Every recorded sweep point of that IOR version: transfer_size (bytes), tasks, segments, access,
-    bw_mib (the best iteration), mode="recorded", and the point's witness columns (own_read_bytes,
-    own_write_bytes, device, device_read_bytes, device_write_bytes, disturbed, witness_notes: empty,
-    with the note saying why, for a recording made before iolab kept witnesses)."""
-    parts = []
-    for ref in recordings.available("ior"):
-        m = _SWEEP_NAME.match(ref.partition("/")[2])
-        if not m or m.group(4) != version:
-            continue
-        t, n, s = units.parse_size(m.group(1)), int(m.group(2)), int(m.group(3))
-        rec = recordings.load(ref)
-        w, note = recorded_witness(rec)
-        parts.append(_sweep_rows(parse(rec.text), t, n, s, "recorded", w, note))
-    if not parts:
-        raise FileNotFoundError(f"no recorded IOR sweep for version {version!r} in {recordings.data_dir()}")
-    return pd.concat(parts, ignore_index=True)
-
-
-def sweep_slice(df: pd.DataFrame, by: str) -> pd.DataFrame:
-    """The points where only ``by`` moves away from SWEEP_BASE."""
-    if by not in SWEEP_BASE:
-        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
-    keep = pd.Series(True, index=df.index)
-    for k, v in SWEEP_BASE.items():
-        if k != by:
-            keep &= df[k] == v
-    return df[keep]
-
-
-def sweep_point(by: str, value: int, *, ws: workspace.Workspace | None = None, timeout: float = 120) -> pd.DataFrame:
-    """Run one sweep point live (IOR and mpirun needed), witnessed, and return it shaped like
-    :func:`sweep_frame`."""
-    p = dict(SWEEP_BASE)
-    if by not in p:
-        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
-    p[by] = int(value)
-    ws = ws or workspace.session()
-    with witness.Witness(ws.root, children=True) as w:
-        r = run(sweep_options(p["transfer_size"], p["segments"]), p["tasks"], ws=ws, timeout=timeout)
-    return _sweep_rows(parse(r.text), p["transfer_size"], p["tasks"], p["segments"], "live", w.result)
-
-
-def published(name: str = "seed001-ior-orfeo") -> pd.DataFrame:
-    """A seed's published IOR figures (``data/published/<name>.csv``, with a ``source`` column)."""
-    path = recordings.data_dir().parent / "published" / f"{name}.csv"
-    if not path.exists():
-        raise FileNotFoundError(f"no published figures {path}")
-    return pd.read_csv(path)
