@@ -1,6 +1,10 @@
-"""The lessons' experiments and what they showed: one module per lesson.
+"""The lessons' experiments and what they showed: one module per lesson (lesson 06's is
+:mod:`iolab.objectstore.lab`).
 
-A module here runs a lesson's experiments through the tool modules (``iolab.tools``), returns
-their results, and says what they showed with :mod:`iolab.explain` claims computed from the
-numbers, so that a lesson reads correctly live on any machine and replayed from any recording.
+A module here runs a lesson's experiments through the tool modules (``iolab.tools``, which only wrap
+their tools), live or replayed from a recording, and returns each result as an
+:class:`iolab.recordings.Outcome` (or a subclass with the lesson's own fields): where it came from
+(``provenance``), the parse (``data``) and the lesson's table of it (``frame``). It says what they
+showed with :mod:`iolab.explain` claims computed from the numbers, so that a lesson reads correctly
+live on any machine and replayed from any recording.
 """
