@@ -5,7 +5,8 @@
 set -u
 pkgs=(strace fio vmtouch util-linux coreutils openmpi-bin libopenmpi-dev fuse3 s3fs rclone s3cmd
       chromium hdparm locales slurm-wlm munge
-      bpftrace)   # optional: lesson 02 traces readahead with it as root, and replays a recorded trace otherwise
+      bpftrace    # optional: lesson 02 traces readahead with it as root, and replays a recorded trace otherwise
+      node-configurable-http-proxy python3-venv)   # the class on a real JupyterHub (tests/test_hub.py)
 # dd prints a localized summary: lesson 06 and its tests parse a German one too
 german_locale() {
   [ "$(id -u)" = 0 ] || return 0
