@@ -79,7 +79,7 @@ def main() -> int:
     size = parse_size(args.size)
     d = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir=args.dir))
     path = d / "big.bin"
-    print(f"# residency() vs vmtouch on a {format_size(size)} file in {d} ({pagecache._fstype(d)}), "
+    print(f"# residency() vs vmtouch on a {format_size(size)} file in {d} ({fsinfo.fstype(d)}), "
           f"kernel {os.uname().release}, {os.cpu_count()} cpus, median of {args.repeat}")
     try:
         t0 = time.perf_counter()

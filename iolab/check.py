@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from . import fsinfo, measure, pagecache, readahead, witness
+from .firstlook import speedup
+from .labs import page_cache, readahead as lab, syscalls
+from .labs.ior_pitfalls import Experiment
+from .labs.syscalls import expected_reads
+from .recordings import published
+from .tools import darshan, ior, mdtest, strace
+from .units import KiB, MB, MiB, format_size, parse_size
 
 
 class CheckFailed(AssertionError):
@@ -58,8 +66,6 @@ def same_items(answer: Iterable[object], expected: Iterable[object], *, what: st
 
 def check_00_fstype(answer: str, path: str = "/dev/shm") -> bool:
     """Exercise 00.1: the filesystem type that serves ``path`` on this machine."""
-    from . import fsinfo
-
     actual = fsinfo.fstype(path)
     if not isinstance(answer, str) or answer.strip().lower() != actual:
         fail(f"look up {path} with iolab.fsinfo.mount_of({path!r}) (or in the doctor table): "
@@ -71,8 +77,6 @@ def check_00_fstype(answer: str, path: str = "/dev/shm") -> bool:
 
 def check_00_speedup(frame, answer: float) -> bool:
     """Exercise 00.2: how many times faster the warm reads were than the cold one."""
-    from .firstlook import speedup
-
     if "state" not in getattr(frame, "columns", []) or set(frame["state"]) != {"cold", "warm"}:
         fail("give the DataFrame that firstlook.repeat_reads returned: it needs cold and warm reads.")
     cold = frame[frame["state"] == "cold"]
@@ -92,10 +96,6 @@ def check_00_speedup(frame, answer: float) -> bool:
 
 def check_00_rate(answer: float) -> bool:
     """Exercise 00.3: seed 000's 10.2 MB/s (fio's decimal unit) in MiB/s."""
-    from .units import MB, MiB
-
-    from .recordings import published
-
     pub = published("seed000-fio-s3fs-cache")
     mb_s = float(pub[(pub["configuration"] == "no cache") & (pub["direction"] == "read")]["mb_per_s"].iloc[0])
     close_to(answer, mb_s * MB / MiB, rel=0.002, what=f"{mb_s} MB/s in MiB/s")
@@ -106,8 +106,6 @@ def check_00_rate(answer: float) -> bool:
 
 def check_01_evicted(path) -> bool:
     """Exercise 01.1: the file at ``path`` has no page in the page cache now."""
-    from . import pagecache
-
     r = pagecache.residency(path)
     if not r.reliable:
         fail(f"the kernel will not tell you the residency of {path}: {r.note}.")
@@ -119,8 +117,6 @@ def check_01_evicted(path) -> bool:
 
 def check_01_cold_warm(cold, warm, answer: float) -> bool:
     """Exercise 01.2: a cold and a warm measure.timed_read of the same file, and warm/cold throughput."""
-    from . import measure
-
     for name, m in (("cold", cold), ("warm", warm)):
         if not isinstance(m, measure.Measurement) or m.op != "read":
             fail(f"{name} should be what iolab.measure.timed_read(...) returned, got {type(m).__name__}.")
@@ -133,7 +129,6 @@ def check_01_cold_warm(cold, warm, answer: float) -> bool:
         fail("the warm read was not warm: not the whole file was resident before it. Read it right after "
              "the cold read, or use cache='warm'.")
     close_to(answer, warm.bytes_per_s / cold.bytes_per_s, rel=0.01, what="warm / cold throughput")
-    from .labs import page_cache
 
     passed(f"warm / cold throughput = {answer:.2f}. Verdicts: cold = {cold.verdict.label!r}, "
            f"warm = {warm.verdict.label!r}. What your two reads showed:")
@@ -144,7 +139,6 @@ def check_01_cold_warm(cold, warm, answer: float) -> bool:
 def _seed004_cat() -> dict[str, tuple[int, float, float]]:
     """Seed 004 (HTCF storage training, Sept. 2023), data/published/seed004-cold-warm-cat.csv: per
     filesystem the `ls -l` total in KiB, and `time cat *` after drop_caches (cold) and at once (warm)."""
-    from .recordings import published
 
     pub = published("seed004-cold-warm-cat")
     out = {}
@@ -158,9 +152,6 @@ def _seed004_cat() -> dict[str, tuple[int, float, float]]:
 
 def check_01_seed_verdicts(local, beegfs) -> bool:
     """Exercise 01.3: measure.judge of seed 004's second `cat` against its first, on /tmp and on BeeGFS."""
-    from . import measure
-    from .units import KiB
-
     for name, v in (("local", local), ("beegfs", beegfs)):
         if not isinstance(v, measure.Verdict):
             fail(f"{name} should be the Verdict that iolab.measure.judge(...) returned, got {type(v).__name__}.")
@@ -185,8 +176,6 @@ def check_01_seed_verdicts(local, beegfs) -> bool:
 def check_01_witnessed_write(result, path, charged: int, reached_device: bool) -> bool:
     """Exercise 01.4: a write of 16 MiB without fsync inside ``witness.Witness``: the bytes charged to
     the process (``write_bytes``), and whether the data had reached the device when the block ended."""
-    from . import witness
-    from .units import MiB, format_size
 
     if not isinstance(result, witness.Witnessed):
         fail("result should be w.result, the Witnessed that `with witness.Witness(...) as w:` left behind.")
@@ -224,10 +213,6 @@ def check_01_witnessed_write(result, path, charged: int, reached_device: bool) -
 
 def check_02_random_window(path, answer: int) -> bool:
     """Exercise 02.1: pages resident after reading 1 byte at offset 0 with POSIX_FADV_RANDOM."""
-    from . import readahead
-
-    from .labs import readahead as lab
-
     if isinstance(answer, bool) or not isinstance(answer, int):
         fail(f"give a number of pages (an int), got {answer!r}: the .resident of what window() returned.")
     r = readahead.window(path, 1, "random", strict=False)
@@ -270,20 +255,13 @@ def check_02_growth(frame, answer: int, path=None) -> bool:
         fail("read the resident column of the last row.")
     from pathlib import Path
 
-    from . import pagecache
-    from .labs import readahead as lab
-
     passed(f"{answer:,} pages resident after asking for {int(last['pages_read']):,}. What that shows:")
-    lab.growth_claims(frame, fstype=pagecache._fstype(Path(path)) if path is not None else "")
+    lab.growth_claims(frame, fstype=fsinfo.fstype(Path(path)) if path is not None else "")
     return True
 
 
 def check_02_read_ahead_kb(path, answer) -> bool:
     """Exercise 02.4: read_ahead_kb of the device behind ``path`` (None when there is none)."""
-    from . import readahead
-
-    from .labs import readahead as lab
-
     actual = readahead.read_ahead_kb(path)
     if answer != actual.kb:
         fail(f"ask iolab.readahead.read_ahead_kb({str(path)!r}) and give its .kb (or look in "
@@ -303,8 +281,6 @@ def _whole(answer: object, what: str) -> int:
 
 def check_03_predict(answer: object, file_size: int, read_size: int) -> bool:
     """Exercise 03.1: read(2) calls to read a file of file_size bytes, read_size per f.read, unbuffered."""
-    from .labs.syscalls import expected_reads
-
     a = _whole(answer, "the number of read(2) calls")
     want = expected_reads(file_size, read_size)
     if a == want - 1:
@@ -321,9 +297,6 @@ def check_03_predict(answer: object, file_size: int, read_size: int) -> bool:
 def check_03_buffered(answer: object, path, read_size: int = 1) -> bool:
     """Exercise 03.2: read(2) calls on path when Python's buffered reader reads it read_size bytes at a time."""
     import os
-
-    from .labs import syscalls
-    from .tools import strace
 
     a = _whole(answer, "the number of read(2) calls")
     size = os.path.getsize(path)
@@ -364,8 +337,6 @@ SEED_001_STORAGE_NODES = 4
 
 
 def _seed001_fpp_read_mib() -> float:
-    from .recordings import published
-
     pub = published("seed001-ior-orfeo")
     return float(pub[(pub["config"] == "-F") & (pub["access"] == "read")]["bw_mib"].iloc[0])
 
@@ -385,9 +356,6 @@ def check_04_storage_node_rate(answer: object) -> bool:
 
 def check_04_seed_options(opts: object) -> bool:
     """Exercise 04.2: ior.Options for seed 001's last run: -t 1m -b 16m -s 24 -F -C -e."""
-    from .tools import ior
-    from .units import MiB, parse_size
-
     if not isinstance(opts, ior.Options):
         fail(f"build an iolab.tools.ior.Options(...), got {type(opts).__name__}.")
     wrong = []
@@ -415,7 +383,6 @@ def check_04_seed_options(opts: object) -> bool:
 def check_04_reorder_shift(one_node: object, four_nodes: object) -> bool:
     """Exercise 04.3: IOR's -C shift for the seed's 24 ranks: all on one node, then 6 on each of 4 nodes
     (by slot: ranks 0-5 on the first node)."""
-    from .tools import ior
 
     expected = (ior.reorder_rule(1, 24, 24), ior.reorder_rule(1, 6, 24))
     got = (_whole(one_node, "the shift on one node"), _whole(four_nodes, "the shift on four nodes"))
@@ -432,8 +399,6 @@ def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
     """Exercise 04.4: the verdict (iolab.measure.judge) on the reads of the -C run with
     numTasksOnNode0=1, where every rank read the file the other one wrote: the run's witness first
     (the bytes IOR read, what its processes read from storage), the best read's rate second."""
-    from . import measure
-    from .labs.ior_pitfalls import Experiment
 
     if not isinstance(experiment, Experiment):
         fail(f"pass the Experiment of the -C run (what lab.experiment returned), got {type(experiment).__name__}.")
@@ -470,7 +435,6 @@ def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
 def check_04_data_sets(answer: object, data_set_bytes: int, mem_bytes: int | None = None) -> bool:
     """Exercise 04.5: how many fresh data sets of ``data_set_bytes`` make 10x this machine's memory
     (seed 003's recommendation for honest reads)."""
-    from . import pagecache
 
     mem = mem_bytes if mem_bytes is not None else pagecache.meminfo()["MemTotal"]
     expected = math.ceil(10 * mem / data_set_bytes)
@@ -493,7 +457,6 @@ SEED_001_MDTEST = {"tasks": 4, "files": 10, "iterations": 200}
 def check_05_seed_mdtest(opts: object, creations: object, fsyncs: object) -> bool:
     """Exercise 05.1: mdtest.Options for the seed's command, how many files it creates in all, and
     how many fsync calls it makes (mdtest 3.3/4.0: -y syncs only files written with -w)."""
-    from .tools import mdtest
 
     if not isinstance(opts, mdtest.Options):
         fail(f"build an iolab.tools.mdtest.Options(...), got {type(opts).__name__}.")
@@ -649,8 +612,6 @@ def check_06_keep_cache(answer: object, reads) -> bool:
 def check_07_reads(answer: object, profile) -> bool:
     """Exercise 07.1: the read(2) calls Darshan counted on the data file of a read-loop profile
     (``iolab.labs.darshan.profile_read_loop``): POSIX_READS of that file."""
-    from .labs.syscalls import expected_reads
-    from .tools import darshan
 
     target, n, size = profile.extra["target"], profile.extra["read_size"], profile.extra["file_size"]
     measured = darshan.counter(profile.log, "POSIX_READS", file=target)
@@ -666,7 +627,6 @@ def check_07_reads(answer: object, profile) -> bool:
 def check_07_share(answer: object, profile) -> bool:
     """Exercise 07.2: the fraction (0..1) of all the bytes the process read (POSIX module, every file)
     that came from the data file."""
-    from .tools import darshan
 
     f = darshan.files(profile.log, ["POSIX"])
     total = float(f["bytes_read"].fillna(0).sum())

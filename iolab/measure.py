@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import pagecache, workspace
+from . import fsinfo, pagecache, workspace
 from .errors import IolabError
 from .pagecache import Residency
 from .units import MiB, format_rate, format_size, parse_size
@@ -267,8 +267,8 @@ def device_rate(path: str | os.PathLike[str], nbytes: int | str = "64MiB", *, re
     key = (os.stat(d).st_dev, n)
     if not refresh and key in _device_rates:
         return _device_rates[key]
-    fstype = pagecache._fstype(d)
-    if fstype in pagecache._MEMORY_FS:
+    fstype = fsinfo.fstype(d)
+    if fstype in fsinfo.MEMORY_FS:
         raise IolabError(f"{d} is on {fstype}: there is no device behind it, only memory, so there is no "
                          "uncached rate to measure")
     with workspace.Workspace(budget=n + 16 * MiB, base=d, prefix=".iolab-devrate-") as ws:
@@ -348,7 +348,7 @@ def _pct(r: Residency) -> str:
 
 
 def _regular(path: str | os.PathLike[str]) -> Path:
-    p, st = pagecache._check_path(path)
+    p, st = pagecache.check_path(path)
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(f"{p} is a directory: give a file to read")
     return p
@@ -431,7 +431,7 @@ def _judge_direct(rate: float, device_bps: float | None, fstype: str = "", *, wi
 
 
 def _infer_direct(rate: float, device_bps: float | None, fstype: str = "") -> Verdict:
-    if fstype in pagecache._MEMORY_FS:
+    if fstype in fsinfo.MEMORY_FS:
         return Verdict(CACHE, f"{fstype} keeps files in memory: an O_DIRECT read of it copies that memory, "
                               "there is no device below it")
     if device_bps is not None and rate > device_bps * TOLERANCE:
@@ -471,7 +471,7 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
     if p.exists():
         before = pagecache.residency(p, keep_map=False)
     else:
-        before = Residency(str(p), 0, 0, 0, fstype=pagecache._fstype(p.parent))
+        before = Residency(str(p), 0, 0, 0, fstype=fsinfo.fstype(p.parent))
     dirty0 = pagecache.meminfo()["Dirty"]
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     calls = 0
@@ -553,7 +553,7 @@ def _infer_write(bytes_per_s: float, *, fsync: bool, device_bps: float | None = 
                  dirty_growth: int | None = None, nbytes: int | None = None, fstype: str = "") -> Verdict:
     rate = _positive("bytes_per_s", bytes_per_s, allow_none=False)
     dev = _positive("device_bps", device_bps)
-    if fstype in pagecache._MEMORY_FS:
+    if fstype in fsinfo.MEMORY_FS:
         return Verdict(CACHE, f"{fstype} keeps files in memory: the written pages are the file, and "
                               + ("fsync() has no device to wait for" if fsync else "no device ever gets them"))
     if fsync:

@@ -38,7 +38,6 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _CHUNK = 1 << 30
 
 # filesystems whose page cache is not a cache of a device
-_MEMORY_FS = fsinfo.MEMORY_FS
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -95,7 +94,7 @@ class Residency:
 
 # --- residency ---------------------------------------------------------------------------------
 
-def _check_path(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result]:
+def check_path(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result]:
     p = Path(path)
     try:
         st = p.stat()
@@ -127,7 +126,7 @@ def _can_see(st: os.stat_result, path: Path) -> tuple[bool, str]:
                    "every page as resident, so the true residency is hidden from you")
 
 
-def _mincore_fd(fd: int, size: int, keep_map: bool) -> tuple[int, np.ndarray | None]:
+def mincore_fd(fd: int, size: int, keep_map: bool) -> tuple[int, np.ndarray | None]:
     """Resident page count (and the per-page map) of an open file, chunk by chunk."""
     pages = -(-size // PAGE_SIZE)
     out = np.empty(pages, dtype=np.uint8) if keep_map else None
@@ -171,13 +170,13 @@ def _file_residency(p: Path, st: os.stat_result, keep_map: bool, fstype: str) ->
     try:
         size = os.fstat(fd).st_size          # it may have changed since stat()
         pages = -(-size // PAGE_SIZE)
-        resident, pmap = _mincore_fd(fd, size, keep_map) if size else (0, np.zeros(0, bool))
+        resident, pmap = mincore_fd(fd, size, keep_map) if size else (0, np.zeros(0, bool))
     finally:
         os.close(fd)
     if not reliable:
         return Residency(str(p), size, pages, resident, map=None, reliable=False, note=why, fstype=fstype)
     note = ""
-    if fstype in _MEMORY_FS:
+    if fstype in fsinfo.MEMORY_FS:
         note = f"{fstype} keeps files in memory: their pages are the file itself, not a cache"
     return Residency(str(p), size, pages, resident, map=pmap if keep_map else None, note=note, fstype=fstype)
 
@@ -188,8 +187,8 @@ def residency(path: str | os.PathLike[str], *, keep_map: bool = True) -> Residen
     A directory gives one row per regular file under it in ``.files`` and the totals in the result.
     ``keep_map=False`` skips the per-page map (memory stays bounded by one 1 GiB window's vector).
     """
-    p, st = _check_path(path)
-    fstype = _fstype(p)
+    p, st = check_path(path)
+    fstype = fsinfo.fstype(p)
     if stat.S_ISREG(st.st_mode):
         return _file_residency(p, st, keep_map, fstype)
     rows, maps = [], []
@@ -226,13 +225,6 @@ def residency(path: str | os.PathLike[str], *, keep_map: bool = True) -> Residen
                      reliable=not unreliable, note=note, fstype=fstype, files=files)
 
 
-def _fstype(p: Path) -> str:
-    try:
-        return fsinfo.mount_of(p).fstype
-    except (OSError, FileNotFoundError):
-        return ""
-
-
 # --- eviction ----------------------------------------------------------------------------------
 
 def _evict_file(p: Path, st: os.stat_result) -> None:
@@ -257,22 +249,22 @@ def evict(path: str | os.PathLike[str], *, retries: int = 3) -> Residency:
     fdatasync first (dirty pages are never dropped), then posix_fadvise(DONTNEED). The result is the
     residency *after*; when pages stayed, ``.note`` says the likely reason instead of pretending.
     """
-    p, st = _check_path(path)
-    fstype = _fstype(p)
+    p, st = check_path(path)
+    fstype = fsinfo.fstype(p)
     files = [p] if stat.S_ISREG(st.st_mode) else [
         Path(d) / n for d, _, names in os.walk(p) for n in names if (Path(d) / n).is_file()]
     for _ in range(max(retries, 1)):
         for f in files:
             _evict_file(f, f.stat())
         after = residency(p, keep_map=stat.S_ISREG(st.st_mode))
-        if not after.reliable or after.resident == 0 or fstype in _MEMORY_FS:
+        if not after.reliable or after.resident == 0 or fstype in fsinfo.MEMORY_FS:
             break
         time.sleep(0.05)            # pages under writeback finish, then go on the next try
     if not after.reliable:
         return after
     if after.resident == 0:
         return after
-    if fstype in _MEMORY_FS:
+    if fstype in fsinfo.MEMORY_FS:
         why = (f"{fstype} has no device behind it: its pages are the file, and posix_fadvise(DONTNEED) "
                "cannot drop them. Use a directory on a disk-backed filesystem to measure cold reads")
     elif fstype.startswith("fuse"):

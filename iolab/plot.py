@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from .units import format_size
 
 # --- lesson 00 ----------------------------------------------------------------------------------
 
@@ -80,8 +81,6 @@ def residency_map(res, title: str | None = None, *, max_cells: int = 16384, colu
 
 
 def _size(nbytes: float) -> str:
-    from .units import format_size
-
     return format_size(nbytes)
 
 

@@ -40,7 +40,7 @@ SWEEP_COLUMNS = ["read_size", "file_size", "seconds", "calls", "bytes_per_s", "m
 
 
 def _file(path: str | os.PathLike[str]) -> Path:
-    p, st = pagecache._check_path(path)
+    p, st = pagecache.check_path(path)
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(f"{p} is a directory: give a file")
     return p
@@ -330,7 +330,7 @@ def read_ahead_kb(path: str | os.PathLike[str], *, sysfs: str | os.PathLike[str]
     sys_root = Path(sysfs)
     m = mount or fsinfo.mount_of(p)
     fs = m.fstype
-    if fs in pagecache._MEMORY_FS:
+    if fs in fsinfo.MEMORY_FS:
         return ReadAhead(None, "", f"{fs} keeps files in memory: there is no device to read ahead from", fs)
     if fs == "overlay":
         return ReadAhead(None, "", "overlay has no device of its own: reads go to the filesystem under it "

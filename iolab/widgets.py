@@ -1,5 +1,9 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
+from . import firstlook, plot, readahead, recordings, runner
+from .labs import ior_pitfalls as lab, syscalls
+from .tools import ior
+from .units import format_size
 
 # --- lesson 00 ----------------------------------------------------------------------------------
 
@@ -8,8 +12,6 @@ def repeat_reads_explorer(ws, sizes_mib=(8, 16, 32, 64, 128), times: int = 4):
     """A file-size slider that re-runs firstlook.repeat_reads and redraws the bar chart."""
     import ipywidgets as w
     import plotly.graph_objects as go
-
-    from . import firstlook, plot
 
     slider = w.SelectionSlider(options=list(sizes_mib), value=sizes_mib[len(sizes_mib) // 2],
                                description="file (MiB)", continuous_update=False)
@@ -37,8 +39,6 @@ READ_SIZES = (1, 16, 256, 1024, 4096, 8192, 65536, 1 << 20)
 
 
 def _size_label(n: int) -> str:
-    from .units import format_size
-
     return format_size(n)
 
 
@@ -47,8 +47,6 @@ def window_explorer(path, sizes=(1, 4096, 16384, 65536, 1 << 20, 8 << 20)):
     the residency map redrawn: the pages the kernel brought in for that one read."""
     import ipywidgets as w
     import plotly.graph_objects as go
-
-    from . import plot, readahead
 
     size = w.SelectionSlider(options=[(_size_label(s), s) for s in sizes], value=sizes[0],
                              description="read", continuous_update=False)
@@ -77,8 +75,6 @@ def read_size_explorer(path, sizes=READ_SIZES):
     updates the bars; the label gives the number of read() calls and the cost of each."""
     import ipywidgets as w
     import plotly.graph_objects as go
-
-    from . import readahead
 
     slider = w.SelectionSlider(options=[(_size_label(s), s) for s in sizes], value=4096,
                                description="read size", continuous_update=False)
@@ -119,9 +115,6 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
     import pandas as pd
     import plotly.graph_objects as go
 
-    from . import plot
-    from .labs import syscalls
-
     n_file = os.path.getsize(path)
     seen: dict[int, int] = {}
     slider = w.SelectionSlider(options=[(_size_label(s), s) for s in sizes], value=4096,
@@ -159,10 +152,6 @@ def ior_sweep_explorer(version: str = "4.0.0"):
     """
     import ipywidgets as w
     import plotly.graph_objects as go
-
-    from . import plot, recordings, runner
-    from .labs import ior_pitfalls as lab
-    from .tools import ior
 
     SWEEP_START = lab.SWEEP_BASE
     recorded = lab.sweep_frame(version)

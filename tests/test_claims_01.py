@@ -11,7 +11,7 @@ import pytest
 
 from conftest import all_consistent, needs
 import pandas as pd
-from iolab import measure, pagecache, recordings, workspace
+from iolab import fsinfo, measure, pagecache, recordings, workspace
 from iolab.labs import page_cache as lab
 from iolab.pagecache import Residency
 from iolab.witness import Witnessed
@@ -206,7 +206,7 @@ def test_dd_live(place, monkeypatch):
         assert d.witness.device is None and "no block device" in str(d.witness)
     claims = lab.dd_sync(b, d, show=False)
     all_consistent(claims)
-    assert d.extra["fstype"] == ("tmpfs" if kind == "tmpfs" else pagecache._fstype(ws.root))
+    assert d.extra["fstype"] == ("tmpfs" if kind == "tmpfs" else fsinfo.fstype(ws.root))
 
 
 # --- recorded ------------------------------------------------------------------------------------

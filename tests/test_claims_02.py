@@ -10,7 +10,7 @@ import pytest
 import iolab
 
 from conftest import all_consistent
-from iolab import pagecache, readahead, recordings
+from iolab import fsinfo, readahead, recordings
 from iolab.labs import readahead as lab
 from iolab.pagecache import Residency
 from iolab.recordings import Outcome
@@ -28,7 +28,7 @@ def test_sweep_live(place, monkeypatch):
     kind, ws = place
     f = ws.make_file("sweep.bin", "256KiB")
     sweep = lab.sweep(f, sizes=(1, 4096, 65536, 262144))
-    fs = pagecache._fstype(ws.root)
+    fs = fsinfo.fstype(ws.root)
     claims = lab.sweep_claims(sweep, fstype=fs, show=False)
     all_consistent(claims)
     assert claims[0].held is True                                   # the counts are exact everywhere
@@ -65,7 +65,7 @@ def test_windows_and_growth_live(place):
     claims = lab.window_claims(wins, ra.kb, show=False)
     all_consistent(claims)
     growth = pd.concat([readahead.window_growth(big, "4KiB", 32, advice=a, strict=False) for a in ("normal", "random")])
-    g = lab.growth_claims(growth, fstype=pagecache._fstype(ws.root), show=False)
+    g = lab.growth_claims(growth, fstype=fsinfo.fstype(ws.root), show=False)
     all_consistent(g)
     k = lab.read_ahead_kb_claim(ra, show=False)
     all_consistent(k)

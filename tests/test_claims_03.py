@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import all_consistent, needs
-from iolab import pagecache, readahead, recordings
+from iolab import fsinfo, readahead, recordings
 from iolab.labs import syscalls as lab
 from iolab.tools import strace
 from iolab.units import MiB
@@ -173,7 +173,7 @@ def test_live_write_fsync_and_reads(place, monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "live")
     wf = lab.write_fsync(ws, nbytes=16 * MiB)
     (cpu, wall), fs = (p.frame for p in wf.parts), wf.extra["fstype"]
-    assert fs == pagecache._fstype(ws.root) and wf.mode == "live"
+    assert fs == fsinfo.fstype(ws.root) and wf.mode == "live"
     claims = lab.clocks_claims(cpu, wall, fstype=fs, show=False)
     all_consistent(claims)
     if kind == "tmpfs":

@@ -8,6 +8,7 @@ exactly what -e and O_DIRECT send it; on one node -C moves no rank, numTasksOnNo
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -301,11 +302,13 @@ def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, pl
         assert wrote.frame["device"].isna().all()
         return
     assert w.own_written >= data and w.device_written >= data     # dirtied, then on the device before IOR ended
-    assert r.own_read == 0                                        # the read-back came from the page cache
-    assert r.device_read <= 2**20 or r.disturbed                  # 0, unless someone else read meanwhile
+    # the read-back came from the page cache: 0 B of the data from storage; the ranks' start-up may read a
+    # few pages of their own (MPI's libraries evicted since the last run: 84 KiB seen once here)
+    assert r.own_read <= 2**20
+    assert r.device_read <= 2**20 or r.disturbed                  # about 0, unless someone else read meanwhile
     reason = read.frame.query("access == 'read'").iloc[0]["reason"]
-    assert reason.startswith(f"0 B came from storage while {data // 2**20} MiB were read: memory served it") \
-        or "DISTURBED" in reason
+    assert re.match(rf"(0 B|[\d.,]+ KiB) came from storage while {data // 2**20} MiB were read: memory served it",
+                    reason) or "DISTURBED" in reason
     all_consistent(lab.layers(wrote, show=False) + lab.layers(read, show=False))
 
 

@@ -5,13 +5,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iolab import check, measure, pagecache, plot, readahead
+from iolab import check, fsinfo, measure, pagecache, plot, readahead
 from iolab.units import KiB
 
 
 @pytest.fixture
 def f(ws):
-    if pagecache._fstype(ws.root) in pagecache._MEMORY_FS:
+    if fsinfo.fstype(ws.root) in fsinfo.MEMORY_FS:
         pytest.skip("workspace on tmpfs")
     return ws.make_file("f.bin", "1MiB")
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from iolab import measure, pagecache
+from iolab import fsinfo, measure, pagecache
 from iolab.errors import IolabError, OutsideWorkspace
 from iolab.units import MiB
 
@@ -91,7 +91,7 @@ def test_device_rate_measures_cleans_up_and_memoizes(ws):
 
 @pytest.mark.live
 def test_device_rate_refuses_tmpfs():
-    if pagecache._fstype("/dev/shm") != "tmpfs":
+    if fsinfo.fstype("/dev/shm") != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
     with pytest.raises(IolabError, match="tmpfs"):
         measure.device_rate("/dev/shm", "1MiB")
@@ -101,7 +101,7 @@ def test_device_rate_refuses_tmpfs():
 
 @pytest.mark.live
 def test_cold_then_warm_read_verdicts(ws):
-    if pagecache._fstype(ws.root) in pagecache._MEMORY_FS:
+    if fsinfo.fstype(ws.root) in fsinfo.MEMORY_FS:
         pytest.skip("workspace on tmpfs")
     p = ws.make_file("r.bin", "16MiB")
     cold = measure.timed_read(p, cache="cold")
@@ -117,7 +117,7 @@ def test_cold_then_warm_read_verdicts(ws):
 
 @pytest.mark.live
 def test_direct_read_leaves_page_cache_alone(ws):
-    if pagecache._fstype(ws.root) in pagecache._MEMORY_FS:
+    if fsinfo.fstype(ws.root) in fsinfo.MEMORY_FS:
         pytest.skip("workspace on tmpfs: no O_DIRECT")
     p = ws.make_file("d.bin", "4MiB")
     m = measure.timed_read(p, cache="cold", direct=True, block_size="256KiB")
@@ -156,7 +156,7 @@ def test_timed_write_with_and_without_fsync(ws):
 
 
 def test_an_fsynced_write_to_tmpfs_is_not_from_a_device():
-    if not os.path.isdir("/dev/shm") or pagecache._fstype("/dev/shm") != "tmpfs":
+    if not os.path.isdir("/dev/shm") or fsinfo.fstype("/dev/shm") != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
     from iolab import workspace
     with workspace.Workspace(budget="16MiB", base="/dev/shm") as w:

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from iolab import measure, pagecache, witness, workspace
+from iolab import fsinfo, measure, pagecache, witness, workspace
 from iolab.units import MiB
 from iolab.witness import Witnessed
 
@@ -174,7 +174,7 @@ def test_live_a_second_process_disturbs_the_measurement(disk, monkeypatch):
 
 @pytest.mark.live
 def test_live_tmpfs_says_it_cannot_be_witnessed():
-    if not os.path.isdir("/dev/shm") or pagecache._fstype("/dev/shm") != "tmpfs":
+    if not os.path.isdir("/dev/shm") or fsinfo.fstype("/dev/shm") != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
     with workspace.Workspace(budget="16MiB", base="/dev/shm") as ws:
         m = measure.timed_read(ws.make_file("m.bin", "4MiB"))

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from iolab import fsinfo
 from iolab import pagecache as pc
 from iolab.errors import ParseError
 from conftest import is_root, needs
@@ -24,7 +25,7 @@ PAGE = pc.PAGE_SIZE
 
 
 def _disk_backed(ws) -> bool:
-    return pc._fstype(ws.root) not in pc._MEMORY_FS
+    return fsinfo.fstype(ws.root) not in fsinfo.MEMORY_FS
 
 
 def _read_all(path: Path) -> None:
@@ -36,7 +37,7 @@ def _read_all(path: Path) -> None:
 @pytest.fixture
 def disk_ws(ws):
     if not _disk_backed(ws):
-        pytest.skip(f"the workspace is on {pc._fstype(ws.root)}: eviction cannot work there")
+        pytest.skip(f"the workspace is on {fsinfo.fstype(ws.root)}: eviction cannot work there")
     return ws
 
 
@@ -208,7 +209,7 @@ def test_evict_reports_pages_that_stay_mapped_and_locked(disk_ws):
 
 @pytest.mark.live
 def test_tmpfs_is_flagged():
-    if not os.path.isdir("/dev/shm") or pc._fstype("/dev/shm") != "tmpfs":
+    if not os.path.isdir("/dev/shm") or fsinfo.fstype("/dev/shm") != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
     fd, name = tempfile.mkstemp(dir="/dev/shm", prefix="iolab-test-")
     try:

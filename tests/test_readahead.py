@@ -14,7 +14,7 @@ PAGE = pagecache.PAGE_SIZE
 
 @pytest.fixture
 def f64(ws):
-    if pagecache._fstype(ws.root) in pagecache._MEMORY_FS:
+    if fsinfo.fstype(ws.root) in fsinfo.MEMORY_FS:
         pytest.skip("the workspace is on tmpfs: no readahead, no eviction")
     return ws.make_file("w.bin", "64MiB")
 
@@ -49,7 +49,7 @@ def test_window_grows_on_sequential_reads_not_on_random(f64):
 
 @pytest.mark.live
 def test_sweep_counts_calls_and_residency(ws):
-    if pagecache._fstype(ws.root) in pagecache._MEMORY_FS:
+    if fsinfo.fstype(ws.root) in fsinfo.MEMORY_FS:
         pytest.skip("tmpfs")
     p = ws.make_file("s.bin", "256KiB")
     cold = ra.read_size_sweep(p, [1, "4KiB", "1MiB"], cache="cold")
@@ -88,7 +88,7 @@ def test_sweep_and_window_bad_input(ws, tmp_path):
 
 @pytest.mark.live
 def test_window_on_tmpfs_is_a_clear_error():
-    if pagecache._fstype("/dev/shm") != "tmpfs":
+    if fsinfo.fstype("/dev/shm") != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
     import tempfile
     fd, name = tempfile.mkstemp(dir="/dev/shm", prefix="iolab-test-")
@@ -145,7 +145,7 @@ def test_read_ahead_kb_missing_path(tmp_path):
 @pytest.mark.live
 def test_read_ahead_kb_live(ws):
     r = ra.read_ahead_kb(ws.root)
-    if r.fstype in pagecache._MEMORY_FS:
+    if r.fstype in fsinfo.MEMORY_FS:
         assert r.kb is None
     else:
         assert r.kb is not None and r.kb >= 0

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import needs
-from iolab import pagecache, recordings, runner, witness, workspace
+from iolab import fsinfo, pagecache, recordings, runner, witness, workspace
 from iolab.tools import dd, fio
 from iolab.units import MiB
 
@@ -53,7 +53,7 @@ def test_dd_between_devices_has_nothing_to_witness():
 @pytest.mark.live
 @needs("dd")
 def test_dd_on_tmpfs_says_there_is_no_device():
-    if pagecache._fstype("/dev/shm") != "tmpfs":
+    if fsinfo.fstype("/dev/shm") != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
     with workspace.Workspace(budget="8MiB", base="/dev/shm") as ws:
         r = dd.run("/dev/zero", ws.path("z.bin"), bs="1MiB", count=2)

@@ -1157,8 +1157,6 @@ def sweep(df: pd.DataFrame, device_bps: float | None, *, show: bool = True) -> l
 
 
 def _sweep_recording(version: str) -> Any:
-    from .. import recordings
-
     return recordings.load(f"ior/sweep-t1m-n2-s4-{version}-cache")
 
 
@@ -1200,8 +1198,6 @@ def frame(experiments: Iterable[Experiment]) -> pd.DataFrame:
 def _save(e: Experiment, ref: str, fs_path: str, host: str | None, notes: str) -> None:
     import json
 
-    from .. import recordings
-
     r = e.run
     recordings.save(r, f"{ref}-summary", ext="json", stream="summaryFile", fs_path=fs_path, host_description=host,
                     witness=e.witness,
@@ -1228,8 +1224,6 @@ def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
     """Run the lesson's IOR sequence live in ``directory`` (its filesystem labelled ``label``) and save
     each run as ``recording(run, version, label)``; returns the refs written."""
     import os
-
-    from .. import workspace
 
     os.environ["IOLAB_MODE"] = "live"
     version = ior.installed_version()

@@ -25,7 +25,7 @@ from ..pagecache import Residency
 from ..units import KiB, MiB, format_rate, format_size, parse_size
 from ..tools import dd
 
-MEMORY_FS = pagecache._MEMORY_FS
+MEMORY_FS = fsinfo.MEMORY_FS
 
 # what "faster" has to mean before the lesson calls it faster: rates on a shared machine are noisy
 FASTER = 2.0
@@ -545,7 +545,7 @@ def odirect(direct: measure.Measurement | None, warm: measure.Measurement, devic
 
 
 def fstype_of(path: str | os.PathLike[str]) -> str:
-    return pagecache._fstype(Path(path))
+    return fsinfo.fstype(Path(path))
 
 
 # --- 1b · the kernel's witnesses: task I/O accounting, the device's counters, cachestat -------------
@@ -622,7 +622,7 @@ def task_io_steps(data: str | os.PathLike[str], ws=None, *, nbytes: int | str = 
         os.close(fd)
         scratch.unlink(missing_ok=True)
     frame = pd.DataFrame(rows, columns=["step", *COUNTERS, "device_read", "device_written", "note"])
-    frame.attrs.update(file_bytes=size, write_bytes=n, fstype=pagecache._fstype(p),
+    frame.attrs.update(file_bytes=size, write_bytes=n, fstype=fsinfo.fstype(p),
                        device=sysdir.name if sysdir is not None else None)
     return frame
 
@@ -765,7 +765,7 @@ def cachestat_steps(ws=None, *, nbytes: int | str = "32MiB") -> pd.DataFrame:
     look("evicted (posix_fadvise DONTNEED)")
     p.unlink(missing_ok=True)
     frame = pd.DataFrame(rows, columns=["step", *CACHESTAT_COLUMNS, "resident (mincore)"])
-    frame.attrs.update(pages=-(-n // pagecache.PAGE_SIZE), fstype=pagecache._fstype(ws.root),
+    frame.attrs.update(pages=-(-n // pagecache.PAGE_SIZE), fstype=fsinfo.fstype(ws.root),
                        cachestat=rows[0]["cached"] is not None)
     return frame
 

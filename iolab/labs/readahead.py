@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import explain, pagecache, readahead, recordings
+from .. import explain, fsinfo, readahead, recordings
 from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size
@@ -22,7 +22,7 @@ from ..witness import Witnessed
 from ..errors import ToolMissing
 from ..tools import bpftrace, dd
 
-MEMORY_FS = pagecache._MEMORY_FS
+MEMORY_FS = fsinfo.MEMORY_FS
 
 # the sweep's sizes: 1 B up to 1 MiB
 SIZES = (1, 16, 256, 1024, 4096, 8192, 65536, MiB)
@@ -349,7 +349,7 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
     ``out.witness`` the read's witness; ``out.extra``: read_ahead_kb, file_bytes."""
 
     why = bpftrace.why_not()
-    fstype = pagecache._fstype(Path(path).parent) if Path(path).parent.exists() else ""
+    fstype = fsinfo.fstype(Path(path).parent) if Path(path).parent.exists() else ""
     if why is None and _memory(fstype):
         why = f"{fstype} keeps files in memory: reading one adds nothing to the page cache, there is no readahead to trace"
     mode = recordings.mode()

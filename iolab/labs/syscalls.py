@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import explain, pagecache, recordings, runner, workspace
+from .. import explain, fsinfo, recordings, runner, workspace
 from ..explain import Claim
 from ..runner import Run
 from ..tools import strace
 from ..units import format_size
 
-MEMORY_FS = pagecache._MEMORY_FS
+MEMORY_FS = fsinfo.MEMORY_FS
 STAT_LIKE = ("stat", "lstat", "fstat", "newfstatat", "statx", "fstatat64", "stat64", "lstat64", "fstat64")
 
 
@@ -557,7 +557,7 @@ def storm_claims(imp: pd.DataFrame, walk: pd.DataFrame, n_files: int, *, show: b
 
 
 def fstype_of(path: str | os.PathLike[str]) -> str:
-    return pagecache._fstype(Path(path))
+    return fsinfo.fstype(Path(path))
 
 
 def where_it_ran(out: recordings.Outcome, path: str | os.PathLike[str]) -> str:

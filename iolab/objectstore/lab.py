@@ -215,7 +215,7 @@ def _fraction_in_fd(fd: int, nbytes: int) -> float:
     if nbytes <= 0:
         return math.nan
     try:
-        resident, _ = pagecache._mincore_fd(fd, nbytes, False)
+        resident, _ = pagecache.mincore_fd(fd, nbytes, False)
     except OSError:
         return math.nan
     return resident / -(-nbytes // pagecache.PAGE_SIZE)
