@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iolab import pagecache
+from iolab import fsinfo, pagecache
 from iolab.units import MiB, format_size, parse_size
 
 

@@ -35,9 +35,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import first_line
+from . import first_line, strace
 from .. import mpi, runner, units, workspace
-from ..errors import ParseError, ToolFailed
+from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
 
 APIS = ("POSIX", "MPIIO", "HDF5", "NCMPI", "MMAP", "DUMMY")
@@ -285,7 +285,6 @@ def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str 
     ws = ws or workspace.session()
     version = installed_version(exe)
     if version is None and runner.which(exe) is None:
-        from ..errors import ToolMissing
         raise ToolMissing(exe, runner.install_hint(exe))
     own_dir = ws.mkdir(f"ior-{uuid.uuid4().hex[:8]}")
     try:
@@ -749,8 +748,6 @@ def trace_opens_argv(argv: Sequence[str], output: str | os.PathLike[str], *,
     paths are never cut; ``--seccomp-bpf`` where strace has it, so only openat stops the ranks
     (their I/O runs at full speed).
     """
-    from . import strace
-
     out = strace.trace_argv(list(argv), output=output, syscalls="openat", strsize=4096, paths=paths)
     if strace.supports("--seccomp-bpf"):
         out.insert(1, "--seccomp-bpf")
@@ -768,8 +765,6 @@ def parse_opens(text: str, stem: str | None = "testfile") -> list[dict[str, Any]
     opens without it), in the order strace saw them. ``stem=None`` accepts any such name. A trace that
     ends inside a line (cut short) raises ParseError (:func:`strace.parse_calls`).
     """
-    from . import strace
-
     out = []
     for c in strace.parse_calls(text, events=False):
         if c["syscall"] not in ("open", "openat", "openat2") or not c["path"]:
