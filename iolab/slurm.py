@@ -24,7 +24,6 @@ site has accounting, then ``squeue -t all``.
 """
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import os
@@ -39,6 +38,7 @@ from typing import Any
 from . import mpi as _mpi
 from . import runner
 from .errors import IolabError, ParseError, ToolFailed, ToolTimeout
+from .tools import fio, ior, mdtest
 
 #: states after which a job never runs again; COMPLETED is the only good one
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
@@ -507,11 +507,7 @@ class Job:
 
 
 # which function parses each tool's result text (the local-run parsers), and its to_frame
-_PARSERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "fio": ("iolab.tools.fio", ("parse",)),
-    "ior": ("iolab.tools.ior", ("parse",)),
-    "mdtest": ("iolab.tools.mdtest", ("parse",)),
-}
+_PARSERS = {"fio": (fio.parse, fio.to_frame), "ior": (ior.parse, ior.to_frame), "mdtest": (mdtest.parse, mdtest.to_frame)}
 
 
 def _parser(tool: str, given: Callable[[str], list[dict[str, Any]]] | None):
@@ -519,15 +515,7 @@ def _parser(tool: str, given: Callable[[str], list[dict[str, Any]]] | None):
         return given, None
     if tool not in _PARSERS:
         raise IolabError(f"no parser for {tool!r} results; pass outputs(parsers={{{tool!r}: parse}})")
-    modname, names = _PARSERS[tool]
-    try:
-        mod = importlib.import_module(modname)
-    except ImportError as e:
-        raise IolabError(f"the {tool} parser ({modname}) is not available: {e}") from e
-    for n in names:
-        if callable(getattr(mod, n, None)):
-            return getattr(mod, n), getattr(mod, "to_frame", None)
-    raise IolabError(f"{modname} has no {' or '.join(names)}()")
+    return _PARSERS[tool]
 
 
 def submit(script: str | os.PathLike[str], *, directory: str | os.PathLike[str] | None = None,

@@ -184,7 +184,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
 
     def on_param(change=None) -> None:
         opts = values_for(param.value)
-        label = (lambda v: ior._ior_size(int(v))) if param.value == "transfer_size" else (lambda v: str(int(v)))
+        label = (lambda v: ior.ior_size(int(v))) if param.value == "transfer_size" else (lambda v: str(int(v)))
         busy[0] = True
         try:
             value.options = [(label(v), v) for v in opts]

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from ..errors import ToolFailed
+from ..runner import Run
 
 
 def first_line(pattern: re.Pattern[str], *texts: str) -> str | None:
@@ -25,3 +28,12 @@ def rate_frame(records: Iterable[Mapping[str, Any]], bytes_per_s: str):
         df["mb_per_s"] = df[bytes_per_s] / 1e6
         df["mib_per_s"] = df[bytes_per_s] / 2**20
     return df
+
+
+def failure(tool: str, argv: Sequence[str], run: Run, line: str | None) -> ToolFailed:
+    """The ToolFailed for a run that exited non-zero: its message is the tool's own error line when
+    it printed one (``line``), its stderr and the tail of its stdout are kept (MPI tools print their
+    errors on either)."""
+    head = f"{tool} failed: {line}" if line else f"{tool} exited with status {run.returncode}"
+    return ToolFailed(list(argv), run.returncode, "\n".join([run.stderr.strip(), run.stdout.strip()[-2000:]]).strip(),
+                      message=head)

@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import first_line, strace
+from . import failure, first_line, strace
 from .. import mpi, runner, units, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
@@ -119,7 +119,7 @@ def installed_version(exe: str = "ior") -> str | None:
 
 # --- options -> argv ----------------------------------------------------------------------------
 
-def _ior_size(value: int | str) -> str:
+def ior_size(value: int | str) -> str:
     """IOR size syntax: 1048576 -> "1m", 4096 -> "4k", 1536 -> "1536"."""
     n = units.parse_size(value)
     for suffix, unit in (("g", units.GiB), ("m", units.MiB), ("k", units.KiB)):
@@ -195,7 +195,7 @@ class Options:
 
     def argv(self, version: str | None = None, exe: str = "ior") -> list[str]:
         """IOR's argv for the given IOR version (None: the newest syntax)."""
-        argv = [exe, "-a", self.api, "-t", _ior_size(self.transfer_size), "-b", _ior_size(self.block_size),
+        argv = [exe, "-a", self.api, "-t", ior_size(self.transfer_size), "-b", ior_size(self.block_size),
                 "-s", str(self.segments)]
         if self.iterations != 1:
             argv += ["-i", str(self.iterations)]
@@ -306,10 +306,7 @@ def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str 
         r = runner.run(full, timeout=timeout, check=False, env=mpi.runtime_env(own_dir / "mpi"))
         r = replace(r, tool_version=version)
         if r.returncode != 0:
-            line = error_line(r.stdout, r.stderr)
-            head = f"IOR failed: {line}" if line else f"IOR exited with status {r.returncode}"
-            raise ToolFailed(full, r.returncode, "\n".join([r.stderr.strip(), r.stdout.strip()[-2000:]]).strip(),
-                             message=head)
+            raise failure("IOR", full, r, error_line(r.stdout, r.stderr))
         summary = summary_file.read_text(errors="replace") if fmt == "json" and summary_file.exists() else None
         if fmt == "json" and not summary:
             raise ToolFailed(full, r.returncode, r.stderr, message="IOR ended without writing its JSON summary file")

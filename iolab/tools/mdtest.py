@@ -30,9 +30,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import first_line
+from . import failure, first_line
 from .. import mpi, runner, workspace
-from ..errors import BudgetExceeded, ParseError, ToolFailed, ToolMissing
+from ..errors import BudgetExceeded, ParseError, ToolMissing
 from ..runner import Run
 from ..units import format_size
 
@@ -170,10 +170,7 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
             version = m.group(1)
         r = replace(r, tool_version=version)
         if r.returncode != 0:
-            line = error_line(r.stdout, r.stderr)
-            head = f"mdtest failed: {line}" if line else f"mdtest exited with status {r.returncode}"
-            raise ToolFailed(full, r.returncode, "\n".join([r.stderr.strip(), r.stdout.strip()[-2000:]]).strip(),
-                             message=head)
+            raise failure("mdtest", full, r, error_line(r.stdout, r.stderr))
         return r
     finally:
         if runtime_dir is not None:
