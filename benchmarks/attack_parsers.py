@@ -1,0 +1,591 @@
+"""Attack every parser of iolab with cut, mutated and garbage input, and with 10 MB lines.
+
+Usage: .venv/bin/python benchmarks/attack_parsers.py [--quick] [--seed 0] [--out FILE] [--only NAME]
+
+For each public parser (strace, fio, dd, ior, mdtest, darshan, pagecache.parse_meminfo, fsinfo.mounts,
+slurm.parse_scontrol / read_manifest) it feeds:
+
+* every real input it reads (data/recorded/**, the recordings named by tests/golden/**; /proc/meminfo,
+  /proc/self/mountinfo and ``strace -V`` of this machine) cut at line boundaries (every one up to
+  MAX_LINE_CUTS per input, else that many evenly spaced plus the last ten) and at random byte offsets
+  inside lines;
+* line-level mutations: a line dropped, duplicated, two swapped, a number replaced by a garbage token
+  ("0.", "99.99000:", "-", "nan", "1e999", ...), one character changed; JSON inputs also get a value of
+  another type at a random place ("jobs": [1] instead of a job);
+* pure garbage: random bytes (decoded as Latin-1) and random printable text;
+* 10 MB single lines (digits, "a" * N, the tool's own key prefix + N characters; with and without the
+  final newline), each in a forked child with a time limit.
+
+Each case is classified:
+
+  correct      returned, and what it returned is part of the parse of the untruncated input (its records
+               a subsequence of the reference's; a call strace never finished may come back flagged as
+               such). Cuts only: that is where "part of the true answer" is well defined.
+  ParseError   refused with iolab.ParseError.
+  unjudged     a mutated input that parsed: a mutation can make another valid output.
+  WRONG        a cut that returned something the full input does not contain (a record cut short
+               returned as complete, nulls in a total), or garbage that parsed into something.
+  FOREIGN      any other exception (ValueError, AttributeError, ...): the caller cannot catch it as
+               a parse failure.
+  timeout      a 10 MB line not parsed within --limit seconds (the child is killed).
+
+Prints one row per parser and a table of the 10 MB cases, then examples of WRONG and FOREIGN cases.
+Not a test: tests/test_parser_attack.py runs a seeded, fast subset of the same cases.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import random
+import re
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from iolab import fsinfo, pagecache, recordings, slurm  # noqa: E402
+from iolab.errors import ParseError  # noqa: E402
+from iolab.tools import darshan, dd, fio, ior, mdtest, strace  # noqa: E402
+
+OUTCOMES = ("correct", "ParseError", "unjudged", "WRONG", "FOREIGN", "timeout")
+GARBAGE_TOKENS = ("0.", "99.99000:", "-", "nan", "inf", "1e999", "-1", "0x", "x", "", "٣", "1,5", "+",
+                  "9" * 30, "None", "{}", "[", "'", '"', "\\", "(", ")", ":", "=")
+MAX_LINE_CUTS = 400
+HUGE = 10 * 1024 * 1024
+
+
+# --- what a parser returned, as comparable units ----------------------------------------------------
+
+def _canon(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, default=repr)
+
+
+def _records(x: Any) -> list[str]:
+    """A list of records (dicts, tuples, dataclasses) -> one canonical string each."""
+    import pandas as pd
+
+    if isinstance(x, pd.DataFrame):
+        x = x.astype(object).where(x.notna(), None).to_dict("records")
+    out = []
+    for r in x:
+        if hasattr(r, "__dataclass_fields__"):
+            r = {k: getattr(r, k) for k in r.__dataclass_fields__}
+        out.append(_canon(r))
+    return out
+
+
+def _items(x: dict) -> list[str]:
+    """A dict whose keys are facts on their own (meminfo, scontrol): its non-None items."""
+    return [_canon([k, v]) for k, v in x.items() if v is not None]
+
+
+def _true_flags(x: dict) -> list[str]:
+    """command_flags: the options it found (all False: it found none)."""
+    return [_canon(k) for k, v in x.items() if v]
+
+
+def _whole(x: Any) -> list[str]:
+    return [_canon(x)]
+
+
+def _summary_units(s: Any) -> list[str]:
+    out = []
+    tables = [("", s)] + list(getattr(s, "personalities", {}).items())
+    for name, t in tables:
+        out += [_canon([name, "row", r]) for r in t]
+        out.append(_canon([name, "total", t.total]))
+    return out
+
+
+def _window_units(w: tuple) -> list[str]:
+    return [_canon([i, v]) for i, v in enumerate(w) if v is not None]
+
+
+def _is_subsequence(got: list[str], ref: list[str]) -> bool:
+    it = iter(ref)
+    return all(any(g == r for r in it) for g in got)
+
+
+# --- the parsers and what they read -------------------------------------------------------------------
+
+@dataclass
+class Target:
+    name: str
+    call: Callable[[Any], Any]                     # input -> what the parser returns
+    units: Callable[[Any], list[str]]              # what it returned -> comparable units
+    inputs: list[tuple[str, Any]] = field(default_factory=list)   # (label, real input)
+    ordered: bool = True                           # units must keep the reference's order
+    flag: Callable[[str], bool] | None = None      # a unit allowed although not in the reference
+    reference: Callable[[Any], list[str]] | None = None   # full input -> acceptable units (default: units(call))
+    lenient: bool = False                          # finding nothing in garbage is its documented answer
+    key: str = ""                                  # the tool's own line: its start and end (10 MB lines)
+    suffix: str = ""
+    binary: bool = False                           # input is bytes (a Darshan log)
+    cuts: bool = True                              # a cut input has a well-defined true answer
+    isolate: bool = False                          # every case in a forked child (a crash in C code)
+    judge_garbage: bool = True                     # False: garbage may hold what it looks for (argv flags)
+
+
+_DD_KEY = "1+0 records in\n1+0 records out\n1 bytes (1 B) copied, 1 s, "
+
+
+def _unfinished_flag(unit: str) -> bool:
+    return '"event": "unfinished"' in unit
+
+
+def _calls(text: str) -> list[dict]:
+    return list(strace.parse_calls(text))
+
+
+def _dd_reference(text: str) -> list[str]:
+    try:
+        return _records(dd.parse_all(text))
+    except ParseError:
+        return _whole(dd.parse(text))
+
+
+def _summary_totals(text: str) -> list[str]:
+    s = strace.parse_summary(text)
+    return [_canon(t.total) for t in [s, *s.personalities.values()]]
+
+
+def _darshan_view(data: bytes) -> dict:
+    with tempfile.TemporaryDirectory(prefix="iolab-attack-") as d:
+        p = Path(d) / "log.darshan"
+        p.write_bytes(data)
+        return darshan.golden_view(p)
+
+
+def lesson(name: str) -> Callable[[str], Any]:
+    """A parser of lesson 05's traces: in iolab.tools.mdtest, or in iolab.labs.metadata where the lesson
+    code moves (issue 15). Named mdtest.<name> in the tables either way."""
+    f = getattr(mdtest, name, None)
+    if f is None:
+        from iolab.labs import metadata
+        f = getattr(metadata, name)
+    return f
+
+
+def _text(ref: str) -> str:
+    return recordings.load(ref).text
+
+
+def _command_lines() -> list[tuple[str, str]]:
+    out = []
+    for ref in recordings.available("ior") + recordings.available("slurm"):
+        text = recordings.load(ref).text
+        m = re.search(r'"Command line": "([^"]*)"', text) or re.search(r"^Command line\s*:\s*(.*)$", text, re.M)
+        if m:
+            out.append((ref, m.group(1)))
+    return out
+
+
+def _live(label: str, make: Callable[[], str]) -> list[tuple[str, str]]:
+    try:
+        return [(label, make())]
+    except (OSError, subprocess.SubprocessError):
+        return []
+
+
+def _strace_version() -> str:
+    return subprocess.run(["strace", "-V"], capture_output=True, text=True, timeout=10).stdout
+
+
+def targets() -> list[Target]:
+    """Every parser with the real inputs it reads."""
+    refs = recordings.available()
+    by_tool: dict[str, list[str]] = defaultdict(list)
+    for ref in refs:
+        by_tool[ref.split("/")[0]].append(ref)
+
+    def kind(ref: str) -> str:
+        return recordings.load(ref).path.suffix
+
+    strace_txt = [r for r in by_tool["strace"] if kind(r) == ".txt"]
+    summaries = [r for r in strace_txt + by_tool["mdtest"] if "% time" in _text(r) and kind(r) == ".txt"]
+    traces = [r for r in strace_txt + by_tool["mdtest"] + by_tool["ior"] + by_tool["darshan"]
+              if kind(r) == ".txt" and re.search(r"^(\d+ +)?\d\d:\d\d:\d\d\.\d+ \w+\(", _text(r), re.M)]
+    mdtest_out = [r for r in by_tool["mdtest"] + by_tool["class"] if kind(r) == ".txt"
+                  and "was launched with" in _text(r)]
+    ior_out = [r for r in by_tool["ior"] + by_tool["slurm"]
+               if (kind(r) == ".txt" and "IOR-" in _text(r)) or r.endswith("-summary")
+               or r.startswith("slurm/ior-")]
+    fio_out = [r for r in by_tool["fio"] + by_tool["class"] + by_tool["slurm"]
+               if kind(r) == ".json" and '"fio version"' in _text(r)]
+    dd_out = [r for r in by_tool["dd"] if kind(r) == ".txt"]
+    scontrol = [r for r in by_tool["slurm"] if "/scontrol-" in r]
+    scripts = [r for r in by_tool["slurm"] + by_tool["class"] if kind(r) == ".sbatch"]
+    logs = [r for r in by_tool["darshan"] if kind(r) == ".darshan"]
+
+    def texts(rs: Iterable[str]) -> list[tuple[str, str]]:
+        return [(r, _text(r)) for r in rs]
+
+    rec = _records
+    ts = [
+        Target("strace.parse_calls", _calls, rec, texts(traces), flag=_unfinished_flag,
+               key="12345 10:00:00.000001 read(3</f>, \"", suffix='", 4096) = 4096 <0.000001>'),
+        Target("strace.parse_summary", strace.parse_summary, _summary_units, texts(summaries),
+               key="100.00    0.000041           1        26           "),
+        Target("strace.summary_total", strace.summary_total, _whole, texts(summaries), reference=_summary_totals,
+               key="100.00    0.000041           1        26           "),
+        Target("strace.parse_version", strace.parse_version, _whole, _live("strace -V", _strace_version),
+               key="strace -- version "),
+        Target("mdtest.parse", mdtest.parse, rec, texts(mdtest_out), key="   File creation     ", suffix=" 1 1 1"),
+        Target("mdtest.window", mdtest.window, _window_units, texts(mdtest_out), lenient=True,
+               key="-- started at "),
+        Target("mdtest.one_file_calls", lesson("one_file_calls"), rec,
+               texts(r for r in by_tool["mdtest"] if "/strace-one-file-" in r),
+               key="15065 08:19:41.761742 openat(AT_FDCWD</tmp/x>, \"", suffix='", O_RDWR) = 3 <0.000118>'),
+        Target("mdtest.sync_counts", lesson("sync_counts"), rec,
+               texts(r for r in by_tool["mdtest"] if "/syncs-" in r),
+               key=" 74.53    0.024517         101       242   "),
+        Target("mdtest.removal_calls", lesson("removal_calls"), rec,
+               texts(r for r in by_tool["mdtest"] if "/removals-" in r),
+               key="15146 08:19:43.319333 rmdir(\"/tmp/x/test-dir.0-0/", suffix='") = 0 <0.000172>'),
+        Target("ior.parse", ior.parse, rec, texts(ior_out), key="write     ", suffix=" 1 1 1"),
+        Target("ior.summary", ior.summary, rec, texts(ior_out), key="write     "),
+        Target("ior.reorder_facts", ior.reorder_facts, _items, texts(ior_out), ordered=False, lenient=True,
+               key="Options: \n\ttasks : "),
+        Target("ior.command_flags", ior.command_flags, _true_flags, _command_lines(), ordered=False, lenient=True,
+               key="ior -O ", cuts=False, judge_garbage=False),
+        Target("ior.parse_opens", ior.parse_opens, rec, texts(r for r in by_tool["ior"] if r.endswith("-opens")),
+               key="14705 08:19:32.979590 openat(AT_FDCWD</w>, \"/tmp/x/testfile.", suffix='", O_RDWR) = 3 <0.1>'),
+        Target("fio.parse", fio.parse, rec, texts(fio_out), key='{"fio version" : "fio-3.33", "jobs": ['),
+        Target("fio.clat_histogram", fio.clat_histogram, rec,
+               texts(r for r in fio_out if "jsonplus" in r), key='{"jobs": [{"jobname": "'),
+        Target("dd.parse", dd.parse, _whole, texts(dd_out), reference=_dd_reference, key=_DD_KEY, suffix="/s"),
+        Target("dd.parse_all", dd.parse_all, rec, texts(dd_out), key=_DD_KEY, suffix="/s"),
+        Target("pagecache.parse_meminfo", pagecache.parse_meminfo, _items,
+               _live("/proc/meminfo", lambda: Path("/proc/meminfo").read_text()), ordered=False,
+               key="MemTotal:       "),
+        Target("fsinfo.mounts", fsinfo.mounts, rec,
+               _live("/proc/self/mountinfo", lambda: Path("/proc/self/mountinfo").read_text()),
+               key="22 1 252:0 / / rw,relatime shared:1 - ext4 "),
+        Target("slurm.parse_scontrol", slurm.parse_scontrol, _items, texts(scontrol), ordered=False,
+               key="JobId="),
+        Target("slurm.read_manifest", slurm.read_manifest, rec, texts(scripts), lenient=True,
+               key="# iolab-step fio "),
+        Target("darshan.read_log", _darshan_view, _whole,
+               [(r, recordings.load(r).path.read_bytes()) for r in logs], binary=True, isolate=True),
+    ]
+    return [t for t in ts if t.inputs]
+
+
+# --- the cases --------------------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    target: str
+    kind: str            # cut-line, cut-byte, mutate-<how>, garbage-<how>, huge-<how>
+    label: str           # which input, where
+    data: Any
+    reference: list[str] | None = None      # acceptable units (cuts), None: unjudged
+    ref_error: bool = False                 # the full input itself is refused
+
+
+def _line_ends(text: str) -> list[int]:
+    return [m.end() for m in re.finditer("\n", text)]
+
+
+def _cut_points(n: int, limit: int) -> list[int]:
+    if n <= limit:
+        return list(range(n))
+    step = n / (limit - 10)
+    return sorted(set([int(i * step) for i in range(limit - 10)] + list(range(n - 10, n))))
+
+
+def _mutate_text(text: str, rnd: random.Random) -> tuple[str, str]:
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return "flip", text
+    how = rnd.choice(("drop", "dup", "swap", "number", "number", "flip", "flip") +
+                     (("json",) if text.lstrip().startswith("{") else ()))
+    i = rnd.randrange(len(lines))
+    if how == "drop":
+        del lines[i]
+    elif how == "dup":
+        lines.insert(i, lines[i])
+    elif how == "swap" and len(lines) > 1:
+        j = min(i + 1, len(lines) - 1) if i < len(lines) - 1 else i - 1
+        lines[i], lines[j] = lines[j], lines[i]
+    elif how == "number":
+        numbered = [k for k, ln in enumerate(lines) if re.search(r"\d", ln)]
+        if numbered:
+            i = rnd.choice(numbered)
+            found = list(re.finditer(r"\d+(?:\.\d+)?", lines[i]))
+            m = rnd.choice(found)
+            lines[i] = lines[i][:m.start()] + rnd.choice(GARBAGE_TOKENS) + lines[i][m.end():]
+    elif how == "json":
+        try:
+            doc = json.loads(text[text.index("{"):])
+        except ValueError:
+            doc = None
+        if doc is not None:
+            _json_poke(doc, rnd)
+            return "mutate-json", json.dumps(doc, indent=2) + "\n"
+        how = "flip"
+    if how in ("flip", "swap"):
+        ln = lines[i]
+        if ln:
+            k = rnd.randrange(len(ln))
+            lines[i] = ln[:k] + rnd.choice(string.printable) + ln[k + 1:]
+    return f"mutate-{how}", "".join(lines)
+
+
+def _json_poke(doc: Any, rnd: random.Random) -> None:
+    """Replace one value somewhere in a JSON document by a value of another type."""
+    node, path = doc, []
+    for _ in range(rnd.randint(1, 6)):
+        if isinstance(node, dict) and node:
+            k = rnd.choice(list(node))
+        elif isinstance(node, list) and node:
+            k = rnd.randrange(len(node))
+        else:
+            break
+        path.append((node, k))
+        node = node[k]
+    if path:
+        parent, k = path[-1]
+        parent[k] = rnd.choice([1, -1, "x", None, [], {}, [1], 1e308, True, "99.99000:"])
+
+
+def _garbage(rnd: random.Random, binary: bool) -> tuple[str, Any]:
+    n = rnd.choice((1, 7, 64, 500, 4096))
+    if rnd.random() < 0.5:
+        raw = bytes(rnd.randrange(256) for _ in range(n))
+        return "garbage-bytes", raw if binary else raw.decode("latin-1")
+    txt = "".join(rnd.choice(string.printable) for _ in range(n))
+    if not txt.strip():
+        txt = "x" + txt
+    return "garbage-printable", txt.encode() if binary else txt
+
+
+def cases(t: Target, *, seed: int = 0, line_cuts: int = MAX_LINE_CUTS, byte_cuts: int = 40,
+          mutations: int = 60, garbage: int = 40) -> Iterator[Case]:
+    """The small cases of one target (10 MB lines: :func:`huge_cases`)."""
+    rnd = random.Random(f"{seed}-{t.name}")
+    for label, data in t.inputs:
+        ref: list[str] | None = None
+        ref_error = False
+        try:
+            ref = (t.reference or (lambda x: t.units(t.call(x))))(data)
+        except ParseError:
+            ref_error = True
+        if t.binary:
+            if t.cuts:
+                for k in sorted(rnd.sample(range(1, len(data)), min(byte_cuts, len(data) - 1))):
+                    yield Case(t.name, "cut-byte", f"{label}[:{k}]", data[:k], ref, ref_error)
+            for _ in range(mutations):
+                b = bytearray(data)
+                k = rnd.randrange(len(b))
+                b[k] = rnd.randrange(256)
+                yield Case(t.name, "mutate-byte", f"{label} byte {k}", bytes(b))
+        else:
+            ends = [0] + _line_ends(data)
+            ends = [e for e in ends if e < len(data)]
+            if t.cuts:
+                for i in _cut_points(len(ends), line_cuts):
+                    yield Case(t.name, "cut-line", f"{label} first {i} lines", data[:ends[i]], ref, ref_error)
+                for _ in range(byte_cuts):
+                    k = rnd.randrange(1, len(data))
+                    if data[k - 1] != "\n":
+                        yield Case(t.name, "cut-byte", f"{label}[:{k}]", data[:k], ref, ref_error)
+            for _ in range(mutations):
+                how, text = _mutate_text(data, rnd)
+                yield Case(t.name, how, label, text)
+    for _ in range(garbage):
+        how, g = _garbage(rnd, t.binary)
+        yield Case(t.name, how, f"{len(g)} {'bytes' if t.binary else 'chars'}", g)
+
+
+def huge_cases(t: Target, size: int = HUGE) -> Iterator[Case]:
+    """One line of ``size`` characters: digits, "a", and the tool's own line (key ... suffix) filled with
+    "a", "1 ", "(" or "inf"; with and without its newline."""
+    if t.binary:
+        yield Case(t.name, "huge-a", f"{size:,} bytes of 'a'", b"a" * size)
+        return
+    for how, body in (("digits", "9" * size), ("a", "a" * size), ("key-a", t.key + "a" * size + t.suffix),
+                      ("key-1s", t.key + "1 " * (size // 2) + t.suffix),
+                      ("key-parens", t.key + "(" * size + t.suffix),
+                      ("key-inf", t.key + "inf" * (size // 3) + t.suffix)):
+        for end in ("\n", ""):
+            yield Case(t.name, f"huge-{how}{'' if end else '-noeol'}", f"{len(body):,} chars", body + end)
+
+
+# --- running and judging ----------------------------------------------------------------------------
+
+def judge(t: Target, case: Case) -> tuple[str, float, str]:
+    """(outcome, seconds, detail) of one case."""
+    t0 = time.perf_counter()
+    try:
+        got = t.call(case.data)
+        units = t.units(got)
+    except ParseError as e:
+        return "ParseError", time.perf_counter() - t0, str(e)[:200]
+    except Exception as e:  # noqa: BLE001 (that is what we count)
+        return "FOREIGN", time.perf_counter() - t0, f"{type(e).__name__}: {e}"[:200]
+    seconds = time.perf_counter() - t0
+    if case.kind.startswith("garbage"):
+        if not units and (t.lenient or isinstance(case.data, str) and not case.data.strip()):
+            return "correct", seconds, ""             # nothing found in nothing (white space only) is right
+        if not t.judge_garbage:
+            return "unjudged", seconds, ""
+        return "WRONG", seconds, f"accepted: {units[:2]}"[:200]
+    if case.kind.startswith(("mutate", "huge")):      # a 10 MB line may be valid: its time is what counts
+        return "unjudged", seconds, ""
+    if case.ref_error:
+        if not units and t.lenient:
+            return "correct", seconds, ""
+        return "WRONG", seconds, f"the full input is refused, this cut returned {units[:2]}"[:200]
+    assert case.reference is not None
+    kept = [u for u in units if not (t.flag and t.flag(u) and u not in case.reference)]
+    ok = _is_subsequence(kept, case.reference) if t.ordered else set(kept) <= set(case.reference)
+    if ok:
+        return "correct", seconds, ""
+    extra = [u for u in kept if u not in case.reference]
+    return "WRONG", seconds, f"not in the full parse: {extra[:1]}"[:300]
+
+
+def _child(t: Target, case: Case, conn) -> None:
+    try:
+        conn.send(judge(t, case))
+    finally:
+        conn.close()
+
+
+def judge_in_child(t: Target, case: Case, limit: float) -> tuple[str, float, str]:
+    """judge() in a forked child killed after ``limit`` seconds (a regex in C cannot be interrupted)."""
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_child, args=(t, case, child))
+    t0 = time.perf_counter()
+    p.start()
+    child.close()
+    if parent.poll(limit):
+        try:
+            out = parent.recv()
+        except EOFError:
+            p.join()
+            out = ("FOREIGN", time.perf_counter() - t0, f"the process died (exit status {p.exitcode})")
+    else:
+        out = ("timeout", time.perf_counter() - t0, f"killed after {limit:.0f} s")
+    p.kill()
+    p.join()
+    return out
+
+
+@dataclass
+class Tally:
+    counts: Counter = field(default_factory=Counter)
+    slowest: tuple[float, str] = (0.0, "")
+    examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, case: Case, outcome: str, seconds: float, detail: str) -> None:
+        self.counts[outcome] += 1
+        if seconds > self.slowest[0]:
+            self.slowest = (seconds, f"{case.kind} {case.label}")
+        if outcome in ("WRONG", "FOREIGN", "timeout") and len(self.examples[outcome]) < 3:
+            self.examples[outcome].append(f"{case.kind} {case.label}: {detail}")
+
+
+def attack(ts: list[Target], *, quick: bool, seed: int, limit: float, huge: bool = True,
+           progress: bool = True) -> tuple[dict[str, Tally], list[tuple[str, str, str, float, str]]]:
+    sizes = dict(line_cuts=40, byte_cuts=8, mutations=10, garbage=10) if quick else {}
+    tallies: dict[str, Tally] = {}
+    huge_rows = []
+    for t in ts:
+        tally = tallies[t.name] = Tally()
+        t0 = time.perf_counter()
+        for case in cases(t, seed=seed, **sizes):
+            tally.add(case, *(judge_in_child(t, case, limit) if t.isolate else judge(t, case)))
+        if huge:
+            for case in huge_cases(t, HUGE // 10 if quick else HUGE):
+                outcome, seconds, detail = judge_in_child(t, case, limit)
+                tally.add(case, outcome, seconds, detail)
+                huge_rows.append((t.name, case.kind, outcome, seconds, detail))
+        if progress:
+            print(f"  {t.name}: {sum(tally.counts.values())} cases in {time.perf_counter() - t0:.1f} s",
+                  file=sys.stderr, flush=True)
+    return tallies, huge_rows
+
+
+def table(tallies: dict[str, Tally]) -> str:
+    head = f"{'parser':26} {'cases':>6} " + " ".join(f"{o:>10}" for o in OUTCOMES) + f" {'slowest s':>9}  slowest case"
+    out = [head, "-" * len(head)]
+    total = Counter()
+    slowest = (0.0, "")
+    for name, t in tallies.items():
+        n = sum(t.counts.values())
+        total.update(t.counts)
+        if t.slowest[0] > slowest[0]:
+            slowest = (t.slowest[0], f"{name}: {t.slowest[1]}")
+        out.append(f"{name:26} {n:6d} " + " ".join(f"{t.counts[o]:10d}" for o in OUTCOMES)
+                   + f" {t.slowest[0]:9.3f}  {t.slowest[1][:60]}")
+    out.append("-" * len(head))
+    out.append(f"{'all':26} {sum(total.values()):6d} " + " ".join(f"{total[o]:10d}" for o in OUTCOMES)
+               + f" {slowest[0]:9.3f}  {slowest[1][:60]}")
+    return "\n".join(out)
+
+
+def huge_table(rows: list[tuple[str, str, str, float, str]]) -> str:
+    by: dict[str, dict[str, tuple[str, float]]] = defaultdict(dict)
+    kinds: list[str] = []
+    for name, kind, outcome, seconds, _ in rows:
+        by[name][kind] = (outcome, seconds)
+        if kind not in kinds:
+            kinds.append(kind)
+    out = ["10 MB lines: outcome and seconds (P ParseError, C correct, W WRONG, F FOREIGN, T timeout)",
+           f"{'parser':26} " + " ".join(f"{k[5:]:>15}" for k in kinds)]
+    letter = {"ParseError": "P", "correct": "C", "WRONG": "W", "FOREIGN": "F", "timeout": "T", "unjudged": "U"}
+    for name, cells in by.items():
+        out.append(f"{name:26} " + " ".join(
+            f"{letter[cells[k][0]] + ' ' + format(cells[k][1], '.2f'):>15}" if k in cells else f"{'':>15}"
+            for k in kinds))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer cases, 1 MB lines")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=float, default=30.0, help="seconds a 10 MB line may take (then killed)")
+    ap.add_argument("--only", action="append", help="parsers whose name contains this (repeatable)")
+    ap.add_argument("--no-huge", action="store_true", help="leave out the 10 MB lines")
+    ap.add_argument("--out", help="also write the tables to this file")
+    args = ap.parse_args(argv)
+    ts = targets()
+    if args.only:
+        ts = [t for t in ts if any(o in t.name for o in args.only)]
+    t0 = time.perf_counter()
+    tallies, huge_rows = attack(ts, quick=args.quick, seed=args.seed, limit=args.limit, huge=not args.no_huge)
+    import iolab
+
+    report = [f"iolab parser attack ({'quick' if args.quick else 'full'}, seed {args.seed}, "
+              f"{time.perf_counter() - t0:.0f} s): iolab from {Path(iolab.__file__).parent}, "
+              f"recordings from {recordings.data_dir()}", "", table(tallies)]
+    if huge_rows:
+        report += ["", huge_table(huge_rows)]
+    ex = [(n, o, e) for n, t in tallies.items() for o, es in t.examples.items() for e in es]
+    if ex:
+        report += ["", "Examples:"] + [f"  {o:8} {n}: {e}" for n, o, e in ex]
+    text = "\n".join(report)
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
