@@ -76,7 +76,7 @@ def residency_map(res, title: str | None = None, *, max_cells: int = 16384, colu
         title=title or f"{resident:,} of {n:,} pages resident ({resident / n:.1%})" if n else (title or "empty file"),
         xaxis_title=f"cell in row (1 cell = {cell} = {_size(per * page_size)})",
         yaxis_title="file offset of the row (MiB)", yaxis_autorange="reversed",
-        height=min(600, 140 + 18 * rows) if rows > 1 else 220)
+        height=max(280, min(600, 160 + 18 * rows)))       # a strip of 1-2 rows still needs room for its axes
     return fig
 
 

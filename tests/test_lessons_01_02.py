@@ -188,3 +188,12 @@ def test_readahead_trace_chart_from_the_recording():
     bars = [t for t in fig.data if t.type == "bar"]
     assert sum(len(t.y) for t in bars) == len(windows) and max(max(t.y) for t in bars) == 2048
     assert {t.name for t in bars} == {"opened by a miss (sync)", "opened at the marker page (async)"}
+
+
+@pytest.mark.parametrize("pages", [10, 256, 4096])
+def test_a_short_residency_map_keeps_room_for_its_plot(pages):
+    # a 256-page map (2 rows of 128) was drawn 176 px high: title, axis titles and colour bar left
+    # no room for the cells, and the row labels overlapped (seen in lesson 02's 1-byte read)
+    fig = plot.residency_map(np.zeros(pages, bool))
+    top, bottom = fig.layout.margin.t or 100, fig.layout.margin.b or 80       # plotly's defaults
+    assert fig.layout.height - top - bottom >= 100
