@@ -8,6 +8,7 @@ kernel websockets, at the same time. As root only; elsewhere every test skips an
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -245,3 +246,168 @@ def test_instructor_notebook_loads_a_small_class_with_no_outlier(tmp_path, monke
     assert f"{d}: 2 students" in text
     assert "0 of 0 flagged measurements" in text
     assert "no fio results in this directory" in text
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.timeout(600)
+@on_a_hub[0]
+@on_a_hub[1]
+@on_a_hub[2]
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_a_student_runs_lesson_00_in_chromium_through_the_hub(hub, tmp_path):
+    """The hub's login page, the spawn, JupyterLab behind the proxy, lesson 00 run to the end on the
+    course's kernel, a chart drawn."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    st = hub.students[0]
+    args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    (tmp_path / "home").mkdir()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args,
+                                    env={**os.environ, "HOME": str(tmp_path / "home")})
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{hub.url}/hub/login")
+            page.fill("input[name=username]", st.name)
+            page.fill("input[name=password]", st.password)
+            page.click("input[type=submit], button[type=submit]")
+            # the hub spawns the server and sends the browser on to JupyterLab behind the proxy
+            page.wait_for_url(f"**/user/{st.name}/lab**", timeout=180_000)
+            page.goto(f"{hub.url}/user/{st.name}/lab/tree/notebooks/00-start-here.ipynb?reset")
+            page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
+            # the notebook names python3; the status bar shows the course's kernel, started and idle
+            page.wait_for_function("document.body.innerText.includes('iolab (HPC storage I/O) | Idle')",
+                                   timeout=120_000)
+            # as a student does it: the Run menu, Run All Cells
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            page.wait_for_function(
+                """() => {
+                    const cells = [...document.querySelectorAll('.jp-CodeCell')];
+                    return cells.length > 0 && cells.every(c => {
+                        const p = c.querySelector('.jp-InputPrompt');
+                        return /\\[\\d+\\]/.test(p ? p.textContent : '');
+                    });
+                }""", timeout=240_000, polling=1000)
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+            bars = page.locator(".js-plotly-plot .bars path").count()
+            chart = page.locator(".js-plotly-plot").first
+            chart.scroll_into_view_if_needed()
+            chart.screenshot(path=str(tmp_path / "chart.png"))
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            texts = [errors.nth(i).inner_text() for i in range(errors.count())]
+        finally:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(tmp_path / "lesson00-hub.png"), full_page=True)
+            browser.close()
+    assert bars >= 4, "the repeated-reads chart should draw a bar per read"
+    assert (tmp_path / "chart.png").stat().st_size > 5_000
+    assert not [t for t in texts if "Traceback" in t or "Error" in t], texts
+    # the notebook says python3; the server gave it the course's kernel, the only one it offers
+    if st.token is None:
+        st.login()
+    sessions = st.server_api("GET", "api/sessions")
+    assert [s["kernel"]["name"] for s in sessions if s["path"].endswith("00-start-here.ipynb")] == ["iolab"]
+    st.stop_server()
+
+
+# the measuring student: lesson 01's cold read, and a warm read of a class data file others can read
+MEASURER_SETUP = """\
+import json, os
+from iolab import measure, pagecache, workspace
+ws = workspace.session()
+data = ws.make_file("data.bin", "256MiB")
+device = measure.device_rate(ws.root)
+def cold_read():
+    pagecache.evict(data)
+    m = measure.timed_read(data, device_bps=device)
+    print(m)
+    return m
+def report(m):
+    w = m.witness
+    return {"text": str(m), "label": m.verdict.label, "ground": m.verdict.ground, "mib_s": m.bytes_per_s / 2**20,
+            "own_read": w.own_read if w else None, "disturbed": w.disturbed if w else None,
+            "others_written": w.others_written if w else None, "nbytes": m.nbytes,
+            "inferred": measure.judge(m.bytes_per_s, device_bps=device).label}
+print(json.dumps({"device_mib_s": device / 2**20}))
+"""
+
+# the neighbour: write-back on the same device, in a thread of their kernel, until told to stop
+NEIGHBOUR_WRITES = """\
+import os, threading
+from iolab import workspace
+ws = workspace.session()
+ws.reserve("256MiB")
+stop = threading.Event()
+def write_back():
+    block = os.urandom(4 << 20)
+    while not stop.is_set():
+        with open(ws.path("neighbour.bin"), "wb") as f:
+            for _ in range(64):
+                f.write(block)
+            f.flush()
+            os.fsync(f.fileno())
+writer = threading.Thread(target=write_back, daemon=True)
+writer.start()
+import time; time.sleep(1.0)     # the device is busy with the neighbour's write-back
+print("{}")
+"""
+
+EVICT = """\
+import json, os
+fd = os.open({path!r}, os.O_RDONLY)              # read-only is enough to drop its pages for everyone
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)
+print(json.dumps("evicted"))
+"""
+
+
+@pytest.mark.timeout(600)
+@on_a_hub[0]
+@on_a_hub[1]
+@on_a_hub[2]
+def test_a_neighbour_disturbs_a_measurement_and_the_student_is_told(hub):
+    """On one node students share the device and the page cache. A neighbour's write-back during a
+    cold read, and a neighbour's posix_fadvise(DONTNEED) of a file both can read: what the measuring
+    student's lesson-01 call prints says so, instead of a wrong verdict."""
+    a, b = ready(hub.students[0]), ready(hub.students[1])
+    shared = hub.shared / "class-data.bin"              # a class data set: root's, readable by all
+    with open(shared, "wb") as f:
+        f.write(os.urandom(128 << 20))
+        os.fsync(f.fileno())
+    os.chmod(shared, 0o644)
+    with a.kernel("notebooks/01-page-cache.ipynb") as ka, b.kernel("neighbour.ipynb") as kb:
+        device = ka.value(MEASURER_SETUP)["device_mib_s"]
+        alone = ka.value("print(json.dumps(report(cold_read())))")
+        kb.value(NEIGHBOUR_WRITES)
+        try:
+            during = ka.value("print(json.dumps(report(cold_read())))")
+        finally:
+            kb.execute("stop.set(); writer.join(); ws.remove('neighbour.bin')")
+        # a file both can read: warm for the measurer, then the neighbour drops it
+        ka.value(f"m = measure.timed_read({str(shared)!r}, device_bps=device)\nprint('{{}}')")
+        warm = ka.value(f"print(json.dumps(report(measure.timed_read({str(shared)!r}, device_bps=device))))")
+        kb.value(EVICT.format(path=str(shared)))
+        evicted = ka.value(f"print(json.dumps(report(measure.timed_read({str(shared)!r}, device_bps=device))))")
+    print(f"\ndevice {device:,.0f} MiB/s uncached; lesson 01's cold read of 256 MiB alone "
+          f"{alone['mib_s']:,.0f} MiB/s ({alone['label']}, disturbed={alone['disturbed']}), during a neighbour's "
+          f"write-back {during['mib_s']:,.0f} MiB/s ({during['label']}, {during['others_written'] / 2**20:,.0f} MiB "
+          f"written by others)\n  shared file warm {warm['mib_s']:,.0f} MiB/s ({warm['label']}), after the "
+          f"neighbour's DONTNEED {evicted['mib_s']:,.0f} MiB/s ({evicted['label']}; the rate alone would say "
+          f"{evicted['inferred']!r})")
+
+    # write-back: the device moved bytes that were not the student's, and the student reads that
+    assert during["disturbed"] is True
+    assert during["others_written"] >= 64 << 20
+    assert during["label"] == "unclear", during["text"]
+    assert "DISTURBED" in during["text"]
+    # the neighbour's eviction: the 'warm' read came from storage, and the verdict says so (the kernel
+    # counted the student's own bytes), even though the student evicted nothing
+    assert warm["label"] == "served from page cache" and warm["ground"] == "witness", warm["text"]
+    assert evicted["own_read"] >= 0.9 * evicted["nbytes"], evicted["text"]
+    assert evicted["label"] in ("from the device", "unclear") and evicted["ground"] == "witness", evicted["text"]
+    for st in (a, b):
+        st.stop_server()
