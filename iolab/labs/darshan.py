@@ -363,7 +363,7 @@ def both(path: str | os.PathLike[str] | None, read_size: int, *, recording_name:
             out_file.unlink(missing_ok=True)
         rt = darshan.require_runtime()
         log = darshan.read_log(log_path)
-        calls = strace.calls_frame(strace.parse_calls(r.stdout.splitlines()))
+        calls = strace.calls_frame(strace.parse_calls(r.stdout))
         out = Profile(log, "live", _live_provenance(replace(r, tool_version=rt.version)), inner, run=r,
                       extra={"strace": calls, "strace_version": r.tool_version, "file_size": p.stat().st_size})
         if save_as:
@@ -374,7 +374,7 @@ def both(path: str | os.PathLike[str] | None, read_size: int, *, recording_name:
     else:
         log, prov, rec = _replay(ref, reason or "no data file given")
         srec = recordings.load(ref + "-strace")
-        calls = strace.calls_frame(strace.parse_calls(srec.text.splitlines()))
+        calls = strace.calls_frame(strace.parse_calls(srec.text))
         argv = list(rec.meta["argv"])
         inner = argv[argv.index(next(a for a in argv if a.endswith(".py"))) - 1:]
         out = Profile(log, "replay", prov, inner, meta=rec.meta,
@@ -695,7 +695,7 @@ def _count_strace(case: Case, ws: workspace.Workspace, options: ior.Options, tas
     try:
         res = ior.run(o, tasks, ws=ws, wrap=wrap,
                       launcher_kwargs={"extra": _io_args(case) + (_mpi_env_args(env) if env else [])})
-        rows = [c for c in strace.parse_calls(out.read_text().splitlines(), events=False)
+        rows = [c for c in strace.parse_calls(out.read_text(), events=False)
                 if c["syscall"] in calls and c["result"] is not None and c["result"] >= 0] if out.exists() else []
     finally:
         ws.remove(d)

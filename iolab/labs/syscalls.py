@@ -93,7 +93,7 @@ def trace(cmd: Sequence[str | os.PathLike[str]], *, syscalls: str | Sequence[str
         return strace.trace_argv(cmd, output=out, follow=follow, syscalls=syscalls, paths=paths, strsize=strsize)
 
     def parse(text: str) -> pd.DataFrame:
-        return strace.calls_frame(strace.parse_calls(text.splitlines(), events=events))
+        return strace.calls_frame(strace.parse_calls(text, events=events))
 
     return _strace_outcome(make, parse, recording=recording, cwd=cwd, timeout=timeout, quiet=quiet, suffix="trace")
 
