@@ -14,12 +14,11 @@ import os
 import shutil
 import stat
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from hub_class import ROOT, HubClass, NotebookRun, Student, why_not
+from hub_class import ROOT, HubClass, NotebookRun, Sampler, Student, together, why_not
 
 WHY_NOT = why_not()
 on_a_hub = [pytest.mark.slow, pytest.mark.hub, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
@@ -98,15 +97,12 @@ def inside(path: str | Path, parent: Path) -> bool:
 @on_a_hub[2]
 def test_students_run_lessons_at_the_same_time(hub):
     students = hub.students
-    with ThreadPoolExecutor(len(students)) as pool:
-        list(pool.map(lambda s: s.login(), students))
-        spawn = list(pool.map(lambda s: s.spawn(), students))
+    together(lambda s: s.login(), students)
+    spawn = together(lambda s: s.spawn(), students)
     print("spawn seconds:", ", ".join(f"{s:.1f}" for s in spawn))
 
-    from hub_class import Sampler
-
-    with Sampler(hub.uids) as sampler, ThreadPoolExecutor(len(students)) as pool:
-        all_runs = dict(zip([s.name for s in students], pool.map(run_lessons, students)))
+    with Sampler(hub.uids) as sampler:
+        all_runs = dict(zip([s.name for s in students], together(run_lessons, students)))
     for name, runs in all_runs.items():
         print(name, ", ".join(f"{Path(r.path).stem} {r.seconds:.1f} s" for r in runs))
 
@@ -137,6 +133,10 @@ def test_students_run_lessons_at_the_same_time(hub):
         by = {r.path: r for r in runs}
         if shutil.which("strace"):
             assert "LIVE" in by["notebooks/03-strace-syscalls.ipynb"].text
+        # lesson 06's servers: in the student's own network where the node allows it, else it says so
+        text06 = by["notebooks/06-fuse-object-storage.ipynb"].text
+        assert "in a private network (owner only)" in text06 or "no private network for lesson 06" in text06
+    print("lesson 06's servers:", "in private networks" if "(owner only)" in text06 else "on the node's loopback")
     mounted = {uid for _mp, _fs, uid in sampler.fuse}
     if shutil.which("s3fs"):
         assert mounted == {st.uid for st in students}, f"FUSE mounts seen: {sorted(sampler.fuse)}"
@@ -392,7 +392,8 @@ def test_a_neighbour_disturbs_a_measurement_and_the_student_is_told(hub):
         warm = ka.value(f"print(json.dumps(report(measure.timed_read({str(shared)!r}, device_bps=device))))")
         kb.value(EVICT.format(path=str(shared)))
         evicted = ka.value(f"print(json.dumps(report(measure.timed_read({str(shared)!r}, device_bps=device))))")
-    print(f"\ndevice {device:,.0f} MiB/s uncached; lesson 01's cold read of 256 MiB alone "
+    print("\nwhat the student read, during the neighbour's write-back:\n  " + during["text"])
+    print(f"device {device:,.0f} MiB/s uncached; lesson 01's cold read of 256 MiB alone "
           f"{alone['mib_s']:,.0f} MiB/s ({alone['label']}, disturbed={alone['disturbed']}), during a neighbour's "
           f"write-back {during['mib_s']:,.0f} MiB/s ({during['label']}, {during['others_written'] / 2**20:,.0f} MiB "
           f"written by others)\n  shared file warm {warm['mib_s']:,.0f} MiB/s ({warm['label']}), after the "
