@@ -335,7 +335,7 @@ def report(m):
 print(json.dumps({"device_mib_s": device / 2**20}))
 """
 
-# the neighbour: write-back on the same device, in a thread of their kernel, until told to stop
+# the neighbour: writes on the same device, in a thread of their kernel, until told to stop
 NEIGHBOUR_WRITES = """\
 import os, threading
 from iolab import workspace
@@ -346,10 +346,10 @@ def write_back():
     block = os.urandom(4 << 20)
     while not stop.is_set():
         with open(ws.path("neighbour.bin"), "wb") as f:
-            for _ in range(64):
+            for _ in range(64):          # 256 MiB, 4 MiB at a time, each sent to the device at once
                 f.write(block)
-            f.flush()
-            os.fsync(f.fileno())
+                f.flush()
+                os.fsync(f.fileno())
 writer = threading.Thread(target=write_back, daemon=True)
 writer.start()
 import time; time.sleep(1.0)     # the device is busy with the neighbour's write-back
@@ -402,7 +402,7 @@ def test_a_neighbour_disturbs_a_measurement_and_the_student_is_told(hub):
 
     # write-back: the device moved bytes that were not the student's, and the student reads that
     assert during["disturbed"] is True
-    assert during["others_written"] >= 64 << 20
+    assert during["others_written"] >= 4 << 20          # at least one of the neighbour's fsync'd blocks
     assert during["label"] == "unclear", during["text"]
     assert "DISTURBED" in during["text"]
     # the neighbour's eviction: the 'warm' read came from storage, and the verdict says so (the kernel
