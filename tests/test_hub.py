@@ -21,7 +21,13 @@ import pytest
 from hub_class import ROOT, HubClass, NotebookRun, Sampler, Student, together, why_not
 
 WHY_NOT = why_not()
-on_a_hub = [pytest.mark.slow, pytest.mark.hub, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+
+
+def on_a_hub(test):
+    """Slow, root only: skipped with the reason elsewhere (IOLAB_HUB_TESTS=skip skips on purpose)."""
+    for mark in (pytest.mark.slow, pytest.mark.hub, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")):
+        test = mark(test)
+    return test
 
 # what every student runs, in this order, each in a new session on the course's kernel
 LESSONS = ("notebooks/01-page-cache.ipynb", "notebooks/03-strace-syscalls.ipynb",
@@ -29,12 +35,14 @@ LESSONS = ("notebooks/01-page-cache.ipynb", "notebooks/03-strace-syscalls.ipynb"
 
 # appended to every notebook run: where this kernel's workspace is, as the kernel sees it
 FACTS = """\
-import json, os, sys
+import json, os, stat, sys
 from iolab import workspace
 _ws = workspace.session()
+_st, _wd = os.stat(_ws.root), os.stat(os.environ["IOLAB_WORKDIR"])
 print(json.dumps({"uid": os.getuid(), "ws": str(_ws.root), "workdir": os.environ.get("IOLAB_WORKDIR"),
                   "budget": os.environ.get("IOLAB_BUDGET"), "results": os.environ.get("IOLAB_RESULTS"),
-                  "python": sys.executable, "cwd": os.getcwd()}))
+                  "python": sys.executable, "cwd": os.getcwd(), "ws_owner": _st.st_uid,
+                  "ws_mode": stat.S_IMODE(_st.st_mode), "workdir_mode": stat.S_IMODE(_wd.st_mode)}))
 """
 
 # the class exercise of docs/jupyterhub.md section 4: measure, then save it to the class directory
@@ -55,8 +63,9 @@ print(json.dumps({"mode": out.mode, "file": str(results.user_file())}))
 @pytest.fixture(scope="module")
 def hub():
     with HubClass(students=2) as h:
-        print(f"\nclass environment: {h.env.root} ({'built in %.0f s' % h.env.built_seconds if h.env.built_seconds else 'cached'}"
-              f", course copied in {h.env.synced_seconds:.1f} s); hub started in {h.hub_start_seconds:.1f} s")
+        built = f"built in {h.env.built_seconds:.0f} s" if h.env.built_seconds is not None else "cached"
+        print(f"\nclass environment: {h.env.root} ({built}, course copied in {h.env.synced_seconds:.1f} s); "
+              f"hub started in {h.hub_start_seconds:.1f} s")
         yield h
     assert h.gone() == [], "the class left things behind"
 
@@ -92,9 +101,7 @@ def inside(path: str | Path, parent: Path) -> bool:
 
 
 @pytest.mark.timeout(900)
-@on_a_hub[0]
-@on_a_hub[1]
-@on_a_hub[2]
+@on_a_hub
 def test_students_run_lessons_at_the_same_time(hub):
     students = hub.students
     together(lambda s: s.login(), students)
@@ -125,6 +132,7 @@ def test_students_run_lessons_at_the_same_time(hub):
             assert f["python"].startswith(str(hub.env.venv)), f["python"]
             assert f["cwd"] == str(st.home / Path(run.path).parent)     # the notebook's directory
             assert inside(f["ws"], st.workdir), (f["ws"], st.workdir)
+            assert (f["ws_owner"], f["ws_mode"], f["workdir_mode"]) == (st.uid, 0o700, 0o700)
             roots.append(f["ws"])
     assert len(set(roots)) == len(roots), "two kernels shared a workspace"
 
@@ -252,9 +260,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.timeout(600)
-@on_a_hub[0]
-@on_a_hub[1]
-@on_a_hub[2]
+@on_a_hub
 @pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_a_student_runs_lesson_00_in_chromium_through_the_hub(hub, tmp_path):
@@ -366,9 +372,7 @@ print(json.dumps("evicted"))
 
 
 @pytest.mark.timeout(600)
-@on_a_hub[0]
-@on_a_hub[1]
-@on_a_hub[2]
+@on_a_hub
 def test_a_neighbour_disturbs_a_measurement_and_the_student_is_told(hub):
     """On one node students share the device and the page cache. A neighbour's write-back during a
     cold read, and a neighbour's posix_fadvise(DONTNEED) of a file both can read: what the measuring
