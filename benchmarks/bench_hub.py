@@ -22,20 +22,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import hub_class  # noqa: E402  (the class set-up lives with the tests)
 
+from iolab import workspace  # noqa: E402
 from iolab.units import format_size  # noqa: E402
 
 NOTEBOOKS = {p.name[:2]: f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))}
-
-
-def _du(path: Path) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                pass
-    return total
 
 
 def _rss(uid: int) -> int:
@@ -65,7 +55,7 @@ class Peaks:
     def _run(self) -> None:
         while not self._stop.is_set():
             for s in self.students:
-                self.scratch[s.name] = max(self.scratch[s.name], _du(s.workdir) if s.workdir.exists() else 0)
+                self.scratch[s.name] = max(self.scratch[s.name], workspace.disk_usage(s.workdir) if s.workdir.exists() else 0)
                 self.memory[s.name] = max(self.memory[s.name], _rss(s.uid))
             self._stop.wait(self.interval)
 

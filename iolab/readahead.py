@@ -134,20 +134,7 @@ def window(path: str | os.PathLike[str], nbytes: int | str = 1, advice: str = "n
     """Evict ``path``, read ``nbytes`` at ``offset`` with that posix_fadvise advice, and return
     the residency: the pages the kernel brought in for that one read (its readahead window).
     ``strict=False`` reads even when the eviction left pages (tmpfs)."""
-    p = _file(path)
-    n = parse_size(nbytes)
-    off = parse_size(offset)
-    if n <= 0:
-        raise ValueError("nbytes must be at least 1")
-    code = _advice(advice)
-    _make_cold(p, strict)
-    fd = os.open(p, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, code)
-        os.pread(fd, n, off)
-    finally:
-        os.close(fd)
-    return pagecache.residency(p)
+    return window_witnessed(path, nbytes, advice, offset=offset, strict=strict)[0]
 
 
 def window_witnessed(path: str | os.PathLike[str], nbytes: int | str = 1, advice: str = "normal", *,

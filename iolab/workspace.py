@@ -117,7 +117,7 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def _du(path: Path) -> int:
+def disk_usage(path: str | os.PathLike[str]) -> int:
     """Bytes allocated under path (sparse files count what they use)."""
     total = 0
     for dirpath, _dirs, files in os.walk(path):
@@ -251,7 +251,7 @@ class Workspace:
     # -- budget ------------------------------------------------------------------------------
     @property
     def used(self) -> int:
-        return _du(self.root)
+        return disk_usage(self.root)
 
     def reserve(self, nbytes: int | str) -> int:
         """Check that nbytes more fit in the budget and on the filesystem; return nbytes."""
