@@ -25,8 +25,8 @@ Mechanisms, checked in the sources:
 
 Recording the lesson's runs (needs the Darshan runtime, strace, IOR and mpirun)::
 
-    python -m iolab.labs.darshan record --dir /tmp --label ext4
-    python -m iolab.labs.darshan record --dir /dev/shm --label tmpfs
+    python -m recorders.darshan --dir /tmp --label ext4
+    python -m recorders.darshan --dir /dev/shm --label tmpfs
 """
 from __future__ import annotations
 
@@ -902,21 +902,3 @@ def record(directory: str, label: str) -> list[str]:
         collective(ws=ws, method="darshan", save_prefix="darshan/mpiio", setup=label)
         made += [recording(f"mpiio-{c.slug}", label) for c in CASES]
     return made
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m iolab.labs.darshan")
-    sub = p.add_subparsers(dest="command", required=True)
-    rec = sub.add_parser("record", help="record the lesson's runs (Darshan runtime, strace, IOR, mpirun needed)")
-    rec.add_argument("--dir", required=True, help="where the workspace goes (its filesystem is the setup)")
-    rec.add_argument("--label", required=True, help="the setup's name in the recordings (ext4, tmpfs)")
-    args = p.parse_args(argv)
-    for name in record(args.dir, args.label):
-        print("recorded", name)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

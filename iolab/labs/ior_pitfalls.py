@@ -16,8 +16,8 @@ prediction failed, why it can (with this run's numbers where there are some).
 
 Recording the lesson's runs (IOR and mpirun on PATH, strace for the -C runs)::
 
-    python -m iolab.labs.ior_pitfalls record --dir /tmp --label ext4
-    python -m iolab.labs.ior_pitfalls record --dir /dev/shm --label tmpfs
+    python -m recorders.ior --dir /tmp --label ext4
+    python -m recorders.ior --dir /dev/shm --label tmpfs
 """
 from __future__ import annotations
 
@@ -1252,22 +1252,3 @@ def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
                                                     f"the write run left, on {label}")
         written += [f"{ref}-write", f"{ref}-read"]
     return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m iolab.labs.ior_pitfalls")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    rec = sub.add_parser("record", help="run lesson 04's IOR sequence and save it as recordings")
-    rec.add_argument("--dir", required=True, help="where the test files go (its filesystem is what is measured)")
-    rec.add_argument("--label", required=True, help="the filesystem's name in the recordings (ext4, tmpfs)")
-    rec.add_argument("--host", default=None, help="a description of this machine for the .meta.json")
-    a = ap.parse_args(argv)
-    for ref in record(a.dir, a.label, host=a.host):
-        print("saved", ref)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,25 @@
+"""Re-make lesson 04's IOR recordings: ``.venv/bin/python -m recorders.ior --dir /tmp --label ext4``.
+
+Runs the lesson's IOR sequence (iolab.labs.ior_pitfalls.record) with the ior on PATH (3.3.0 or 4.0.0)
+in a workspace under --dir, whose filesystem is what is measured, and saves each run with its witness.
+"""
+from __future__ import annotations
+
+import argparse
+
+from iolab.labs import ior_pitfalls
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m recorders.ior")
+    ap.add_argument("--dir", required=True, help="where the test files go (its filesystem is what is measured)")
+    ap.add_argument("--label", required=True, help="the filesystem's name in the recordings (ext4, tmpfs)")
+    ap.add_argument("--host", default=None, help="a description of this machine for the .meta.json")
+    a = ap.parse_args(argv)
+    for ref in ior_pitfalls.record(a.dir, a.label, host=a.host):
+        print("saved", ref)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
