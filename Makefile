@@ -43,11 +43,17 @@ $(STAMP)/toxiproxy: | $(STAMP)/venv
 	fi
 	@touch $@
 
+# The kernels talk to the server over unix sockets in a directory only you can enter (mktemp -d: 0700,
+# removed when the server exits), not over TCP ports on 127.0.0.1, where any user of the machine can
+# subscribe to a kernel's output without its key (docs/jupyterhub.md, "Kernel traffic"). A short path
+# in /tmp: a socket's path must fit in 107 bytes, which a home's .local/share/jupyter/runtime may not.
 lab: setup
 	@token=$${JUPYTER_TOKEN:-$$($(BIN)/python -c 'import secrets; print(secrets.token_hex(24))')}; \
 	root=$$( [ "$$(id -u)" = 0 ] && echo --allow-root ); \
+	runtime=$$(mktemp -d /tmp/iolab-lab.XXXXXX) && trap 'rm -rf "$$runtime"' EXIT && trap : INT TERM || exit 1; \
 	echo "Open http://127.0.0.1:$(LAB_PORT)/lab/tree/notebooks/00-start-here.ipynb?token=$$token"; \
-	PATH="$(abspath $(BIN)):$$PATH" exec $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
+	JUPYTER_RUNTIME_DIR=$$runtime PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab --no-browser \
+	  --ip=127.0.0.1 --port=$(LAB_PORT) --KernelManager.transport=ipc \
 	  --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/00-start-here.ipynb \
 	  --IdentityProvider.token=$$token $$root
 
