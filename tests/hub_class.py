@@ -16,7 +16,8 @@ test fails or is interrupted:
   settings in its ``kernel.json``), per-student ``IOLAB_WORKDIR`` on a sticky scratch directory from
   the spawner, and the class results directory (setgid + sticky, group-writable);
 * JupyterHub with ``LocalProcessSpawner`` and PAM, its proxy ``configurable-http-proxy``, on
-  127.0.0.1 only.
+  127.0.0.1 only; the kernels on unix sockets in each student's runtime directory (owner only, made by
+  the hub), not on TCP ports; the instructor with a role that lists and reads users, not admin.
 
 ``Student`` drives one user as a browser would: the login form (with its ``_xsrf`` cookie), a token
 made with that login (cookie + ``X-XSRFToken``), the REST API to start the server, and a kernel
@@ -773,12 +774,15 @@ c.JupyterHub.cleanup_servers = True
 
 c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allowed_users = {students!r}
-c.Authenticator.admin_users = {admins!r}
-
-# the test's own service: reads users and servers (never a student's files)
+# no admin: JupyterHub's admin role may open every student's server and run code in it. The
+# instructor's results notebook reads files; the hub lets them list the class and read its users
+c.JupyterHub.load_roles = [
+    {{"name": "instructor", "users": {instructors!r}, "scopes": ["list:users", "read:users"]}},
+    # the test's own service: reads users and servers, starts and stops them (never a student's files)
+    {{"name": "iolab-test", "services": ["iolab-test"],
+     "scopes": ["list:users", "read:users", "read:servers", "admin:servers"]}},
+]
 c.JupyterHub.services = [{{"name": "iolab-test", "api_token": {service_token!r}}}]
-c.JupyterHub.load_roles = [{{"name": "iolab-test", "services": ["iolab-test"],
-                            "scopes": ["list:users", "read:users", "read:servers", "admin:servers"]}}]
 
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [{singleuser!r}]
@@ -787,8 +791,28 @@ c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 # every notebook opens on the course's kernel (the lessons name "python3")
 c.Spawner.args = ["--KernelSpecManager.allowed_kernelspecs=iolab",
-                  "--MappingKernelManager.default_kernel_name=iolab"]
+                  "--MappingKernelManager.default_kernel_name=iolab",
+                  # kernels talk to the server over unix sockets in the student's runtime directory,
+                  # not TCP ports on 127.0.0.1 that any user of the node can subscribe to
+                  "--KernelManager.transport=ipc"]
+
+
+# the student's Jupyter runtime directory (connection files, the kernels' sockets): made by the hub
+# (root) in a root-owned directory, so that nobody else can make or swap it; owner only, 0700
+def private_runtime_dir(spawner):
+    import os, pwd
+    pw = pwd.getpwnam(spawner.user.name)
+    os.makedirs({run!r}, mode=0o755, exist_ok=True)
+    path = os.path.join({run!r}, spawner.user.name)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chown(path, pw.pw_uid, pw.pw_gid)
+    os.chmod(path, 0o700)
+
+
+c.Spawner.pre_spawn_hook = private_runtime_dir
 c.Spawner.environment = {{
+    # short: a unix socket's path must fit in 107 bytes (<runtime>/kernel-<uuid>-ipc-<n>)
+    "JUPYTER_RUNTIME_DIR": lambda spawner: f"{run}/{{spawner.user.name}}",
     # a callable gets the spawner: one directory per user on the node's scratch disk
     "IOLAB_WORKDIR": lambda spawner: f"{scratch}/{{spawner.user.name}}/iolab",
     "IOLAB_BUDGET": {budget!r},
@@ -803,8 +827,9 @@ c.Spawner.environment = {{
 class HubClass:
     """Students (and an instructor) on a real JupyterHub on 127.0.0.1; a context manager.
 
-    ``students``: how many student users; ``instructor``: one more user, a hub admin, who reads the
-    class results. Everything made is removed on exit, on error and on KeyboardInterrupt.
+    ``students``: how many student users; ``instructor``: one more user, who reads the class results
+    (JupyterHub role ``instructor``: list and read users, not the hub's admin). Everything made is
+    removed on exit, on error and on KeyboardInterrupt.
     """
 
     def __init__(self, students: int = 2, *, instructor: bool = True, budget: str = "1GiB",
@@ -841,6 +866,15 @@ class HubClass:
     def results(self) -> Path:
         assert self.dir is not None
         return self.dir / "class" / "results"
+
+    @property
+    def runtime_root(self) -> Path:
+        """Where the hub makes each student's Jupyter runtime directory (``/run/jupyter`` on a node)."""
+        assert self.dir is not None
+        return self.dir / "run"
+
+    def runtime_dir(self, user: str) -> Path:
+        return self.runtime_root / user
 
     @property
     def shared(self) -> Path:
@@ -952,7 +986,8 @@ class HubClass:
         config = HUB_CONFIG.format(
             port=self.port, hub_port=hub_port, proxy_api_port=api_port, proxy=proxy_command(), dir=hubdir,
             students=sorted(s.name for s in self.students) + ([self.instructor.name] if self.instructor else []),
-            admins=[self.instructor.name] if self.instructor else [], service_token=self.service_token,
+            instructors=[self.instructor.name] if self.instructor else [], service_token=self.service_token,
+            run=str(self.runtime_root),
             singleuser=str(self.env.bin / "jupyterhub-singleuser"), scratch=self.scratch, budget=self.budget,
             jupyter_path=str(self.dir / "jupyter" / "share" / "jupyter"), path=f"{self.env.bin}:{SYSTEM_PATH}",
             marker=MARKER, marker_value=str(self.dir))

@@ -9,16 +9,21 @@ kernel websockets, at the same time. As root only; elsewhere every test skips an
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
+import secrets
 import shutil
 import stat
+import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from hub_class import ROOT, HubClass, NotebookRun, Sampler, Student, together, why_not
+from hub_class import (ROOT, SYSTEM_PATH, CellRun, HubClass, NotebookRun, Sampler, Student, _cmdline, _listening,
+                       _socket_inodes, processes_of, together, why_not)
 
 WHY_NOT = why_not()
 
@@ -182,6 +187,14 @@ def test_students_run_lessons_at_the_same_time(hub):
     run = ins.run_notebook("notebooks/instructor/class-results.ipynb")
     assert run.ok, run.failure()
     assert f"{hub.results}: {len(students)} students" in run.text
+    # which is all the instructor's role is for: it lists and reads the class's users, and cannot enter a
+    # student's server (the hub's admin role could, and run code there as the student), nor make a
+    # token for them, nor stop their server
+    assert {s.name for s in students} <= {u["name"] for u in ins.hub_api("GET", "users")}
+    r = ins.server_request("GET", "api/kernels", as_user=students[0].name)
+    assert r.status_code == 403, (r.status_code, r.text[:200])
+    ins.hub_api("POST", f"users/{students[0].name}/tokens", ok=(403,), json={"note": "instructor"})
+    ins.hub_api("DELETE", f"users/{students[0].name}/server", ok=(403, 404))     # 404: "No access to resources"
 
     # nobody can read or delete another's workspace, or replace their results
     a, b = students[0], students[1]
@@ -226,6 +239,221 @@ print(json.dumps({{
 if os.path.exists(tmp):
     os.remove(tmp)
 """
+
+
+# --- kernel traffic ---------------------------------------------------------------------------------
+
+# run by the spy, a second student, with no key of anyone's: a ZMQ SUB socket (what a kernel's IOPub
+# channel publishes to) on every TCP port the victim's uid listens on (/proc/net/tcp says whose each is)
+# and every kernel unix socket under the victim's runtime directory (/proc/net/unix names them) or
+# given; one JSON line for each connection event and each message, until stdin closes
+EAVESDROP = r"""
+import json, os, socket, sys, time
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+victim_uid, secret, runtime = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3]
+NAMES = {getattr(zmq, n): n[6:] for n in dir(zmq) if n.startswith("EVENT_") and n != "EVENT_ALL"}
+say = lambda **kw: print(json.dumps(kw), flush=True)
+endpoints = []
+for line in open("/proc/net/tcp").read().splitlines()[1:]:
+    f = line.split()
+    if f[3] == "0A" and int(f[7]) == victim_uid:
+        addr, port = f[1].split(":")
+        ip = socket.inet_ntop(socket.AF_INET, bytes.fromhex(addr)[::-1])
+        endpoints.append(f"tcp://{'127.0.0.1' if ip == '0.0.0.0' else ip}:{int(port, 16)}")
+for line in open("/proc/net/unix").read().splitlines()[1:]:
+    f = line.split()
+    if len(f) == 8 and f[3] == "00010000" and f[7].startswith(runtime + "/"):
+        endpoints.append("ipc://" + f[7])
+endpoints += ["ipc://" + p for p in sys.argv[4:] if "ipc://" + p not in endpoints]
+ctx, poller, subs, monitors = zmq.Context(), zmq.Poller(), {}, {}
+for ep in endpoints:
+    s = ctx.socket(zmq.SUB)
+    s.setsockopt(zmq.SUBSCRIBE, b"")
+    s.setsockopt(zmq.HANDSHAKE_IVL, 3000)       # a peer that is not ZMQ fails the handshake in 3 s
+    s.setsockopt(zmq.LINGER, 0)
+    m = s.get_monitor_socket()
+    s.connect(ep)
+    subs[s], monitors[m] = ep, ep
+    poller.register(s, zmq.POLLIN)
+    poller.register(m, zmq.POLLIN)
+poller.register(sys.stdin.fileno(), zmq.POLLIN)
+say(endpoints=endpoints)
+deadline = time.monotonic() + 300
+while time.monotonic() < deadline:
+    ready = dict(poller.poll(500))
+    if sys.stdin.fileno() in ready and not os.read(sys.stdin.fileno(), 1024):
+        break
+    for sock, ep in subs.items():
+        if sock in ready:
+            frames = sock.recv_multipart()
+            say(message=ep, secret=any(secret in fr for fr in frames))
+    for mon, ep in monitors.items():
+        if mon in ready:
+            say(event=NAMES.get(recv_monitor_message(mon)["event"], "?"), endpoint=ep)
+"""
+
+# the victim's cell: prints a secret every 0.1 s, for at least 2 s and until the test says stop
+SHOUT = """\
+import os, time
+for i in range(600):
+    print({secret!r}, flush=True)
+    if i >= 20 and os.path.exists({stop!r}):
+        break
+    time.sleep(0.1)
+"""
+
+# what a ZMQ connection attempt comes to: the handshake with a ZMQ peer, or a failure
+SETTLED = {"HANDSHAKE_SUCCEEDED", "HANDSHAKE_FAILED_NO_DETAIL", "HANDSHAKE_FAILED_PROTOCOL",
+           "HANDSHAKE_FAILED_AUTH", "CONNECT_RETRIED", "CLOSED", "DISCONNECTED"}
+
+
+@dataclasses.dataclass
+class Overheard:
+    endpoints: list[str]
+    events: dict[str, set[str]]        # endpoint -> the monitor events its connection had
+    messages: dict[str, int]           # endpoint -> messages received
+    secret: set[str]                   # endpoints a message with the secret came from
+    cell: CellRun
+
+    @property
+    def handshaken(self) -> set[str]:
+        return {ep for ep, ev in self.events.items() if "HANDSHAKE_SUCCEEDED" in ev}
+
+
+def overhear(hub: HubClass, spy: Student, victim: Student, shout, paths: list[str] = ()) -> Overheard:
+    """``spy`` (a real second unix user) subscribes to every kernel endpoint of ``victim`` it can find
+    while ``shout(code)`` runs a cell in one of the victim's kernels that prints a secret. The cell ends
+    once the spy has the secret, or every one of its connections failed with none handshaken (then
+    nothing can arrive), or after a minute."""
+    secret = "iolab-secret-" + secrets.token_hex(8)
+    stop = hub.dir / f"stop-{secret}"
+    argv = [RUNUSER, "-u", spy.name, "--", str(hub.env.python), "-c", EAVESDROP, str(victim.uid), secret,
+            str(hub.runtime_dir(victim.name)), *paths]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd="/", env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"})
+    lines: list[dict] = []
+
+    def read():
+        for line in proc.stdout:
+            lines.append(json.loads(line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    cell: list[CellRun] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (lines and "endpoints" in lines[0]):
+            assert proc.poll() is None and time.monotonic() < deadline, f"the spy failed: {proc.stderr.read()}"
+            time.sleep(0.1)
+        endpoints = lines[0]["endpoints"]
+        shouting = threading.Thread(target=lambda: cell.append(shout(SHOUT.format(secret=secret, stop=str(stop)))),
+                                    daemon=True)
+        shouting.start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            events = [x for x in lines if "event" in x]
+            if any(x.get("secret") for x in lines):
+                break
+            settled = {x["endpoint"] for x in events if x["event"] in SETTLED}
+            if settled >= set(endpoints) and not any(x["event"] == "HANDSHAKE_SUCCEEDED" for x in events):
+                break
+            time.sleep(0.2)
+        stop.touch()
+        shouting.join(timeout=120)
+    finally:
+        stop.touch()
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
+        stop.unlink(missing_ok=True)
+    assert cell, "the victim's cell did not end"
+    events: dict[str, set[str]] = {ep: set() for ep in endpoints}
+    messages = {ep: 0 for ep in endpoints}
+    heard = set()
+    for x in lines:
+        if "event" in x:
+            events[x["endpoint"]].add(x["event"])
+        elif "message" in x:
+            messages[x["message"]] += 1
+            if x["secret"]:
+                heard.add(x["message"])
+    return Overheard(endpoints, events, messages, heard, cell[0])
+
+
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
+CONNECTION = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+
+# the control: the same victim, in the same kernel, starts a kernel on TCP, as the hub's kernels were
+TCP_KERNEL = """\
+import json
+from jupyter_client import KernelManager
+control = KernelManager(kernel_name="iolab", transport="tcp")
+control.start_kernel()
+kc = control.client()
+kc.start_channels()
+kc.wait_for_ready(timeout=120)
+print(json.dumps(control.transport))
+"""
+
+
+@pytest.mark.timeout(600)
+@on_a_hub
+def test_a_student_cannot_overhear_anothers_kernel(hub):
+    """A kernel's IOPub channel publishes every cell's code and output to whoever subscribes; the key
+    signs messages, it does not keep anyone from reading them. On TCP ports of 127.0.0.1 any user of
+    the node could subscribe. The class's kernels are on unix sockets in the student's own runtime
+    directory: the second student, trying every endpoint of the first, receives nothing; the same
+    attack on a kernel the same student starts on TCP hears the secret."""
+    victim, spy = ready(hub.students[0]), ready(hub.students[1])
+    runtime = hub.runtime_dir(victim.name)
+    with victim.kernel("victim.ipynb") as kv:
+        # where jupyter_client put the kernel's sockets: files in the student's runtime directory, 0700
+        info = json.loads((runtime / f"kernel-{kv.kernel_id}.json").read_text())
+        assert info["transport"] == "ipc", info["transport"]
+        assert info["ip"] == str(runtime / f"kernel-{kv.kernel_id}-ipc"), info["ip"]
+        sockets = [f"{info['ip']}-{info[k]}" for k in CONNECTION]
+        assert all(stat.S_ISSOCK(os.stat(p).st_mode) for p in sockets), sockets
+        st, parent = os.stat(runtime), os.stat(hub.runtime_root)
+        assert (st.st_uid, st.st_mode & 0o777) == (victim.uid, 0o700)
+        assert (parent.st_uid, stat.S_IMODE(parent.st_mode) & 0o022) == (0, 0)
+        # what the kernel still listens on over TCP: ipykernel's PULL socket for the output of forked
+        # subprocesses (receive only, and only messages that start with a random key); the spy tries it
+        kernel_pids = [p for p in processes_of({victim.uid}) if any(f"kernel-{kv.kernel_id}.json" in a
+                                                                    for a in _cmdline(p))]
+        assert kernel_pids, "the victim's kernel process was not found"
+        listening = _listening()
+        kernel_tcp = {f"tcp://{listening[i][0]}:{listening[i][1]}" for p in kernel_pids for i in _socket_inodes(p)
+                      if i in listening}
+
+        # (ipykernel warns when it starts on TCP; the class's kernels, every lesson's, did not)
+        assert "Kernel is running over TCP without encryption" not in (hub.dir / "hub" / "hub.log").read_text()
+
+        ipc = overhear(hub, spy, victim, lambda code: kv.execute(code), paths=sockets)
+        assert ipc.cell.status == "ok" and ipc.cell.text.count("iolab-secret-") >= 20, ipc.cell.text[:300]
+        assert {f"ipc://{p}" for p in sockets} | kernel_tcp <= set(ipc.endpoints), (ipc.endpoints, kernel_tcp)
+        assert ipc.secret == set() and sum(ipc.messages.values()) == 0, ipc.messages
+        assert ipc.handshaken == set(), ipc.events
+        # the kernel's own sockets refused the spy before any byte (the directory is the victim's, 0700)
+        assert all("CONNECTED" not in ipc.events[f"ipc://{p}"] for p in sockets), ipc.events
+        print(f"\nthe spy tried {len(ipc.endpoints)} endpoints of the victim while the ipc kernel printed a secret "
+              f"{ipc.cell.text.count('iolab-secret-')} times, 0 messages:")
+        for ep in ipc.endpoints:
+            print(f"  {ep}: {', '.join(sorted(ipc.events[ep]))}")
+
+        # the control: the victim's own kernel starts one on TCP; the same spy hears the secret
+        assert kv.value(TCP_KERNEL) == "tcp"
+        try:
+            tcp = overhear(hub, spy, victim, lambda code: kv.execute(
+                f"kc.execute({code!r})\nprint(kc.get_shell_msg(timeout=120)['content']['status'])"))
+        finally:
+            kv.execute("kc.stop_channels()\ncontrol.shutdown_kernel(now=True)")
+        print(f"the same spy on a TCP kernel: {len(tcp.handshaken)} of {len(tcp.endpoints)} endpoints "
+              f"handshaken, the secret from {sorted(tcp.secret)}")
+        assert tcp.cell.status == "ok" and "ok" in tcp.cell.text, tcp.cell.text[-300:]
+        assert tcp.secret, f"the attack failed on a TCP kernel too: {tcp.events} {tcp.messages}"
+        assert all(ep.startswith("tcp://127.0.0.1:") for ep in tcp.secret)
 
 
 @pytest.mark.slow

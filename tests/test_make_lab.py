@@ -70,7 +70,7 @@ def test_make_lab_kernels_are_on_unix_sockets_in_a_private_directory(tmp_path):
                     break
             except requests.RequestException:
                 pass
-            assert time.monotonic() < deadline, f"JupyterLab did not start:\n{(tmp_path / 'lab.log').read_text()[-2000:]}"
+            assert time.monotonic() < deadline, "JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-2000:]
             time.sleep(0.3)
         kernel = requests.post(f"{base}/api/kernels", json={"name": "python3"}, headers=auth, timeout=120).json()
         while (conn := _kernel_connection_file(kernel["id"])) is None or not conn.exists():
