@@ -81,7 +81,7 @@ def test_make_lab_kernels_are_on_unix_sockets_in_a_private_directory(tmp_path):
         # the kernel's sockets are files in a directory only we can enter
         assert info["transport"] == "ipc", info["transport"]
         assert info["ip"] == str(runtime / f"kernel-{kernel['id']}-ipc")
-        st = os.stat(runtime)           # (Jupyter adds the sticky bit, so that /tmp cleaners leave it)
+        st = os.stat(runtime)           # (jupyter_client adds the sticky bit: /tmp cleaners leave it)
         assert (st.st_uid, st.st_mode & 0o777) == (os.getuid(), 0o700)
         sockets = [Path(f"{info['ip']}-{info[k]}") for k in CONNECTION]
         while not all(p.exists() for p in sockets):
