@@ -5,6 +5,41 @@ import pandas as pd
 import plotly.graph_objects as go
 from .units import format_size
 
+# --- repeated trials (iolab.trials) ---------------------------------------------------------------
+
+def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, per setting",
+           log: bool = False) -> go.Figure:
+    """Every trial of a :class:`iolab.trials.Trials` run (its ``frame``), one column per setting: a box
+    (median and quartiles of the counted trials) with every trial drawn beside it as a point, hover
+    giving its position in the run; warm-ups and disturbed trials that were run again are drawn as
+    hollow grey points, not counted. Never one bar: the spread is the point."""
+    fig = go.Figure()
+    kept = frame[frame["kept"]] if "kept" in frame.columns else frame
+    for setting, part in kept.groupby("setting", sort=False):
+        fig.add_box(x=[str(setting)] * len(part), y=part["value"], name=str(setting), boxpoints="all",
+                    jitter=0.4, pointpos=0, marker=dict(size=8), line=dict(width=1),
+                    customdata=part[["position", "trial"]],
+                    hovertemplate="%{x}, trial %{customdata[1]} (run %{customdata[0]} of the whole run): "
+                                  "%{y:,.4g} " + unit + "<extra></extra>")
+    if "kept" in frame.columns:
+        dropped = frame[~frame["kept"]]
+        if len(dropped):
+            why = dropped["warmup"].map(lambda w: "warm-up" if w else "disturbed, run again")
+            fig.add_scatter(x=dropped["setting"].astype(str), y=dropped["value"], mode="markers",
+                            name="not counted (warm-up, disturbed)",
+                            marker=dict(size=9, symbol="circle-open", color="#7f7f7f"),
+                            customdata=pd.concat([dropped[["position"]], why.rename("why")], axis=1),
+                            hovertemplate="%{x}, run %{customdata[0]}: %{y:,.4g} " + unit +
+                                          " (%{customdata[1]})<extra></extra>")
+    fig.update_layout(title=title, xaxis_title="setting", yaxis_title=unit or "value", showlegend=True,
+                      legend=dict(orientation="h", y=-0.2))
+    if log:
+        fig.update_yaxes(type="log")
+    else:
+        fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
 # --- lesson 00 ----------------------------------------------------------------------------------
 
 STATE_COLORS = {"cold": "#1f77b4", "warm": "#ff7f0e"}

@@ -1,0 +1,182 @@
+"""Repeated trials of two or more settings, interleaved, with their spread: numbers a benchmark
+engineer would trust.
+
+One run of each side, taken in a fixed order, measures the order as much as the settings: the first
+run pays for fresh pages, a neighbour's burst lands on one side only. :func:`run` takes the settings
+as functions, runs an optional warm-up of each, then ``repeat`` rounds in which every setting runs
+once, in turn (A B A B …) or in a seeded random order per round, and keeps every trial::
+
+    t = trials.run({"no fsync": lambda: measure.timed_write(...),
+                    "fsync": lambda: measure.timed_write(..., fsync=True)},
+                   repeat=5, warmup=1, metric=trials.mib_per_s, higher=True, unit="MiB/s")
+    t.summary()                  # per setting: trials, median, min, max, q1, q3
+    t.frame                      # every trial, warm-ups and re-runs included (``kept`` marks the ones used)
+    t.expect("write() without fsync returns sooner", "no fsync", "fsync", by=1.5)
+
+A trial whose witness (``result.witness.disturbed``) says the device moved someone else's bytes is run
+again at once, at most ``reruns`` times over the whole run; the disturbed trial stays in the frame
+(``kept=False``) and :attr:`Trials.notes` says so. The comparison rule is :func:`iolab.explain.beyond`
+(one place): a side wins only when its worst trial beats the other's best; otherwise the lesson says
+"Too close to call here", with the spreads and what would separate them.
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from . import explain
+from .units import MiB
+
+
+def seconds(result: Any) -> float:
+    """The default metric: a number as it is, else the result's ``seconds``."""
+    if isinstance(result, (int, float)) and not isinstance(result, bool):
+        return float(result)
+    return float(result.seconds)
+
+
+def mib_per_s(result: Any) -> float:
+    """A measure.Measurement's rate in MiB/s (or a number taken as bytes per second)."""
+    if isinstance(result, (int, float)) and not isinstance(result, bool):
+        return float(result) / MiB
+    return float(result.bytes_per_s) / MiB
+
+
+def witness_disturbed(result: Any) -> bool | None:
+    """The default disturbance test: the result's witness (``result.witness.disturbed``), when it has one."""
+    w = getattr(result, "witness", None)
+    return None if w is None else w.disturbed
+
+
+@dataclass
+class Trials:
+    """Every trial of a run of settings. ``frame``: one row per trial, in the order they ran
+    (``position``), with ``setting``, ``trial`` (1.. per setting, warm-ups 0), ``value``, ``warmup``,
+    ``disturbed``, ``rerun`` (this trial replaced a disturbed one) and ``kept`` (counted in the
+    summary and the comparisons); plus the result's own ``row()`` when it has one."""
+
+    frame: pd.DataFrame
+    unit: str = ""
+    higher: bool = False                        # a larger value is better (a rate); False: seconds
+    results: dict[str, list[Any]] = field(default_factory=dict)   # the kept results per setting
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def settings(self) -> list[str]:
+        return list(dict.fromkeys(self.frame["setting"]))
+
+    def values(self, setting: str) -> list[float]:
+        f = self.frame
+        return [float(v) for v in f.loc[(f["setting"] == setting) & f["kept"], "value"]]
+
+    def median(self, setting: str) -> float:
+        v = self.values(setting)
+        return float(pd.Series(v).median()) if v else math.nan
+
+    def summary(self) -> pd.DataFrame:
+        """Per setting: the number of kept trials, their median, min, max and quartiles, and the
+        spread as a fraction of the median ((max - min) / median)."""
+        rows = []
+        for s in self.settings:
+            v = pd.Series(self.values(s), dtype=float)
+            med = v.median() if len(v) else math.nan
+            rows.append({"setting": s, "trials": len(v), "median": med, "min": v.min(), "max": v.max(),
+                         "q1": v.quantile(0.25), "q3": v.quantile(0.75),
+                         "spread": (v.max() - v.min()) / med if len(v) and med else math.nan,
+                         "disturbed": int(self.frame.loc[self.frame["setting"] == s, "disturbed"]
+                                          .fillna(False).astype(bool).sum()),
+                         "unit": self.unit})
+        return pd.DataFrame(rows).set_index("setting")
+
+    def relation(self, a: str, b: str, *, by: float = 1.0) -> explain.Relation:
+        """:func:`iolab.explain.beyond` over the kept trials of ``a`` and ``b``."""
+        return explain.beyond(a, self.values(a), b, self.values(b), by=by, higher=self.higher, unit=self.unit)
+
+    def expect(self, predicted: str, a: str, b: str, *, by: float = 1.0, **kw: Any) -> explain.Claim:
+        """explain.expect over :meth:`relation`: "As predicted", "Not this time" or "Too close to call here"."""
+        return explain.expect(predicted, self.relation(a, b, by=by), **kw)
+
+    def __str__(self) -> str:
+        s = self.summary()
+        lines = [f"{name}: median {r['median']:,.4g} {self.unit} over {r['trials']} trials "
+                 f"(min {r['min']:,.4g}, max {r['max']:,.4g})" for name, r in s.iterrows()]
+        return "\n".join(lines + self.notes)
+
+
+def order(settings: Sequence[str], repeat: int, *, how: str = "interleaved", seed: int | None = None) -> list[str]:
+    """The order the trials run in: ``interleaved`` (A B A B …) or ``random`` (each round of one trial
+    per setting shuffled, seeded: the same seed gives the same order)."""
+    if how not in ("interleaved", "random"):
+        raise ValueError(f"how must be 'interleaved' or 'random', got {how!r}")
+    rng = random.Random(seed)
+    out: list[str] = []
+    for _ in range(repeat):
+        r = list(settings)
+        if how == "random":
+            rng.shuffle(r)
+        out.extend(r)
+    return out
+
+
+def run(settings: Mapping[str, Callable[[], Any]], *, repeat: int = 5, warmup: int = 1,
+        how: str = "interleaved", seed: int | None = None, metric: Callable[[Any], float] = seconds,
+        higher: bool = False, unit: str = "s", disturbed: Callable[[Any], bool | None] = witness_disturbed,
+        reruns: int | None = None, between: Callable[[], Any] | None = None) -> Trials:
+    """Run each setting ``warmup`` times (not counted), then ``repeat`` trials of each in the order
+    :func:`order` gives. ``metric`` turns a result into the number compared (:func:`seconds`,
+    :func:`mib_per_s`), ``higher`` says whether larger is better. A trial that ``disturbed`` says was
+    disturbed is run again at once, at most ``reruns`` times in all (default: ``repeat``).
+    ``between``: called before every trial (e.g. evict a file), outside what is timed."""
+    if len(settings) < 2:
+        raise ValueError("give two settings or more to compare")
+    if repeat < 1 or warmup < 0:
+        raise ValueError("repeat must be at least 1 and warmup at least 0")
+    budget = repeat if reruns is None else reruns
+    rows: list[dict[str, Any]] = []
+    every: list[Any] = []
+    count = {s: 0 for s in settings}
+    notes: list[str] = []
+    reran = 0
+
+    def one(name: str, *, is_warmup: bool, rerun: bool) -> bool | None:
+        if between is not None:
+            between()
+        result = settings[name]()
+        d = disturbed(result)
+        row = dict(result.row()) if hasattr(result, "row") else {}
+        row.update(setting=name, position=len(rows) + 1, trial=0 if is_warmup else count[name] + 1,
+                   value=metric(result), warmup=is_warmup, disturbed=d, rerun=rerun, kept=not is_warmup)
+        rows.append(row)
+        every.append(result)
+        if not is_warmup:
+            return d
+        return None
+
+    for _ in range(warmup):
+        for name in settings:
+            one(name, is_warmup=True, rerun=False)
+    for name in order(list(settings), repeat, how=how, seed=seed):
+        d = one(name, is_warmup=False, rerun=False)
+        while d and reran < budget:
+            rows[-1]["kept"] = False
+            reran += 1
+            d = one(name, is_warmup=False, rerun=True)
+        count[name] += 1
+    frame = pd.DataFrame(rows)
+    cols = ["setting", "trial", "position", "value", "warmup", "disturbed", "rerun", "kept"]
+    frame = frame[cols + [c for c in frame.columns if c not in cols]]
+    if reran:
+        notes.append(f"{reran} trial(s) the witness found disturbed (someone else's traffic on the device) "
+                     "were run again; the disturbed ones are kept in the frame, not counted")
+    still = frame.loc[frame["kept"], "disturbed"].fillna(False).astype(bool).sum()
+    if still:
+        notes.append(f"{int(still)} counted trial(s) were still disturbed after {budget} re-runs: "
+                     "this machine is busy, and their spread shows it")
+    results = {s: [r for r, (_, row) in zip(every, frame.iterrows()) if row["kept"] and row["setting"] == s]
+               for s in settings}
+    return Trials(frame, unit=unit, higher=higher, results=results, notes=notes)

@@ -1,0 +1,162 @@
+"""iolab.trials and the one comparison rule (explain.beyond): interleaving, warm-ups, every trial kept,
+re-runs of disturbed trials (bounded), and "Too close to call here" when the spreads overlap. The rule's
+tests use synthetic trial lists (fake timings: they test the rule, nothing is measured); the live test
+runs real reads."""
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import pytest
+
+from iolab import explain, measure, plot, trials
+from iolab.units import MiB
+
+
+# --- the rule, on synthetic trial lists --------------------------------------------------------------
+
+def test_separated_trials_are_called():
+    r = explain.beyond("fast", [10, 11, 12], "slow", [20, 21, 25], higher=False, unit="s")
+    assert r.holds() is True and not r.too_close()
+    c = explain.expect("fast takes less time than slow", r, show=False)
+    assert c.text.startswith(explain.AS_PREDICTED) and c.consistent()
+    assert "median of 3" in c.text and "10–12" in c.text
+
+
+def test_overlapping_trials_are_too_close_to_call_never_as_predicted():
+    # the medians differ (11 against 12.5) but the worst of one is past the best of the other
+    r = explain.beyond("a", [10, 11, 14], "b", [12, 12.5, 13], higher=False, unit="s")
+    assert r.holds() is None and r.too_close()
+    c = explain.expect("a is faster than b", r, yes="YES", no="NO", show=False)
+    assert c.held is None and c.consistent()
+    assert c.text.startswith(explain.TOO_CLOSE)
+    assert explain.AS_PREDICTED not in c.text and "NO" not in c.text and "YES" not in c.text
+    assert "more trials" in c.text and "idle machine" in c.text and "10–14" in c.text
+
+
+def test_one_trial_of_a_side_is_never_enough():
+    r = explain.beyond("a", [1.0], "b", [100.0, 101.0, 102.0], higher=False)
+    assert r.holds() is None and r.too_close()
+    assert f"fewer than {explain.MIN_TRIALS}" in explain.expect("a is faster", r, show=False).text
+
+
+def test_the_other_way_round_is_not_this_time():
+    r = explain.beyond("a", [20, 21, 22], "b", [10, 11, 12], higher=False)
+    c = explain.expect("a is faster than b", r, why="noise", show=False)
+    assert c.held is False and c.text.startswith(explain.NOT_THIS_TIME) and c.consistent()
+
+
+@pytest.mark.parametrize("a,b,by,held", [
+    ([300, 310, 320], [100, 105, 110], 2.0, True),     # worst 300 > 2 x best 110
+    ([300, 310, 320], [100, 150, 190], 2.0, None),     # 300/190 < 2 < 320/100: cannot call
+    ([150, 160, 170], [100, 105, 110], 2.0, False),    # even the best pair 170/100 < 2
+])
+def test_a_factor_is_called_from_the_worst_and_best_pairs(a, b, by, held):
+    assert explain.beyond("a", a, "b", b, by=by, higher=True).holds() is held
+
+
+def test_missing_trials_cannot_tell():
+    r = explain.beyond("a", [], "b", [1.0, 2.0, 3.0])
+    assert r.holds() is None and not r.too_close()
+    assert explain.expect("x", r, show=False).text.startswith(explain.CANNOT_TELL)
+
+
+def test_a_forged_as_predicted_over_overlapping_trials_is_inconsistent():
+    r = explain.beyond("a", [10, 11, 14], "b", [12, 12.5, 13], higher=False)
+    c = explain.expect("a is faster", r, show=False)
+    forged = explain.Claim(c.predicted, r, True, explain.AS_PREDICTED + " a is faster.")
+    assert not forged.consistent()
+
+
+# --- running trials: order, warm-up, every trial kept, re-runs --------------------------------------
+
+def _counter(name, log, values):
+    it = iter(values)
+
+    def fn():
+        log.append(name)
+        return next(it)
+    return fn
+
+
+def test_interleaved_with_a_warm_up_keeps_every_trial():
+    log = []
+    t = trials.run({"A": _counter("A", log, [9, 1, 2, 3]), "B": _counter("B", log, [99, 10, 20, 30])},
+                   repeat=3, warmup=1)
+    assert log == ["A", "B", "A", "B", "A", "B", "A", "B"]
+    f = t.frame
+    assert list(f["position"]) == list(range(1, 9))
+    assert list(f.loc[f["warmup"], "value"]) == [9, 99] and not f.loc[f["warmup"], "kept"].any()
+    assert t.values("A") == [1, 2, 3] and t.values("B") == [10, 20, 30]
+    s = t.summary()
+    assert s.loc["A", "median"] == 2 and s.loc["B", "min"] == 10 and s.loc["B", "max"] == 30
+    assert s.loc["A", "trials"] == 3
+    c = t.expect("A takes less time", "A", "B", show=False)
+    assert c.held is True and c.consistent()
+
+
+def test_random_order_is_seeded_and_covers_each_round():
+    a = trials.order(["A", "B", "C"], 4, how="random", seed=7)
+    assert a == trials.order(["A", "B", "C"], 4, how="random", seed=7)
+    assert all(sorted(a[i:i + 3]) == ["A", "B", "C"] for i in range(0, 12, 3))
+    assert any(trials.order(["A", "B", "C"], 4, how="random", seed=s) != a for s in range(1, 5))
+    with pytest.raises(ValueError):
+        trials.order(["A"], 1, how="sorted")
+
+
+def _result(seconds, disturbed):
+    return SimpleNamespace(seconds=seconds, witness=SimpleNamespace(disturbed=disturbed))
+
+
+def test_a_disturbed_trial_is_run_again_bounded_and_said():
+    # A's first trial is disturbed once; B is disturbed every time: the re-runs stop at the budget
+    a = iter([_result(50.0, True), _result(1.0, False), _result(1.1, False), _result(1.2, False)])
+    b = itertools.repeat(None)
+    t = trials.run({"A": lambda: next(a), "B": lambda: next(b) or _result(5.0, True)},
+                   repeat=3, warmup=0, reruns=2)
+    f = t.frame
+    dropped = f[~f["kept"]]
+    assert 50.0 in list(dropped["value"]) and 50.0 not in t.values("A")
+    assert int(f["rerun"].sum()) == 2 and len(dropped) == 2
+    assert len(t.values("A")) == 3 and len(t.values("B")) == 3
+    assert any("run again" in n for n in t.notes) and any("still disturbed" in n for n in t.notes)
+    assert len(t.results["A"]) == 3 and all(r.seconds < 2 for r in t.results["A"])
+
+
+def test_plot_shows_every_trial_not_one_bar():
+    log = []
+    t = trials.run({"A": _counter("A", log, [9, 1, 2, 3]), "B": _counter("B", log, [99, 10, 20, 30])},
+                   repeat=3, warmup=1)
+    fig = plot.trials(t.frame, unit="s")
+    boxes = [d for d in fig.data if d.type == "box"]
+    assert len(boxes) == 2 and all(d.boxpoints == "all" for d in boxes)
+    assert sorted(boxes[0].y) == [1, 2, 3]
+    assert not any(d.type == "bar" for d in fig.data)
+    assert sorted(fig.data[-1].y) == [9, 99]        # the warm-ups, drawn as not counted
+    assert fig.layout.yaxis.title.text == "s"
+
+
+def test_fewer_than_two_settings_is_refused():
+    with pytest.raises(ValueError):
+        trials.run({"A": lambda: 1.0})
+
+
+# --- live ----------------------------------------------------------------------------------------------
+
+@pytest.mark.live
+def test_live_reads_warm_against_cold(ws):
+    """Real reads of one file: evicted (cold) against cached (warm), interleaved. Whatever the machine,
+    the claim is one of the rule's three sentences and re-checks itself; the frame holds every trial."""
+    f = ws.make_file("data.bin", "8MiB")
+    t = trials.run({"warm": lambda: measure.timed_read(f, cache="warm"),
+                    "cold": lambda: measure.timed_read(f, cache="cold")},
+                   repeat=3, warmup=1, metric=trials.mib_per_s, higher=True, unit="MiB/s", reruns=3)
+    f_ = t.frame
+    assert (f_["setting"].iloc[2:8].tolist() == ["warm", "cold"] * 3) or f_["rerun"].any()
+    assert {"verdict", "seconds", "witness_notes"} <= set(f_.columns)
+    assert len(t.values("warm")) == 3 and len(t.values("cold")) == 3
+    assert all(v > 0 for v in t.values("cold"))
+    c = t.expect("a warm read is faster than a cold one", "warm", "cold", show=False)
+    assert c.consistent()
+    assert c.text.startswith((explain.AS_PREDICTED, explain.NOT_THIS_TIME, explain.TOO_CLOSE))
+    assert "median of 3" in c.text
