@@ -870,8 +870,8 @@ def darshan_access_sizes(hist: pd.DataFrame, *, title: str = "Darshan's access-s
 
 
 def darshan_costs(df: pd.DataFrame, *, title: str = "The same loop, plain, under Darshan, under strace -c") -> go.Figure:
-    """Every timed run (``iolab.labs.darshan.overhead``) as a dot, ms on a linear axis from zero; the
-    fastest run of each way, the one the lesson compares, is a larger ring."""
+    """Every timed run (``iolab.labs.darshan.overhead``) as a dot, ms on a linear axis from zero, with a
+    bar at each way's median; the lesson compares all the runs (iolab.explain.beyond), not one of each."""
     fig = go.Figure()
     hows = list(dict.fromkeys(df["how"]))
     palette = ("#7f7f7f", "#2ca02c", "#9467bd", "#8c564b")
@@ -882,13 +882,12 @@ def darshan_costs(df: pd.DataFrame, *, title: str = "The same loop, plain, under
                         marker=dict(size=9, opacity=0.6, color=color),
                         hovertemplate="run %{customdata}: %{x:.1f} ms<extra>" + how + "</extra>",
                         customdata=part["repeat"] + 1)
-        best = part["seconds"].min() * 1e3
-        fig.add_scatter(x=[best], y=[how], mode="markers+text", showlegend=False, text=[f"fastest {best:,.0f} ms"],
-                        textposition="bottom center", marker=dict(size=16, symbol="circle-open", color=color,
-                                                                  line=dict(width=2)),
-                        hovertemplate=f"fastest: {best:.1f} ms<extra>{how}</extra>")
-    fig.update_layout(title=title, height=140 + 70 * len(hows),
-                      xaxis=dict(title="elapsed time of the whole run (ms)", rangemode="tozero"),
+        med = part["seconds"].median() * 1e3
+        fig.add_scatter(x=[med], y=[how], mode="markers", showlegend=False,
+                        marker=dict(size=22, symbol="line-ns", color=color, line=dict(width=3, color=color)),
+                        hovertemplate=f"median of {len(part)} runs: {med:.1f} ms<extra>{how}</extra>")
+    fig.update_layout(title=title, height=160 + 70 * len(hows), margin=dict(l=130, r=40),
+                      xaxis=dict(title="elapsed time of the whole run (ms); a bar: the median", rangemode="tozero"),
                       yaxis=dict(categoryorder="array", categoryarray=hows[::-1]))
     return fig
 

@@ -180,3 +180,20 @@ def run(settings: Mapping[str, Callable[[], Any]], *, repeat: int = 5, warmup: i
     results = {s: [r for r, (_, row) in zip(every, frame.iterrows()) if row["kept"] and row["setting"] == s]
                for s in settings}
     return Trials(frame, unit=unit, higher=higher, results=results, notes=notes)
+
+
+def from_values(values: Mapping[str, Sequence[float]], *, unit: str = "s", higher: bool = False,
+                notes: Sequence[str] = ()) -> Trials:
+    """A :class:`Trials` from numbers measured elsewhere (a recording's repeated runs, a class's
+    results), in the order given per setting, interleaved as they would have run; all counted."""
+    rows, pos = [], 0
+    longest = max((len(v) for v in values.values()), default=0)
+    for i in range(longest):
+        for name, vals in values.items():
+            if i < len(vals):
+                pos += 1
+                rows.append({"setting": name, "trial": i + 1, "position": pos, "value": float(vals[i]),
+                             "warmup": False, "disturbed": None, "rerun": False, "kept": True})
+    frame = pd.DataFrame(rows, columns=["setting", "trial", "position", "value", "warmup", "disturbed",
+                                        "rerun", "kept"])
+    return Trials(frame, unit=unit, higher=higher, notes=list(notes))

@@ -45,16 +45,18 @@ def test_overhead_claims(setup):
     o = lab.measure_overhead(None, 1024, setup=setup, quiet=True)
     claims = lab.explain_overhead(o.data, show=False)
     _ok(claims, held=None)
-    c = lab.costs(o.data)
-    darshan_extra, strace_extra = c.loc["under Darshan", "extra s"], c.loc["under strace -c", "extra s"]
-    assert claims[0].held is bool(darshan_extra < 0.5 * c.loc["plain", "fastest s"])
-    assert claims[1].held is bool(strace_extra > 10 * max(darshan_extra, 1e-4))
-    assert claims[1].held          # both recordings: strace -c cost far more than Darshan
+    t = lab.overhead_trials(o.data)
+    assert [len(t.values(h)) for h in lab.HOWS] == [5, 5, 5]
+    # issue 22: both recordings' plain and Darshan runs overlap (ext4: 44-97 ms against 48-215 ms):
+    # too close to call, never a percentage from one pair of fastest runs
+    assert claims[0].held is None and claims[0].text.startswith(explain.TOO_CLOSE)
+    assert "run-to-run noise" in claims[0].text and "median of 5" in claims[0].text
+    assert claims[2].held is True   # both recordings: every strace -c run took 1.5x the slowest Darshan run
 
 
 def _overhead(plain, darshan, strace, calls=16385):
-    rows = [(h, s, i) for i in range(3) for h, s in (("plain", plain), ("under Darshan", darshan),
-                                                      ("under strace -c", strace))]
+    rows = [(h, s * k, i) for i, k in enumerate((0.98, 1.0, 1.02)) for h, s in (
+        ("plain", plain), ("under Darshan", darshan), ("under strace -c", strace))]
     df = pd.DataFrame(rows, columns=["how", "seconds", "repeat"])
     df["calls"] = calls
     return df
@@ -63,13 +65,24 @@ def _overhead(plain, darshan, strace, calls=16385):
 def test_a_slow_darshan_is_not_called_cheap():
     claims = lab.explain_overhead(_overhead(0.040, 0.100, 0.400), show=False)
     assert all(c.consistent() for c in claims)
-    assert claims[0].held is False and explain.NOT_THIS_TIME in claims[0].text and "busy machine" in claims[0].text
-    assert claims[1].held is False          # 360 ms is not 10 x 60 ms
+    assert claims[0].held is True                       # its cost shows
+    assert claims[1].held is False and explain.NOT_THIS_TIME in claims[1].text and "busy machine" in claims[1].text
+    assert claims[2].held is True                       # 400 ms is 4x 100 ms
+
+
+def test_darshan_faster_than_plain_is_never_a_percentage_of_one_pair():
+    # issue 22: live, Darshan measured -24 % against plain; with overlapping runs it is too close to call
+    df = pd.DataFrame({"how": ["plain", "under Darshan", "under strace -c"] * 3,
+                       "seconds": [0.080, 0.061, 0.40, 0.060, 0.075, 0.41, 0.070, 0.066, 0.39], "repeat": [0] * 9,
+                       "calls": 16385})
+    claims = lab.explain_overhead(df, show=False)
+    assert all(c.consistent() for c in claims)
+    assert claims[0].text.startswith(explain.TOO_CLOSE) and "%" not in claims[0].text
 
 
 def test_a_fast_tracer_is_said_so():
     claims = lab.explain_overhead(_overhead(0.040, 0.041, 0.045), show=False)
-    assert all(c.consistent() for c in claims) and claims[0].held and claims[1].held is False
+    assert all(c.consistent() for c in claims) and claims[1].held and claims[2].held is False
 
 
 @pytest.mark.parametrize("setup", SETUPS)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, measure, pagecache, readahead as ra, recordings, runner, witness, workspace
+from .. import explain, fsinfo, measure, pagecache, readahead as ra, recordings, runner, trials, witness, workspace
 from ..errors import ToolFailed, ToolMissing
 from ..explain import Claim
 from ..pagecache import Residency
@@ -344,11 +344,40 @@ def drop_all_caches(allowed: bool) -> dict[str, Any]:
 
 # --- 4 · write-back: fsync, dd oflag=dsync, hdparm ------------------------------------------------
 
-def writeback(plain: measure.Measurement, synced: measure.Measurement, *, show: bool = True) -> list[Claim]:
-    """What a timed write without fsync and one with fsync (same size, same place) showed: the
-    device's counters first (what it had written when the clock stopped), then the rates and Dirty."""
+WRITEBACK_SETTINGS = ("no fsync", "fsync")
+
+
+def writeback_trials(ws, *, nbytes: int | str = "64MiB", repeat: int = 5, warmup: int = 1,
+                     device_bps: float | None = None, name: str = "written.bin") -> trials.Trials:
+    """Write ``nbytes`` without fsync and with fsync, interleaved (no fsync, fsync, no fsync, …) after
+    ``warmup`` writes of each that are not counted: the first new file of a session pays for fresh
+    pages (the kernel finds and zeroes them), which one run of each in a fixed order blames on the
+    device. Before every trial the previous file's dirty pages are written out (fsync, outside the
+    clock), so no trial's witness counts the write-back of the one before. The rates are MiB/s."""
+    path = ws.root / name
+
+    def settle() -> None:
+        if path.exists():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def write(fsync: bool):
+        return lambda: measure.timed_write(name, nbytes, ws=ws, fsync=fsync, device_bps=device_bps)
+
+    return trials.run({"no fsync": write(False), "fsync": write(True)}, repeat=repeat, warmup=warmup,
+                      metric=trials.mib_per_s, higher=True, unit="MiB/s", between=settle)
+
+
+def writeback(plain: measure.Measurement, synced: measure.Measurement, rates: trials.Trials, *,
+              show: bool = True) -> list[Claim]:
+    """What timed writes without fsync and with fsync (same size, same place) showed: the device's
+    counters first (what it had written when the clock stopped, for ``plain`` and ``synced``, one
+    write of each), then the rates over the interleaved trials ``rates`` (settings "no fsync" and
+    "fsync", :func:`writeback_trials`: the rule of :func:`iolab.explain.beyond`) and Dirty."""
     mem = _memory_fs(plain.after, synced.after)
-    a, b = _mibs(plain.bytes_per_s), _mibs(synced.bytes_per_s)
     by = 1.5
 
     def wrote(m: measure.Measurement) -> int | None:
@@ -377,18 +406,23 @@ def writeback(plain: measure.Measurement, synced: measure.Measurement, *, show: 
         no=lambda ev: f"the device wrote only {format_size(w_synced)} for {format_size(synced.nbytes)}",
         why="the filesystem compresses or deduplicates what it writes, or wrote part of it before the clock "
             "started.", missing=nodev(synced), show=show))
+    rel = rates.relation("no fsync", "fsync", by=by)
+    ratio = lambda ev: ev["no fsync"] / ev["fsync"] if ev["fsync"] else float("inf")   # noqa: E731
     claims.append(explain.expect(
         f"write() without fsync returned at least {by:g}x sooner than write + fsync",
-        explain.greater("no fsync", a, "fsync", b, by=by),
-        yes=f"{a:,.0f} MiB/s against {b:,.0f} MiB/s ({a / b:.1f}x)",
-        no=f"{a:,.0f} MiB/s against {b:,.0f} MiB/s, only {a / b:.1f}x",
+        rel,
+        yes=lambda ev: f"{explain.spread_text(rel)}: even the slowest write without fsync beat the fastest "
+                       f"with fsync by {by:g}x (medians {ratio(ev):.1f}x apart)",
+        no=lambda ev: f"{explain.spread_text(rel)}: even the fastest write without fsync was not {by:g}x the "
+                      f"slowest with fsync (medians {ratio(ev):.1f}x apart)",
         why=(f"{mem} has no device: fsync has nothing to wait for." if mem else
-             "the device said 'written' almost as fast as memory takes a copy. fsync waits until the device "
-             "reports the data safe, and a write cache in a VM's host, a RAID controller or the disk itself "
-             "can report that early; fsync cannot see past that answer. And write() itself can wait: when "
-             "the machine's dirty pages pile up (other programs' writes count too), the kernel makes writers "
-             "sleep until write-back catches up. Each write lasts only tens of milliseconds, so anything else "
-             "running on this machine moves both rates."),
+             "the device said 'written' almost as fast as memory takes a copy: fsync waits until the device "
+             "reports the data safe, and a write cache below this machine (a VM's host, a RAID controller, "
+             "the disk's own) can report that early; fsync cannot see past that answer. The trials were "
+             "interleaved after a warm-up, so the order they ran in is not the reason."),
+        close=("what would separate them: more trials, a larger write, an idle machine. Each write lasts "
+               "only tens of milliseconds, so anything else running here moves both rates; write() itself "
+               "waits when the machine's dirty pages pile up (other programs' writes count too)"),
         show=show))
     growth = plain.options.get("dirty_growth")
     claims.append(explain.expect(
