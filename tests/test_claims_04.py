@@ -217,7 +217,10 @@ def test_someone_elses_reads_do_not_make_iors_read_a_device_read():
     e = lesson("4.0.0", "ext4")["shared"]
     crowded = _seen(e, own_read=0, device_read=e.bytes_moved("read"))      # another student read meanwhile
     c = lab.layers(crowded, show=False)[1]
-    assert c.held is True and c.consistent() and "not IOR's" in c.text
+    # not "Not this time" (the device's bytes were someone else's: IOR's own count is 0), and not "As
+    # predicted" either under an "unclear: DISTURBED" verdict (issue 22): cannot tell, with IOR's own count
+    assert c.held is None and c.consistent() and "not IOR's" in c.text and "DISTURBED" in c.text
+    assert "its processes read 0 B from storage" in c.text
     row = crowded.frame.query("access == 'read'").iloc[0]
     assert row["disturbed"] and row["verdict"] == measure.UNCLEAR and "DISTURBED" in row["reason"]
 
@@ -372,3 +375,25 @@ def test_exercise_4_wants_the_witness_first():
     # a recording without a witness: the inference is the answer
     old = replace(e, witness=None, witness_note="recorded before iolab kept them")
     assert check.check_04_reorder_verdict(old, measure.judge(e.best("read") * units.MiB, **kw))
+
+
+# --- issue 22: "unclear: DISTURBED" is never followed by "As predicted" -------------------------------
+
+@pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+def test_a_disturbed_run_is_never_as_predicted(version):
+    e = lesson(version, "ext4")
+    quiet = all_claims(e)
+    assert any(c.held is True for c in quiet["naive"])        # the quiet recording does call it
+    busy = {n: _seen(x, device_read=(x.witness.device_read or 0) + 512 * 2**20,
+                     device_written=(x.witness.device_written or 0) + 512 * 2**20)
+            for n, x in e.items()}
+    assert all(set(x.frame.loc[x.frame["access"].isin(["write", "read"]), "verdict"]) == {measure.UNCLEAR}
+               for x in busy.values())
+    for section, claims in all_claims(busy).items():
+        for c in claims:
+            assert c.consistent(), (section, c.text)
+            if section in ("naive",):
+                assert not c.text.startswith(explain.AS_PREDICTED), (section, c.text)
+    naive = lab.layers(busy["shared"], yardstick=True, show=False)
+    assert naive and all(c.held is not True for c in naive)
+    assert any("DISTURBED" in c.text and "quieter moment" in c.text for c in naive)
