@@ -155,9 +155,20 @@ def read_size_sweep(frame: pd.DataFrame, title: str = "Reading one file with rea
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=("time to read the whole file", "throughput"))
-    for state, part in frame.groupby("cache", sort=False):
-        part = part.sort_values("read_size")
+    for state, trials_ in frame.groupby("cache", sort=False):
         color = STATE_COLORS.get(str(state))
+        part = trials_.sort_values("read_size")
+        if trials_.groupby("read_size").size().max() > 1:
+            # repeated passes: every pass a dot, the line through each size's median pass
+            for col, y in ((1, "seconds"), (2, "mib_per_s")):
+                fig.add_scatter(x=trials_["read_size"], y=trials_[y], mode="markers", name=f"{state}, every pass",
+                                legendgroup=str(state), showlegend=col == 1,
+                                marker=dict(color=color, size=6, opacity=0.45),
+                                hovertemplate="%{x:,} B: %{y:.4g}<extra>" + f"{state}, one pass</extra>",
+                                row=1, col=col)
+            med = trials_.groupby("read_size", as_index=False).median(numeric_only=True)
+            part = med.assign(cache=state).sort_values("read_size")
+            state = f"{state} (median)"
         custom = part[["calls", "us_per_call", "file_size"]]
         hover = ("read size %{x:,} B<br>%{customdata[0]:,} calls, %{customdata[1]:.2f} µs each<br>"
                  "file %{customdata[2]:,} B<br>")

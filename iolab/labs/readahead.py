@@ -35,24 +35,51 @@ def _memory(fstype: str) -> bool:
     return fstype in MEMORY_FS
 
 
-def sweep(path: str | os.PathLike[str], sizes: Sequence[int] = SIZES) -> pd.DataFrame:
-    """The read-size sweep of lesson 02: each size cold (after an eviction) then each size warm.
-    On a filesystem that cannot evict (tmpfs) the "cold" passes run anyway and say so in
+def sweep(path: str | os.PathLike[str], sizes: Sequence[int] = SIZES, *, repeat: int = 3) -> pd.DataFrame:
+    """The read-size sweep of lesson 02, ``repeat`` times, interleaved: in each round every size is read
+    cold (after an eviction) and at once warm (read whole once more first), so a busy moment or the
+    order cannot fall on one side only; every pass is kept (``trial`` 1..repeat, ``position`` the order
+    they ran in). On a filesystem that cannot evict (tmpfs) the "cold" passes run anyway and say so in
     ``resident_before``."""
-    return pd.concat([readahead.read_size_sweep(path, sizes, cache="cold", strict=False),
-                      readahead.read_size_sweep(path, sizes, cache="warm")], ignore_index=True)
+    parts = []
+    for trial in range(1, repeat + 1):
+        for size in sizes:
+            for cache in ("cold", "warm"):
+                part = readahead.read_size_sweep(path, [size], cache=cache, strict=False)
+                parts.append(part.assign(trial=trial))
+    out = pd.concat(parts, ignore_index=True)
+    out["position"] = range(1, len(out) + 1)
+    return out
+
+
+def _passes(frame: pd.DataFrame, cache: str, size: int) -> list[float]:
+    part = frame[(frame["cache"] == cache) & (frame["read_size"] == size)]
+    return [float(v) for v in part["seconds"]]
 
 
 def _row(frame: pd.DataFrame, cache: str, size: int) -> pd.Series | None:
+    """The median pass of a size and cache state (the middle one by time), or None."""
     part = frame[(frame["cache"] == cache) & (frame["read_size"] == size)]
-    return None if part.empty else part.iloc[0]
+    return None if part.empty else part.sort_values("seconds").iloc[(len(part) - 1) // 2]
+
+
+def _spread(secs: list[float]) -> str:
+    if len(secs) < 2:
+        return f"{_t(secs[0])}, one pass" if secs else "no pass"
+    return f"{_t(sorted(secs)[(len(secs) - 1) // 2])} (median of {len(secs)}, {_t(min(secs))}–{_t(max(secs))})"
+
+
+def _t(s: float) -> str:
+    return f"{s:.3f} s" if s >= 0.1 else f"{s * 1e3:.3g} ms"
 
 
 def sweep_claims(frame: pd.DataFrame, *, fstype: str = "", show: bool = True) -> list[Claim]:
-    """What the cold and warm read-size sweep showed."""
+    """What the cold and warm read-size sweep showed, over every pass of each (:func:`sweep`'s
+    interleaved trials): medians for "about as long", and the rule of :func:`iolab.explain.beyond`
+    for "slower" (the slower side's fastest pass slower than the other's slowest)."""
     small, big = int(frame["read_size"].min()), int(frame["read_size"].max())
-    c_small, w_small = _row(frame, "cold", small), _row(frame, "warm", small)
-    c_big, w_big = _row(frame, "cold", big), _row(frame, "warm", big)
+    c_small, w_small = _passes(frame, "cold", small), _passes(frame, "warm", small)
+    c_big, w_big = _passes(frame, "cold", big), _passes(frame, "warm", big)
     n = int(frame["file_size"].iloc[0])
     expected = frame["read_size"].map(lambda s: -(-n // int(s)) + 1)
     exact = bool((frame["calls"] == expected).all())
@@ -63,53 +90,61 @@ def sweep_claims(frame: pd.DataFrame, *, fstype: str = "", show: bool = True) ->
             f"{int(frame['calls'].min()):,} at {format_size(big)}",
         no="some counts differ", why="the file changed size while it was read.", show=show)]
     claims.append(_sweep_witness(frame, fstype, show))
-    cold = frame[frame["cache"] == "cold"].sort_values("read_size")
+    cold = frame[frame["cache"] == "cold"]
     was_cold = bool(len(cold)) and bool((cold["resident_before"] == 0).all())
     not_cold = ("the 'cold' passes found the file in memory (" + (f"{fstype} keeps files in memory and "
                 "nothing can be evicted" if _memory(fstype) else "the eviction did not work") +
                 "), so there is nothing cold to compare with.")
 
-    def if_cold(row: pd.Series | None) -> float | None:
-        return None if row is None or not was_cold else float(row["seconds"])
+    def median(secs: list[float]) -> float | None:
+        return None if not secs else float(pd.Series(secs).median())
 
     claims.append(explain.expect(
-        f"the {format_size(small)} pass takes about as long cold as warm (within 50%): the calls set its time, "
-        "not the device",
-        explain.within(f"cold {small} B", if_cold(c_small),
-                       f"warm {small} B", None if w_small is None else float(w_small["seconds"]), rel=0.5),
-        yes=lambda ev: f"{ev[f'cold {small} B']:.3f} s cold, {ev[f'warm {small} B']:.3f} s warm",
-        no=lambda ev: f"{ev[f'cold {small} B']:.3f} s cold against {ev[f'warm {small} B']:.3f} s warm",
+        f"the {format_size(small)} pass takes about as long cold as warm (medians within 50%): the calls set "
+        "its time, not the device",
+        explain.within(f"cold {small} B", median(c_small) if was_cold else None,
+                       f"warm {small} B", median(w_small), rel=0.5),
+        yes=lambda ev: f"cold {_spread(c_small)}, warm {_spread(w_small)}",
+        no=lambda ev: f"cold {_spread(c_small)} against warm {_spread(w_small)}",
         why="the device is slow enough that even a million calls' worth of time does not hide it (a network "
-            "filesystem: seed 004's BeeGFS), or other work on this machine slowed one of the passes.",
+            "filesystem: seed 004's BeeGFS), or other work on this machine slowed the passes of one side.",
         missing=not_cold, show=show))
-    ratio_big = (float(c_big["seconds"]) / float(w_big["seconds"])) if c_big is not None and w_big is not None else None
+    big_rel = explain.beyond(f"warm {format_size(big)}", w_big, f"cold {format_size(big)}",
+                             c_big if was_cold else [], by=2, higher=False, unit="s")
     claims.append(explain.expect(
         f"the {format_size(big)} pass is at least 2x slower cold than warm: with few calls, the device sets "
         "the time",
-        explain.greater(f"cold {format_size(big)}", if_cold(c_big),
-                        f"warm {format_size(big)}", None if w_big is None else float(w_big["seconds"]), by=2),
-        yes=lambda ev: f"{float(c_big['seconds']) * 1e3:.2f} ms cold, {float(w_big['seconds']) * 1e3:.2f} ms "
-                       f"warm ({ratio_big:.0f}x)",
-        no=lambda ev: f"{float(c_big['seconds']) * 1e3:.2f} ms cold against {float(w_big['seconds']) * 1e3:.2f} ms "
-                      f"warm",
+        big_rel,
+        yes=lambda ev: f"cold {_spread(c_big)}, warm {_spread(w_big)}: even the fastest cold pass took 2x the "
+                       "slowest warm one",
+        no=lambda ev: f"cold {_spread(c_big)} against warm {_spread(w_big)}",
         why="what served the cold reads is nearly as fast as memory (a VM host's cache, a fast device).",
         missing=not_cold, show=show))
-    secs = list(cold["seconds"])
-    worst = max(range(1, len(secs)), key=lambda i: secs[i] / secs[i - 1]) if len(secs) > 1 else 0
-    monotonic = all(secs[i] <= NOISE * secs[i - 1] for i in range(1, len(secs)))
-    sizes = list(cold["read_size"])
+    sizes = sorted(int(s) for s in cold["read_size"].unique())
+    rises = []
+    for a, b in zip(sizes, sizes[1:]):
+        r = explain.beyond(format_size(a), _passes(frame, "cold", a), format_size(b), _passes(frame, "cold", b),
+                           higher=False)
+        if r.holds():
+            rises.append((a, b))
+    first = [_passes(frame, "cold", s) for s in sizes]
+    warm_big = median(w_big)
     claims.append(explain.expect(
-        "the cold pass gets faster (or stays level) as the read size grows",
-        explain.fact("cold time never rises with the read size", monotonic if len(secs) > 1 and was_cold else None),
-        yes=f"from {secs[0]:.3f} s at {format_size(sizes[0])} to {secs[-1] * 1e3:.2f} ms at "
-            f"{format_size(sizes[-1])}" if secs else "",
-        no=(f"it rose from {secs[worst - 1] * 1e3:.2f} ms at {format_size(sizes[worst - 1])} to "
-            f"{secs[worst] * 1e3:.2f} ms at {format_size(sizes[worst])}") if len(secs) > 1 else "",
-        why="once the calls are few, the device sets the time, and then what matters is how readahead "
-            "overlaps the device's work with your program's. Small reads let the kernel fetch the next "
-            "window while your program is still copying the last one; one large read waits for all of its "
-            "pages before its copy starts. A pass that lasts a millisecond or two also moves with anything "
-            "else this machine is doing.",
+        "the cold pass gets faster (or stays level, within its spread) as the read size grows",
+        explain.fact("no cold pass is slower, beyond the spread, than the next smaller size's",
+                     (not rises) if len(sizes) > 1 and was_cold else None),
+        yes=(f"from {_spread(first[0])} at {format_size(sizes[0])} to {_spread(first[-1])} at "
+             f"{format_size(sizes[-1])}") if sizes else "",
+        no=("every " + format_size(rises[0][1]) + f" pass ({_spread(_passes(frame, 'cold', rises[0][1]))}) was "
+            f"slower than every {format_size(rises[0][0])} pass ({_spread(_passes(frame, 'cold', rises[0][0]))})"
+            ) if rises else "",
+        why=("not the copy: copying the whole file from memory (the warm "
+             f"{format_size(big)} pass) took {_t(warm_big) if warm_big is not None else 'next to nothing'}. "
+             "Once the calls are few, the device sets the time, and the read size changes how the kernel "
+             "asks it: small sequential reads let it start the next readahead window before the program "
+             "asks for it (the PG_readahead mark), while a read larger than read_ahead_kb is fetched, in "
+             "pieces of that size, before it returns. A pass of a few milliseconds also moves with anything "
+             "else this machine is doing."),
         missing=not_cold, show=show))
     return claims
 
