@@ -2,15 +2,24 @@
 
 ``iolab doctor`` prints the table; ``iolab.doctor.summary()`` shows it in a notebook.
 Every missing item says what the course does without it.
+
+Probing the tools is the slow part (a process per tool, IOR's and mdtest's banners through MPI): the
+probes run at once in threads, and what they found is kept per user in
+``$XDG_CACHE_HOME/iolab/doctor-tools.json`` (``~/.cache`` by default), keyed by each tool's file
+(path, size, modification time), so a lesson's first cell answers from it while no tool changed.
+``iolab doctor`` and :func:`checks` probe afresh; :func:`summary` uses the cache.
 """
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import re
 import resource
 import shutil
-from dataclasses import dataclass
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import fsinfo, runner
@@ -107,29 +116,87 @@ def _banner_version(tool: str, path: str, without: str) -> Check:
     return Check("tools", tool, OK, f"{tool} {version}")
 
 
-def tool_checks() -> list[Check]:
-    out = []
+def _probe(tool: str, path: str, argv: list[str] | None, without: str) -> Check:
+    """One tool's check: run its version flag (or its banner, for IOR and mdtest)."""
+    if argv is None:
+        return _banner_version(tool, path, without)
+    try:
+        r = runner.run(argv, timeout=15, check=False)
+    except Exception as e:  # a broken install is still worth reporting
+        return Check("tools", tool, LIMITED, f"found at {path}, but it did not run ({e})", without)
+    text = r.stdout + "\n" + r.stderr
+    if r.returncode != 0 and not re.search(r"\d+\.\d+", text):
+        return Check("tools", tool, LIMITED, f"found at {path}, but not usable here: "
+                     f"{text.strip().splitlines()[-1][:70] if text.strip() else r.returncode}", without)
+    return Check("tools", tool, OK, _first_version_line(text))
+
+
+def cache_path() -> Path:
+    """Where :func:`tool_checks` keeps what it found (per user)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "iolab" / "doctor-tools.json"
+
+
+def _identity(path: str) -> list[object]:
+    st = os.stat(path)
+    return [os.path.realpath(path), st.st_size, st.st_mtime_ns]
+
+
+def _load_cache() -> dict[str, dict]:
+    try:
+        data = json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_cache(entries: dict[str, dict]) -> None:
+    """Best effort, atomically, owner-only: a cache that cannot be written is only slower."""
+    p = cache_path()
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".doctor-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(entries, f)
+        os.replace(tmp, p)
+    except OSError:
+        pass
+
+
+def tool_checks(*, cached: bool = False) -> list[Check]:
+    """Every tool's check. The probes run concurrently; ``cached=True`` takes a tool's check from
+    :func:`cache_path` when its file is the one probed then (same path, size and mtime)."""
+    found = {tool: shutil.which(tool) for tool in TOOLS}
+    store = _load_cache() if cached else {}
+    out: dict[str, Check] = {}
+    todo = {}
     for tool, (argv, without) in TOOLS.items():
-        path = shutil.which(tool)
+        path = found[tool]
         if path is None:
-            out.append(Check("tools", tool, MISSING, runner.install_hint(tool).split(":")[0], without))
+            out[tool] = Check("tools", tool, MISSING, runner.install_hint(tool).split(":")[0], without)
             continue
-        if argv is None:
-            out.append(_banner_version(tool, path, without))
-            continue
+        hit = store.get(tool)
         try:
-            r = runner.run(argv, timeout=15, check=False)
-        except Exception as e:  # a broken install is still worth reporting
-            out.append(Check("tools", tool, LIMITED, f"found at {path}, but it did not run ({e})", without))
-            continue
-        text = r.stdout + "\n" + r.stderr
-        if r.returncode != 0 and not re.search(r"\d+\.\d+", text):
-            out.append(Check("tools", tool, LIMITED, f"found at {path}, but not usable here: "
-                             f"{text.strip().splitlines()[-1][:70] if text.strip() else r.returncode}", without))
-            continue
-        out.append(Check("tools", tool, OK, _first_version_line(text)))
-    out.append(darshan_check())
-    return out
+            ident = _identity(path)
+        except OSError:
+            ident = None
+        if hit and ident is not None and hit.get("identity") == ident and hit.get("fallback") == without:
+            out[tool] = Check(**{k: hit[k] for k in ("group", "name", "status", "detail", "without")})
+        else:
+            todo[tool] = (path, argv, without, ident)
+    if todo:
+        with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
+            futures = {tool: pool.submit(_probe, tool, path, argv, without)
+                       for tool, (path, argv, without, _) in todo.items()}
+        fresh = {tool: f.result() for tool, f in futures.items()}
+        out.update(fresh)
+        entries = _load_cache()
+        for tool, c in fresh.items():
+            ident = todo[tool][3]
+            if ident is not None:
+                entries[tool] = {**asdict(c), "identity": ident, "fallback": todo[tool][2]}
+        _save_cache(entries)
+    return [out[tool] for tool in TOOLS] + [darshan_check()]
 
 
 def darshan_check() -> Check:
@@ -245,8 +312,9 @@ def memory_checks() -> list[Check]:
     return out
 
 
-def checks() -> list[Check]:
-    return package_checks() + tool_checks() + privilege_checks() + filesystem_checks() + memory_checks()
+def checks(*, cached: bool = False) -> list[Check]:
+    """Every check; ``cached=True``: tools' versions from the cache where their files are unchanged."""
+    return package_checks() + tool_checks(cached=cached) + privilege_checks() + filesystem_checks() + memory_checks()
 
 
 def table(items: list[Check] | None = None) -> str:
@@ -261,5 +329,7 @@ def table(items: list[Check] | None = None) -> str:
 
 
 def summary() -> None:
-    """Print the doctor table (in a notebook, a lesson's first cell calls this)."""
-    print(table())
+    """Print the doctor table (in a notebook, a lesson's first cell calls this): the tools' versions
+    come from the per-user cache while their files are unchanged, so it answers in about a second;
+    ``iolab doctor`` probes them all again."""
+    print(table(checks(cached=True)))

@@ -1,3 +1,4 @@
+import os
 import re
 import shutil
 import subprocess
@@ -58,3 +59,31 @@ def test_ior_and_mdtest_versions_without_leftovers_in_tmp():
     assert doctor.tool_version("ior") == items["ior"].detail.split()[1]      # what results.save records
     assert doctor.tool_version("mdtest") == items["mdtest"].detail.split()[1]
     assert mpi_leftovers_in_tmp() - before == set()
+
+
+# --- issue 22, 8: a lesson's first cell answers from the cache -----------------------------------------
+
+def test_summary_answers_from_the_cache_while_no_tool_changed(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tool = tmp_path / "bin" / "fake-tool"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho 'fake-tool 1.2.3'\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(doctor, "TOOLS", {"fake-tool": (["fake-tool", "--version"], "the lesson replays")})
+    real, probed = doctor.runner.run, []
+
+    def counting(argv, **kw):
+        probed.append(argv[0])
+        return real(argv, **kw)
+    monkeypatch.setattr(doctor.runner, "run", counting)
+    assert doctor.tool_checks(cached=True)[0].detail == "fake-tool 1.2.3"    # nothing cached: probed, kept
+    assert probed == ["fake-tool"] and doctor.cache_path().exists()
+    assert doctor.cache_path().parent.stat().st_mode & 0o077 == 0
+    doctor.summary()                                                         # answers without a process
+    assert "fake-tool 1.2.3" in capsys.readouterr().out and probed == ["fake-tool"]
+    tool.write_text("#!/bin/sh\necho 'fake-tool 2.0.0, a new build'\n")     # another file: probed again
+    assert doctor.tool_checks(cached=True)[0].detail == "fake-tool 2.0.0, a new build"
+    assert len(probed) == 2
+    doctor.tool_checks()                                                     # `iolab doctor`: always fresh
+    assert len(probed) == 3
