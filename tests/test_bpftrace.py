@@ -59,6 +59,7 @@ def test_kernel_dev_is_mkdev():
 
 @pytest.mark.live
 def test_tracer_stops_bpftrace_on_an_error():
+    bpftrace.ensure_tracefs()           # root on a fresh machine: mount it, as lesson 02 does
     why = bpftrace.why_not(tracepoints=())
     if why:
         pytest.skip(why)
@@ -75,9 +76,41 @@ def test_tracer_stops_bpftrace_on_an_error():
 
 @pytest.mark.live
 def test_tracer_reports_a_script_bpftrace_refuses():
+    bpftrace.ensure_tracefs()           # root on a fresh machine: mount it, as lesson 02 does
     why = bpftrace.why_not(tracepoints=())
     if why:
         pytest.skip(why)
     with pytest.raises(ToolFailed):
         with bpftrace.Tracer("this is not a bpftrace program"):
             pass
+
+
+# --- issue 22, 8: as root on a fresh machine, lesson 02's trace runs live ------------------------------
+
+def test_root_mounts_tracefs_when_it_is_not_mounted(tmp_path, monkeypatch):
+    from iolab.tools import bpftrace
+    calls = []
+    monkeypatch.setattr(bpftrace, "which", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(bpftrace.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(bpftrace, "run", lambda argv, timeout: calls.append(argv))
+    tracing = tmp_path / "tracing"
+    tracing.mkdir()
+    said = bpftrace.ensure_tracefs(tracing)
+    assert calls == [["mount", "-t", "tracefs", "nodev", str(tracing)]] and "mounted tracefs" in said
+    (tracing / "events").mkdir()                                   # mounted: nothing more to do
+    assert bpftrace.ensure_tracefs(tracing) is None and len(calls) == 1
+    monkeypatch.setattr(bpftrace.os, "geteuid", lambda: 1000)      # a student: never tries
+    assert bpftrace.ensure_tracefs(tmp_path / "other") is None and len(calls) == 1
+
+
+@pytest.mark.live
+def test_root_mounts_the_real_tracefs():
+    import os
+    from pathlib import Path
+
+    from iolab.tools import bpftrace
+    if os.geteuid() != 0 or bpftrace.which("bpftrace") is None:
+        pytest.skip("needs root and bpftrace")
+    bpftrace.ensure_tracefs()
+    assert (Path("/sys/kernel/tracing") / "events").is_dir()
+    assert bpftrace.why_not() in (None, "this kernel has no tracepoint filemap:mm_filemap_add_to_page_cache")

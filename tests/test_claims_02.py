@@ -308,6 +308,7 @@ def test_growth_trace_of_an_older_recording_says_it_has_no_witness(monkeypatch, 
 @pytest.mark.live
 def test_growth_trace_live_where_root_may_trace(place, monkeypatch):
     from iolab.tools import bpftrace
+    bpftrace.ensure_tracefs()           # root on a fresh machine: mount it, as the lesson does
     why = bpftrace.why_not()
     if why:
         pytest.skip(why)

@@ -381,8 +381,13 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
     """The readahead windows and folios of a sequential cold read, traced with bpftrace where this
     learner may (root, tracefs, bpftrace, the filemap tracepoint), else (or with IOLAB_MODE=replay)
     the recording. ``out.data`` = (folios, windows) frames (:func:`iolab.readahead.growth_frames`);
-    ``out.witness`` the read's witness; ``out.extra``: read_ahead_kb, file_bytes."""
+    ``out.witness`` the read's witness; ``out.extra``: read_ahead_kb, file_bytes. As root, tracefs
+    is mounted first when it is not (:func:`iolab.tools.bpftrace.ensure_tracefs`), and the lesson
+    says so."""
 
+    mounted = bpftrace.ensure_tracefs() if recordings.mode() != "replay" else None
+    if mounted and not quiet:
+        print(mounted)
     why = bpftrace.why_not()
     fstype = fsinfo.fstype(Path(path).parent) if Path(path).parent.exists() else ""
     if why is None and _memory(fstype):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParseError, ToolFailed, ToolMissing
-from ..runner import Run, install_hint, tool_version, which
+from ..runner import Run, install_hint, run, tool_version, which
 from .. import guard
 
 TRACING = Path("/sys/kernel/tracing")
@@ -58,6 +58,20 @@ def why_not(tracepoints: tuple[str, ...] = ("filemap:mm_filemap_add_to_page_cach
     if missing:
         return f"this kernel has no tracepoint {', '.join(missing)}"
     return None
+
+
+def ensure_tracefs(tracing: Path = TRACING) -> str | None:
+    """As root, mount tracefs at ``tracing`` when it is not mounted (a fresh machine or container whose
+    init did not), so that the trace runs live; a sentence saying so, or None when nothing was done
+    (mounted already, not root, no bpftrace, or no such directory). tracefs is the kernel's own view
+    of its tracing, mounted once per machine like /proc: it is left mounted, as systemd would."""
+    if (tracing / "events").is_dir() or os.geteuid() != 0 or which("bpftrace") is None or not tracing.is_dir():
+        return None
+    try:
+        run(["mount", "-t", "tracefs", "nodev", str(tracing)], timeout=10)
+    except (ToolFailed, ToolMissing) as e:
+        return f"could not mount tracefs at {tracing}: {e}"
+    return f"mounted tracefs at {tracing} (it was not: bpftrace needs it)"
 
 
 def kernel_dev(st_dev: int) -> int:
