@@ -206,7 +206,9 @@ def _infer_read(bytes_per_s: float, *, device_bps: float | None, resident_fracti
     if resident_fraction is None:
         if beyond:
             return Verdict(CACHE, f"{format_rate(rate)} is {ratio} the device's uncached "
-                                  f"{format_rate(dev)}: no device read can be that fast, so memory served it")
+                                  f"{format_rate(dev)}: far beyond what the device delivered uncached, so most "
+                                  "likely memory served it (a rule of thumb, not a proof: the witness "
+                                  "would count the bytes)")
         if dev is not None:
             return Verdict(UNCLEAR, f"{format_rate(rate)} is within the device's uncached {format_rate(dev)}, "
                                     "but without the residency before the read a cache cannot be ruled out")

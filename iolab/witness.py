@@ -11,7 +11,8 @@ readable without root:
   the kernel's network clients when they fetch pages from their server (NFS's ``nfs_readahead``; the
   netfs clients); a FUSE filesystem's reads are charged to its daemon, not to the reader (0 there
   proves nothing). ``write_bytes`` is charged when a page is first dirtied (``folio_account_dirtied``),
-  not when it reaches the device; truncating dirty pages adds to ``cancelled_write_bytes``. When a child is reaped, the kernel adds its counters to the parent's, so a tool run and
+  not when it reaches the device; an O_DIRECT write dirties no page and is charged when it is
+  submitted to the device (``task_io_account_write`` in ``fs/iomap/direct-io.c``); truncating dirty pages adds to ``cancelled_write_bytes``. When a child is reaped, the kernel adds its counters to the parent's, so a tool run and
   waited for (dd, fio, mpirun and its ranks) is in ``/proc/self/io`` too, and in
   ``getrusage(RUSAGE_CHILDREN)`` (``ru_inblock`` / ``ru_oublock``, 512-byte units, the same counters:
   without task I/O accounting both are missing or 0, and the own bytes are unknown);

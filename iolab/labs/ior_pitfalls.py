@@ -712,8 +712,16 @@ def _write_claim(e: Experiment, show: bool) -> Claim | None:
     dev_w, own_w = _device(e, "write"), _own(e, "write")
     fsync, odirect = _flag(e, "fsync"), _flag(e, "odirect")
     ior_said = f"IOR wrote {_size(written)}{e.scope}"
-    dirtied = (f", its processes dirtied {_size(own_w)} of page cache (task I/O accounting)"
-               if own_w is not None else "")
+    if own_w is None:
+        dirtied = ""
+    elif odirect:
+        # fs/iomap/direct-io.c, iomap_dio_bio_iter: task_io_account_write(n) as each direct write's bio
+        # is built and submitted; no page of the page cache is dirtied
+        dirtied = (f", its processes handed {_size(own_w)} to the device with O_DIRECT (task I/O accounting's "
+                   "write_bytes, charged as each direct write is submitted: no page was dirtied)")
+    else:
+        dirtied = (f", its processes dirtied {_size(own_w)} of page cache (task I/O accounting's write_bytes, "
+                   "charged when a page is first dirtied)")
     if not (fsync or odirect):
         predicted = ("the write phase ended in the page cache: while IOR ran, the device wrote less than half of "
                      "what IOR wrote")
@@ -883,8 +891,10 @@ def _causes(e: Experiment, access: str, rows: list[dict[str, Any]]) -> str:
                 bits.append(f"no write-back to speak of was under way (Writeback peaked at {_size(wb)}, the device "
                             f"wrote {_size(dev_w)}{below})")
         if lo["iteration"] == min(r["iteration"] for r in rows):
-            bits.append("the slowest was the first iteration, the only one that had to allocate the files' pages "
-                        "(iolab keeps the files between iterations with -k)")
+            bits.append("the slowest was the first iteration, but not as the only one that allocated pages: IOR "
+                        "removes the test files before every write phase unless -E (src/ior.c, the write phase of "
+                        "each repetition; -k only keeps them after the last), so every iteration writes new files "
+                        "into freshly allocated pages")
     stalls = [d.get("direct_reclaim_stalls"), d.get("compaction_stalls")]
     if any(x is not None for x in stalls):
         n = sum(x or 0 for x in stalls)

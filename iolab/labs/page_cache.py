@@ -571,8 +571,7 @@ def odirect(direct: measure.Measurement | None, warm: measure.Measurement, devic
         yes=lambda ev: f"{d:,.0f} MiB/s against the device's {dev:,.0f} MiB/s",
         no=lambda ev: f"{d:,.0f} MiB/s is {d / dev:.1f}x the device's uncached {dev:,.0f} MiB/s",
         why="a cache below this machine's page cache served it: the host of a VM, a storage server, a "
-            "controller. O_DIRECT skips only the cache of the machine that reads (seed 003's 1,480 MiB/s "
-            "over a 10 GbE link).",
+            "controller. O_DIRECT skips only the cache of the machine that reads.",
         missing=refused or ("there is no device rate to compare with" + (f": {mem} has no device" if mem else "")),
         show=show))
     return claims

@@ -1,0 +1,58 @@
+"""Sentences issue 22 found teaching a mechanism wrongly, or answering a Predict prompt on screen, each
+checked against the notebooks' text (and the lesson modules' strings) so that it cannot come back."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def text(nb: str, kind: str = "markdown") -> str:
+    cells = json.loads((ROOT / "notebooks" / nb).read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == kind)
+
+
+def cells(nb: str) -> list[tuple[str, str]]:
+    return [(c["cell_type"], "".join(c["source"])) for c in json.loads((ROOT / "notebooks" / nb).read_text())["cells"]]
+
+
+@pytest.mark.parametrize("nb", ["01-page-cache.ipynb", "04-ior-pitfalls.ipynb"])
+def test_seed_003_read_above_the_link_is_not_a_server_cache(nb):
+    md = " ".join(text(nb).split())
+    assert "so a cache on the servers served it" not in md
+    assert "a data set cached in the servers" not in md
+    assert "No cache" in md and "link carries" in md and "did not all cross" in md
+
+
+def test_a_stat_is_not_answered_locally_whatever_the_filesystem():
+    md = " ".join(text("05-mdtest-metadata.ipynb").split())
+    assert "whatever filesystem is below" not in md
+    assert "-N 1" in md and "glimpse" in md and "capabilities" in md
+    src = (ROOT / "iolab" / "labs" / "metadata.py").read_text()
+    assert "revalidates attributes" in src and "glimpses" in src
+
+
+def test_a_rule_of_thumb_is_not_an_impossibility():
+    assert "no device read can be that fast" not in (ROOT / "iolab" / "measure.py").read_text()
+    assert "no device read can be that fast" not in (ROOT / "notebooks" / "01-page-cache.ipynb").read_text()
+
+
+def test_seed_002s_verdict_comes_after_its_predict_prompt():
+    seq = cells("01-page-cache.ipynb")
+    verdict = next(i for i, (k, s) in enumerate(seq) if k == "code" and "seed002_dd_read_verdict()" in s)
+    assert seq[verdict - 1][0] == "markdown" and "**Predict.**" in seq[verdict - 1][1]
+    assert "seed002_dd_read_verdict" not in seq[verdict - 2][1]      # the table alone comes before the prompt
+
+
+def test_darshans_cost_is_not_a_percentage_that_shows():
+    md = " ".join(text("07-darshan-mpiio.ipynb").split())
+    assert "even that per-call cost shows (the percentage above)" not in md
+    assert "compares the **fastest**" not in md and "run-to-run noise" in md
+
+
+def test_ior_iterations_all_allocate_anew():
+    src = (ROOT / "iolab" / "labs" / "ior_pitfalls.py").read_text()
+    assert "the only one that had to allocate" not in src and "unless -E" in src
