@@ -34,6 +34,13 @@ def fail(hint: str) -> None:
     raise CheckFailed(hint)
 
 
+def given(value: object, what: str, how: str) -> None:
+    """Fail with ``how`` while ``value`` is still the exercise's placeholder (``...``) or None: an
+    unanswered task gets its hint, never a NameError or an AttributeError from inside the check."""
+    if value is Ellipsis or value is None:
+        fail(f"{what} is not answered yet (still `...`): {how}")
+
+
 def close_to(answer: float, expected: float, *, rel: float = 0.05, what: str = "your answer") -> None:
     """Fail unless answer is within rel (relative) of expected."""
     if not isinstance(answer, (int, float)) or isinstance(answer, bool) or math.isnan(answer):
@@ -175,8 +182,13 @@ def check_01_seed_verdicts(local, beegfs) -> bool:
 
 def check_01_witnessed_write(result, path, charged: int, reached_device: bool) -> bool:
     """Exercise 01.4: a write of 16 MiB without fsync inside ``witness.Witness``: the bytes charged to
-    the process (``write_bytes``), and whether the data had reached the device when the block ended."""
+    the process (``write_bytes``), and whether the data had reached the device when the block ended.
+    ``result``: the ``Witness`` (``w``) or its ``w.result``."""
 
+    given(result, "w", "write the 16 MiB inside `with witness.Witness(ws.root) as w:` (open target, 16 "
+                       "f.write(os.urandom(units.MiB)), no fsync), then read w.result.")
+    if isinstance(result, witness.Witness):
+        result = result.result
     if not isinstance(result, witness.Witnessed):
         fail("result should be w.result, the Witnessed that `with witness.Witness(...) as w:` left behind.")
     if result.own_written is None:
@@ -613,6 +625,9 @@ def check_07_reads(answer: object, profile) -> bool:
     """Exercise 07.1: the read(2) calls Darshan counted on the data file of a read-loop profile
     (``iolab.labs.darshan.profile_read_loop``): POSIX_READS of that file."""
 
+    given(profile, "profile", "profile = lab.profile_read_loop(data, 65536, recording_name=\"readloop-64k-1mib\").")
+    given(answer, "reads", "first predict it: ceil(file size / read size), plus the read that returns 0 "
+                           "bytes; then read POSIX_READS of the data file from profile.log.")
     target, n, size = profile.extra["target"], profile.extra["read_size"], profile.extra["file_size"]
     measured = darshan.counter(profile.log, "POSIX_READS", file=target)
     a = _whole(answer, "the number of reads")
@@ -628,6 +643,9 @@ def check_07_share(answer: object, profile) -> bool:
     """Exercise 07.2: the fraction (0..1) of all the bytes the process read (POSIX module, every file)
     that came from the data file."""
 
+    given(profile, "profile", "run task 1 first: the share is read from its profile's log.")
+    given(answer, "share", "darshan.files(profile.log, [\"POSIX\"]) lists every file with its bytes_read: "
+                           "the data file's bytes divided by the sum over all files.")
     f = darshan.files(profile.log, ["POSIX"])
     total = float(f["bytes_read"].fillna(0).sum())
     data = float(f.loc[f["file"] == profile.extra["target"], "bytes_read"].fillna(0).sum())
@@ -642,6 +660,10 @@ def check_07_share(answer: object, profile) -> bool:
 def check_07_collective(answer: object, table) -> bool:
     """Exercise 07.3: from ``iolab.labs.darshan.collective``'s table, the bytes one POSIX write carried
     in the "collective" case, and how many aggregators wrote (writes per segment)."""
+    given(table, "writes", "writes = lab.collective(): its \"collective\" row has posix_writes and posix_bytes.")
+    if isinstance(answer, dict) and any(v is Ellipsis for v in answer.values()):
+        fail("fill in both values of the dict: bytes_per_write is the collective row's posix_bytes / "
+             "posix_writes; aggregators is its posix_writes / writes.attrs[\"segments\"].")
     row = table.set_index("case").loc["collective"]
     expected = {"bytes_per_write": int(round(row["bytes_per_write"])),
                 "aggregators": int(round(row["posix_writes"] / table.attrs["segments"]))}
