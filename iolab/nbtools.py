@@ -16,8 +16,13 @@ CHECKED = "NBVAL_CHECK_OUTPUT"
 SOLUTION_LINE = "# SOLUTION"
 END_SOLUTION_LINE = "# END SOLUTION"
 SOLUTION_TAG = "solution"
-STUDENT_NOTE = ("*This is the student copy, generated from `exercises/solutions/` by `make exercises`. "
-                "Edit the solution notebook, not this one.*")
+STUDENT_NOTE = ("*How this exercise works:* run the cells from the top. In each task, replace every `...` "
+                "with your answer, then run the check under it: it prints **✓ Correct** and why, or **✗ Not yet** "
+                "with a hint. A check run before you answer gives you its hint, so you can start there. Your "
+                "answers stay in this notebook; the experiments write only to your own workspace.")
+# for the course's authors, kept in the copy's metadata (never shown to students)
+GENERATED = {"generated_from": "exercises/solutions/", "by": "make exercises",
+             "edit": "the solution notebook, not this copy"}
 
 Notebook = dict[str, Any]
 
@@ -123,6 +128,7 @@ def student_copy(solution: Notebook) -> Notebook:
         cells.append(cell)
     note = {"cell_type": "markdown", "id": "student-copy-note", "metadata": {}, "source": STUDENT_NOTE}
     nb["cells"] = cells[:1] + [note] + cells[1:]
+    nb["metadata"] = {**nb.get("metadata", {}), "iolab": dict(GENERATED)}
     return nb
 
 

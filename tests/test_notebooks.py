@@ -64,7 +64,7 @@ def test_student_copy_cuts_solutions():
               _code("check(answer)"))
     student = nbtools.student_copy(sol)
     sources = [c["source"] for c in student["cells"]]
-    assert sources[0] == "# Exercise" and "student copy" in sources[1]
+    assert sources[0] == "# Exercise" and sources[1] == nbtools.STUDENT_NOTE
     assert sources[2] == "answer = ...  # your code"
     assert "hidden" not in json.dumps(student) and "answer = 42" not in json.dumps(student)
     assert sources[-1] == "check(answer)"
@@ -103,3 +103,16 @@ def test_a_task_without_a_visible_check_is_found():
 @pytest.mark.parametrize("path", nbtools.solutions(), ids=lambda p: p.name)
 def test_every_exercise_task_ends_in_a_check_the_student_sees(path):
     assert nbtools.task_problems(nbtools.read(path)) == []
+
+
+def test_student_copies_open_with_a_note_for_students_not_authors():
+    """Issue 22, 7: the note under the title is written for the student; the authors' note (edit the
+    solution) lives in the copy's metadata."""
+    from iolab import nbtools
+
+    for path in sorted((nbtools.project_root() / "exercises").glob("[0-9][0-9]-*.ipynb")):
+        nb = json.loads(path.read_text())
+        note = "".join(nb["cells"][1]["source"])
+        assert "Edit the solution" not in note and "make exercises" not in note, path.name
+        assert "`...`" in note and "hint" in note and "Not yet" in note, path.name
+        assert nb["metadata"]["iolab"] == nbtools.GENERATED, path.name
