@@ -41,20 +41,61 @@ def given(value: object, what: str, how: str) -> None:
         fail(f"{what} is not answered yet (still `...`): {how}")
 
 
-def close_to(answer: float, expected: float, *, rel: float = 0.05, what: str = "your answer") -> None:
-    """Fail unless answer is within rel (relative) of expected."""
+def likely_mistake(answer: float, expected: float, *, rel: float, ratio: str = "",
+                   per: tuple[str, float] | None = None) -> str | None:
+    """The usual slip that turns ``expected`` into ``answer``, named, or None. ``ratio``: how the
+    ratio is formed ("warm / cold"), for an answer upside down; ``per``: (what, n) when the answer is a
+    share of n (per node, per rank), for an answer that is the total or divided twice."""
+    def near(x: float) -> bool:
+        return x > 0 and math.isclose(answer, x, rel_tol=rel)
+    if expected <= 0 or answer <= 0 or near(expected):
+        return None
+    if ratio and not math.isclose(expected, 1, rel_tol=rel) and near(1 / expected):
+        return f"upside down: the answer is {ratio}, and you divided the other way round."
+    if per and near(expected * per[1]):
+        return f"that is the total: divide it by the {per[1]:g} {per[0]}."
+    if per and near(expected / per[1]):
+        return f"you divided by the {per[1]:g} {per[0]} once too often."
+    for factor, units_ in ((MiB / MB, "MiB and MB (1 MiB = 1.048576 MB)"),
+                           (2**30 / 1e9, "GiB and GB (1 GiB = 1.073741824 GB)")):
+        if near(expected * factor) or near(expected / factor):
+            return (f"off by exactly the factor between {units_}: check which unit each number is in, and "
+                    "which one the task asks for.")
+        if near(expected * factor ** 2) or near(expected / factor ** 2):
+            return (f"converted the wrong way round between {units_}: you multiplied where you should divide "
+                    "(or the other way).")
+    if near(expected * 100):
+        return "that is a percentage: give the plain number (0.25, not 25)."
+    if near(expected / 100):
+        return "that looks divided by 100: give the plain ratio, not a fraction of a percent."
+    if ratio and expected > 1 and near(expected - 1):
+        return (f"that is how much faster, minus one (a gain): the task asks for {ratio} itself, "
+                "how many times as fast.")
+    return None
+
+
+def close_to(answer: float, expected: float, *, rel: float = 0.05, what: str = "your answer",
+             ratio: str = "", per: tuple[str, float] | None = None) -> None:
+    """Fail unless answer is within rel (relative) of expected; the hint names the likely mistake
+    (:func:`likely_mistake`: a ratio upside down, MB for MiB, a total for a share, a percentage)."""
+    if answer is Ellipsis or answer is None:
+        fail(f"{what} is not answered yet (still `...`).")
     if not isinstance(answer, (int, float)) or isinstance(answer, bool) or math.isnan(answer):
         fail(f"{what} should be a number, got {answer!r}.")
     if not math.isclose(answer, expected, rel_tol=rel):
-        fail(f"{what} is {answer:,.4g}, more than {rel:.0%} away from what this machine gives.")
+        slip = likely_mistake(float(answer), float(expected), rel=max(rel, 0.005), ratio=ratio, per=per)
+        if slip:
+            fail(f"{what} is {answer:,.4g}: {slip}")
+        fail(f"{what} is {answer:,.4g}, more than {rel:.0%} away from what these numbers give: redo the "
+             "arithmetic from the numbers the task names" + (f" ({ratio})." if ratio else "."))
 
 
-def close_to_fraction(answer: float, expected: float, *, rel: float, what: str) -> None:
+def close_to_fraction(answer: float, expected: float, *, rel: float, what: str, ratio: str = "") -> None:
     """Like :func:`close_to` for a share between 0 and 1, with a hint for an answer given in percent."""
     if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 1 and \
             math.isclose(answer / 100, expected, rel_tol=rel):
         fail("give a fraction between 0 and 1, not a percentage.")
-    close_to(answer, expected, rel=rel, what=what)
+    close_to(answer, expected, rel=rel, what=what, ratio=ratio)
 
 
 def same_items(answer: Iterable[object], expected: Iterable[object], *, what: str = "your answer") -> None:
@@ -90,7 +131,8 @@ def check_00_speedup(frame, answer: float) -> bool:
     if float(cold["cache_before"].iloc[0]) > 0.01:
         fail("the first read was not cold: the file was still in the page cache before it. If your "
              "workspace is on tmpfs (memory), nothing can be evicted there: set IOLAB_WORKDIR to a disk.")
-    close_to(answer, speedup(frame), rel=0.01, what="the speed-up")
+    close_to(answer, speedup(frame), rel=0.01, what="the speed-up",
+             ratio="the warm reads' throughput / the cold read's (see firstlook.speedup)")
     warm_from_memory = bool((frame.loc[frame["state"] == "warm", "cache_before"] >= 0.95).all())
     where = ("they came from the page cache (cache_before = 100 %), the cold one from the layer below it"
              if warm_from_memory else "but not every warm read found the whole file in memory: look at "
@@ -105,7 +147,7 @@ def check_00_rate(answer: float) -> bool:
     """Exercise 00.3: seed 000's 10.2 MB/s (fio's decimal unit) in MiB/s."""
     pub = published("seed000-fio-s3fs-cache")
     mb_s = float(pub[(pub["configuration"] == "no cache") & (pub["direction"] == "read")]["mb_per_s"].iloc[0])
-    close_to(answer, mb_s * MB / MiB, rel=0.002, what=f"{mb_s} MB/s in MiB/s")
+    close_to(answer, mb_s * MB / MiB, rel=0.002, what=f"{mb_s} MB/s in MiB/s", ratio="MB/s x 10**6 / 2**20")
     return passed(f"{mb_s} MB/s is {mb_s} x 10^6 bytes/s = {mb_s * MB / MiB:.2f} MiB/s: about 5 % apart. "
                   "Always check which unit a tool prints.")
 
@@ -135,7 +177,8 @@ def check_01_cold_warm(cold, warm, answer: float) -> bool:
     if not warm.before.reliable or warm.before.fraction < 0.99:
         fail("the warm read was not warm: not the whole file was resident before it. Read it right after "
              "the cold read, or use cache='warm'.")
-    close_to(answer, warm.bytes_per_s / cold.bytes_per_s, rel=0.01, what="warm / cold throughput")
+    close_to(answer, warm.bytes_per_s / cold.bytes_per_s, rel=0.01, what="warm / cold throughput",
+             ratio="warm.bytes_per_s / cold.bytes_per_s")
 
     passed(f"warm / cold throughput = {answer:.2f}. Verdicts: cold = {cold.verdict.label!r}, "
            f"warm = {warm.verdict.label!r}. What your two reads showed:")
@@ -361,7 +404,8 @@ def check_04_storage_node_rate(answer: object) -> bool:
     if isinstance(answer, (int, float)) and not isinstance(answer, bool) and \
             math.isclose(answer, read_mib / 1024 / SEED_001_STORAGE_NODES, rel_tol=0.03):
         fail("that is GiB/s: the question asks for GB/s (10**9 bytes). 1 MiB = 2**20 bytes.")
-    close_to(answer, expected, rel=0.03, what="GB/s per storage node")
+    close_to(answer, expected, rel=0.03, what="GB/s per storage node",
+             per=("storage nodes", SEED_001_STORAGE_NODES))
     return passed(f"{expected:,.1f} GB/s per node, about {expected * 8:,.0f} Gbit/s each: no storage node's "
                   "network delivers that. The read came from the compute nodes' page cache.")
 
@@ -567,7 +611,7 @@ def check_06_speedup(answer: object, reads) -> bool:
     if isinstance(answer, (int, float)) and not isinstance(answer, bool) and answer > 0 and \
             math.isclose(answer, 1 / expected, rel_tol=0.05):
         fail("you divided the cold rate by the warm one: the speed-up is warm / cold.")
-    close_to(answer, expected, rel=0.05, what="the speed-up")
+    close_to(answer, expected, rel=0.05, what="the speed-up", ratio="warm rate / cold rate")
     warm = part.iloc[1]
     down = warm.get("link_down") if "link_down" in part else None
     if down is not None and down == down and down < 0.5 * warm["nbytes"]:
@@ -652,7 +696,12 @@ def check_07_share(answer: object, profile) -> bool:
     if total <= 0:
         fail("this log has no POSIX reads: profile the read loop first.")
     expected = data / total
-    close_to_fraction(answer, expected, rel=0.01, what="the share")
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and total > data > 0 and \
+            math.isclose(answer, data / (total - data), rel_tol=0.01):
+        fail("the share divides by the bytes of every file, the data file's own included; you divided by the "
+             "other files' bytes alone.")
+    close_to_fraction(answer, expected, rel=0.01, what="the share",
+                      ratio="the data file's bytes_read / the sum of bytes_read over every file")
     return passed(f"{expected:.0%} of the bytes came from the data file; the rest were the interpreter's own "
                   "files (modules, .pth files, the script): what a job's start-up costs a shared file system.")
 
