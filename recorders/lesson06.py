@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -82,9 +83,11 @@ def record(setup: str, only: set[str]) -> None:
                 recordings.save(text, lab.STAGING_RECORDING + v, ext="json",
                                 argv=["iolab.objectstore.lab.staging_vs_streaming"],
                                 tool_version=runner.tool_version("s3cmd"), host_description=host,
-                                notes="2 objects of 2 MiB: s3cmd get (one process per object, then one --recursive) to "
-                                      "scratch and 2 reads there, vs 2 reads through s3fs-fuse without cache; startup_s: "
-                                      f"median time of 's3cmd --version'; link: {link}")
+                                notes="2 objects of 2 MiB: s3cmd get (one process per object) to scratch and 2 reads "
+                                      "there, vs 2 reads through s3fs-fuse without cache, 3 trials of each interleaved "
+                                      "(column trial), then one s3cmd get --recursive; startup_s: "
+                                      f"median time of 's3cmd --version'; link: {link}; load average when it "
+                                      f"ended: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
                 print(setup, text)
             if "fsspec" in only and setup != "ram":
                 text = lab.fsspec_caches(s3, ws, keys[1])

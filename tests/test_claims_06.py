@@ -161,25 +161,59 @@ def test_fsspec_claims_without_a_link():
 
 # --- section 6: stage or stream ----------------------------------------------------------------------
 
+def _trials(staging, stage_totals, stream_totals):
+    """The recording's rows, repeated as the trials a live run makes (total_s of each trial given)."""
+    rows = []
+    for i, (st, sm) in enumerate(zip(stage_totals, stream_totals), 1):
+        for _, r in staging.iterrows():
+            if i > 1 and "one s3cmd" in r["strategy"]:
+                continue
+            r = r.copy()
+            r["trial"] = i
+            if r["strategy"].startswith("stage: s3cmd get, one process"):
+                r["total_s"], r["stage_s"] = st, st - r["work_s"]
+            elif r["strategy"].startswith("stream"):
+                r["total_s"] = r["work_s"] = sm
+            rows.append(r)
+    return pd.DataFrame(rows)
+
+
 def test_staging_claims_with_the_slow_link():
-    # seconds, then bytes (staging once, streaming every pass), then the start-ups
-    _verdicts(lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING))), [YES, YES, YES, YES, YES])
+    # seconds (one run of each in this recording: too close to call), then bytes (staging once,
+    # streaming every pass), then the start-ups
+    claims = lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING)))
+    _verdicts(claims, [CANNOT, YES, YES, YES, YES])
+    assert claims[0].text.startswith(explain.TOO_CLOSE) and "fewer than 3 trials" in claims[0].text
+    staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
+    clear = _trials(staging, [0.74, 0.70, 0.78], [0.99, 1.02, 1.05])
+    _verdicts(lab.staging_claims(clear), [YES, YES, YES, YES, YES])
+
+
+def test_staging_against_streaming_within_the_spread_is_too_close_to_call():
+    """Issue 22: 'staging wins' was printed on 1.00 s against 1.04 s; the round before, streaming won.
+    Over interleaved trials whose spreads overlap the lesson says it is too close to call."""
+    staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
+    close = lab.staging_claims(_trials(staging, [1.00, 1.10, 0.97], [1.04, 0.98, 1.06]))[0]
+    assert close.held is None and close.consistent() and close.text.startswith(explain.TOO_CLOSE)
+    assert "median of 3" in close.text and "larger inputs" in close.text
+    assert explain.AS_PREDICTED not in close.text
 
 
 def test_staging_claims_without_a_link():
     claims = lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING + "-nolink")))
-    _verdicts(claims, [NO, CANNOT, CANNOT, YES, YES])
-    assert "no slow link" in claims[0].text and "no slow link" in claims[1].text
+    _verdicts(claims, [CANNOT, CANNOT, CANNOT, YES, YES])
+    assert "no slow link" in claims[1].text
 
 
 def test_staging_claims_when_start_ups_make_streaming_win():
-    # the issue's live run: 1.14 s staging against 1.00 s streaming, s3cmd slow to start on a busy node
+    # the issue's live run: s3cmd slow to start on a busy node (1.2 s each, measured here under load 10)
     staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
     per = staging["strategy"].str.contains("one process per object")
-    staging["startup_s"] = 0.35
-    staging.loc[per, "stage_s"] = staging.loc[per, "stage_s"] + 2 * (0.35 - 0.14)
+    staging["startup_s"] = 1.2
+    staging.loc[per, "stage_s"] = staging.loc[per, "stage_s"] + 2 * (1.2 - 0.14)
     staging.loc[per, "total_s"] = staging.loc[per, "stage_s"] + staging.loc[per, "work_s"]
-    claims = lab.staging_claims(staging)
+    slow = _trials(staging, [3.33, 3.15, 3.99], [1.09, 1.01, 1.07])
+    claims = lab.staging_claims(slow)
     _verdicts(claims, [NO, YES, YES, YES, YES])
     assert "start-up once per object" in claims[0].text
 
