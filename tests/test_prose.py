@@ -56,3 +56,26 @@ def test_darshans_cost_is_not_a_percentage_that_shows():
 def test_ior_iterations_all_allocate_anew():
     src = (ROOT / "iolab" / "labs" / "ior_pitfalls.py").read_text()
     assert "the only one that had to allocate" not in src and "unless -E" in src
+
+
+def test_lesson_00_does_not_answer_its_filesystem_prompt_first():
+    seq = cells("00-start-here.ipynb")
+    prompt = next(i for i, (k, s) in enumerate(seq) if "which filesystem type serves `/dev/shm`" in s)
+    before = [s for k, s in seq[:prompt] if k == "code"]
+    assert any('doctor.summary(skip=("filesystems",))' in s for s in before)
+    assert not any(s.strip() == "doctor.summary()" for s in before)
+
+
+def test_objectives_name_the_question_not_its_answer():
+    md4 = " ".join(text("04-ior-pitfalls.ipynb").split())
+    assert "why even a real neighbour's file is read from memory" not in md4
+    md5 = " ".join(text("05-mdtest-metadata.ipynb").split())
+    assert "in the seed's command, nothing at all" not in md5
+    assert "(the inode and dentry caches, the device" not in md5
+
+
+def test_lesson_04_data_set_size_answer_is_not_stored_under_its_prompt():
+    seq = cells("04-ior-pitfalls.ipynb")
+    prompt = next(i for i, (k, s) in enumerate(seq) if "how big is our data set" in s)
+    assert "**Explain.**" not in seq[prompt][1]
+    assert "NBVAL_CHECK_OUTPUT" not in seq[prompt + 1][1] and seq[prompt + 2][1].startswith("**Explain.**")
