@@ -79,3 +79,9 @@ def test_lesson_04_data_set_size_answer_is_not_stored_under_its_prompt():
     prompt = next(i for i, (k, s) in enumerate(seq) if "how big is our data set" in s)
     assert "**Explain.**" not in seq[prompt][1]
     assert "NBVAL_CHECK_OUTPUT" not in seq[prompt + 1][1] and seq[prompt + 2][1].startswith("**Explain.**")
+
+
+def test_the_seeds_missing_840_s_is_an_inference():
+    md = " ".join(text("03-strace-syscalls.ipynb").split())
+    assert "The missing ~840 s is waiting," not in md
+    assert "inference" in md and "strace -c -w" in md

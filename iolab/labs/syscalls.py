@@ -457,13 +457,20 @@ def clocks_claims(cpu: pd.DataFrame, wall: pd.DataFrame, *, fstype: str = "", sh
         explain.expect(
             "the write() calls were mostly CPU work, copying into the page cache: their system time is at "
             "least a third of their wall time",
-            explain.greater("write system", wr_sys, "a third of write wall", None if wr_wall is None else wr_wall / 3),
+            # system time above wall time cannot describe the same calls: the columns come from two runs
+            explain.greater("write system", None if wr_sys is not None and wr_wall is not None and wr_sys > wr_wall
+                            else wr_sys, "a third of write wall", None if wr_wall is None else wr_wall / 3),
             yes=lambda ev: f"{ms(wr_sys)} of system time in {ms(wr_wall)} of wall time",
             no=lambda ev: f"{ms(wr_sys)} of system time in {ms(wr_wall)} of wall time",
             why="write() can sleep too: when dirty pages pile up the kernel makes writers wait for write-back "
                 "(dirty throttling). And the two columns come from two separate runs; on a kernel that "
                 "samples CPU time at each timer tick, a few milliseconds of system time are an estimate.",
-            missing="a run has no write row", show=show)]
+            missing=("a run has no write row" if wr_sys is None or wr_wall is None else
+                     f"the write() calls show {ms(wr_sys)} of system time against {ms(wr_wall)} of wall time: more "
+                     "CPU time than elapsed time cannot be the same calls. The two columns come from two runs "
+                     "(strace -c, then strace -c -w), and the system time is sampled at timer ticks; run both "
+                     "on a larger write to compare them."),
+            show=show)]
 
 
 def traced_read_claims(wall: pd.DataFrame, plain_us_per_call: float | None, *, show: bool = True) -> list[Claim]:
