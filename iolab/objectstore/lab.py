@@ -881,8 +881,10 @@ def fio_claims(table: Any) -> list:
                            "files had just been written, so with memory to spare their pages can be read from the "
                            "page cache, like the RAM cache's.",
             no=lambda ev: f"RAM gave {ev['in RAM (MB/s)']:.1f} MB/s and local disk {ev['on local disk (MB/s)']:.1f} MB/s",
-            why="a run of a fraction of a second is at the mercy of whatever else the node does; and when memory is "
-                "short, the disk cache's pages are evicted and must come from the disk again."),
+            why="a run of a fraction of a second is at the mercy of whatever else the node does (a single run of "
+                "each: more runs would tell noise from a difference). The disk cache's pages come from memory only "
+                "while memory is spare: under memory pressure (see MemAvailable in the doctor table) they are "
+                "evicted and read from the disk again."),
         explain.expect(
             "with use_cache, fio's reads came from the cache directory: almost nothing came down the link",
             explain.greater("bytes fio read", read_disk, "bytes down the link", down_disk, by=10),
