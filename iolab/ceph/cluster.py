@@ -339,6 +339,14 @@ log_file = /dev/null
                 "fs.mount(); fs.chown('/', os.getuid(), os.getgid()); fs.unmount(); fs.shutdown()\n")
         runner.run([py, "-c", code, str(self.conf), str(self.keyring)], timeout=60)
 
+    def add_data_pool(self, name: str, *, size: int = 3, pgs: int = 16) -> None:
+        """A second data pool of ``size`` replicas in the file system (a directory uses it through
+        its layout: ``setfattr -n ceph.dir.layout.pool -v NAME DIR``); waits until it is clean."""
+        self.ceph("osd", "pool", "create", name, str(pgs))
+        self.ceph("osd", "pool", "set", name, "size", str(size), "--yes-i-really-mean-it")
+        self.ceph("fs", "add_data_pool", "cephfs", name)
+        self._wait_healthy()
+
     # -- clients ----------------------------------------------------------------------------------
     def mount(self, name: str = "a", *, options: dict[str, str] | None = None) -> Path:
         """Mount CephFS with ceph-fuse at ``<cluster dir>/../node-<name>`` (a client of its own); its path."""
