@@ -33,9 +33,9 @@ NOTES = {
     "caches": "Section 2: a 64 MiB file on node A; per trial a remount, then three reads (fresh mount, again, after "
               "posix_fadvise(DONTNEED)), each with the kernel's residency before it and the OSDs' and ceph-fuse's perf "
               "dumps around it.",
-    "metadata": "Section 3: per trial, 200 creates on node A, 200 stats from node B, 200 removes, on CephFS and on the "
+    "metadata": "Section 3: per trial, 100 creates on node A, 100 stats from node B, 100 removes, on CephFS and on the "
                 "workspace's own filesystem, interleaved; the MDS's perf dump around each.",
-    "coherence": "Section 4: 4 KiB written on node A, not flushed, read from node B; then 256 4 KiB pwrites on A, "
+    "coherence": "Section 4: 4 KiB written on node A, not flushed, read from node B; then 256 4 KiB pwrites on A (an fsync after them, not timed), "
                  "alone and while B holds the file open, interleaved; the MDS's session ls.",
     "shared": "Section 5: node A and node B write 2 MiB each in 4 KiB pwrites plus an fsync, at once, into a file "
               "each or into disjoint halves of one file, interleaved.",

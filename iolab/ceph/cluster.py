@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -141,9 +142,10 @@ class Cluster:
         """A daemon's answer to an admin-socket command (``perf dump``, ``session ls``, ...), raw JSON."""
         return asok(self.socket_of(daemon), command, **args)
 
-    def perf(self, daemon: str) -> str:
-        """``perf dump`` of a daemon (``osd.0``, ``mds.a``): its counters, raw JSON."""
-        return self.daemon(daemon, "perf dump")
+    def perf(self, daemon: str, logger: str | None = None) -> str:
+        """``perf dump [logger]`` of a daemon (``osd.0``, ``mds.a``): its counters (of one section, e.g.
+        ``osd``, ``mds_server``), raw JSON."""
+        return self.daemon(daemon, "perf dump", **({"logger": logger} if logger else {}))
 
     @property
     def osd_names(self) -> list[str]:
@@ -415,6 +417,13 @@ log_file = /dev/null
         for name in list(self.fuse):
             self.unmount(name)
         order = ["mds.a", *self.osd_names, "mgr.x", "mon.a"]
+        for name in order:                     # all at once: each stop below then waits for one already ending
+            svc = self.services.get(name)
+            if svc is not None and svc.alive():
+                try:
+                    os.killpg(svc.pid, signal.SIGTERM)   # type: ignore[arg-type]
+                except OSError:
+                    pass
         for name in order + [n for n in self.services if n not in order]:
             svc = self.services.pop(name, None)
             if svc is not None:

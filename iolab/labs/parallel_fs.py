@@ -32,7 +32,7 @@ from ..units import MiB, format_size
 TRIALS = 3
 FILE_SIZE = 16 * MiB                    # section 1: one file per layout
 CACHE_FILE = 64 * MiB                   # section 2: below ceph-fuse's object cache (client_oc_size, 200 MiB)
-N_FILES = 200                           # section 3: creates and stats per trial
+N_FILES = 100                           # section 3: creates and stats per trial
 LAYOUTS = {                             # section 1: the directory layouts compared
     "default": None,
     "4-stripes": {"stripe_unit": MiB, "stripe_count": 4, "object_size": 4 * MiB},
@@ -114,7 +114,7 @@ def _read(path: Path, bs: int = MiB) -> tuple[float, int]:
 
 
 def _osds(c: Cluster) -> dict[str, str]:
-    return {name: c.perf(name) for name in c.osd_names}
+    return {name: c.perf(name, "osd") for name in c.osd_names}
 
 
 def _osd_delta(before: dict[str, str], after: dict[str, str], key: str) -> dict[str, float]:
@@ -264,7 +264,7 @@ CACHE_STEPS = ("cold (fresh mount)", "again (same mount)", "after evicting the k
 
 def _client_perf(c: Cluster, name: str = "a") -> str:
     svc = c.fuse[name]
-    return c.daemon(f"client.admin.{svc.pid}", "perf dump")
+    return c.daemon(f"client.admin.{svc.pid}", "perf dump", logger="objectcacher-libcephfs")
 
 
 def _caches_live(c: Cluster) -> dict:
@@ -369,10 +369,10 @@ def _metadata_live(c: Cluster) -> dict:
         for where in ("cephfs", "local"):
             d = (a if where == "cephfs" else local) / f"t{trial}"
             other = (b if where == "cephfs" else local) / f"t{trial}"
-            before = c.perf("mds.a")
+            before = c.perf("mds.a", "mds_server")
             times = _meta_trial(d, other)
             trials.append({"trial": trial + 1, "where": where, "files": N_FILES, **times,
-                           "mds_before": before, "mds_after": c.perf("mds.a")})
+                           "mds_before": before, "mds_after": c.perf("mds.a", "mds_server")})
     return {"local_fstype": fsinfo.fstype(local), "trials": trials}
 
 
@@ -381,7 +381,7 @@ def parse_metadata(text: str) -> pd.DataFrame:
     rows = []
     for t in doc["trials"]:
         mds = cephtools.delta(cephtools.parse_perf(t["mds_before"]), cephtools.parse_perf(t["mds_after"]),
-                              "mds.request", "mds_server.handle_client_request")
+                              "mds_server.handle_client_request")
         for op in ("create", "stat", "remove"):
             rows.append({"trial": t["trial"], "where": "CephFS" if t["where"] == "cephfs" else doc["local_fstype"],
                          "op": op, "ops_per_s": t["files"] / t[op], "files": t["files"],
@@ -420,12 +420,16 @@ N_SMALL = 256
 
 
 def _small_writes(path: Path, n: int) -> float:
+    """n pwrites of 4 KiB; the seconds they took (the fsync after them is not timed: it empties the
+    client's buffer, so that the other node's next open does not wait for it)."""
     fd = os.open(path, os.O_WRONLY)
     try:
         t = time.perf_counter()
         for i in range(n):
             os.pwrite(fd, _BLOCK[:4096], i * 4096)
-        return time.perf_counter() - t
+        seconds = time.perf_counter() - t
+        os.fsync(fd)
+        return seconds
     finally:
         os.close(fd)
 
