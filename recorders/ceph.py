@@ -1,13 +1,13 @@
 """Re-make the recordings lesson 08 replays, on a private Ceph cluster (real runs only).
 
-    .venv/bin/python -m recorders.ceph [--only layouts,caches,metadata,coherence]
+    .venv/bin/python -m recorders.ceph [--only layouts,caches,metadata,coherence,shared,replication,singles]
 
 Starts :class:`iolab.ceph.Cluster` (3 OSDs, node A and node B mounted with ceph-fuse), runs each
 section of :mod:`iolab.labs.parallel_fs` live (IOLAB_MODE=live) and saves what it gave, verbatim:
 
 * ``data/recorded/ceph/<section>.json``: the section's document (raw outputs of getfattr, rados ls,
   osdmaptool and the daemons' perf dumps, beside the times measured), replayed by the lesson;
-* single raw outputs for the parsers' golden tests: ``getfattr-layout-4-stripes.txt``,
+* ``singles`` (after the layouts): single raw outputs for the parsers' golden tests: ``getfattr-layout-4-stripes.txt``,
   ``rados-ls.txt``, ``osdmaptool-map-object.txt``, ``perf-dump-osd.json``, ``perf-dump-mds.json``,
   ``perf-dump-client.json``, ``session-ls.json``, ``osd-map.json``.
 """
@@ -46,7 +46,7 @@ NOTES = {
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default=",".join(SECTIONS))
+    ap.add_argument("--only", default=",".join([*SECTIONS, "singles"]))
     a = ap.parse_args()
     os.environ["IOLAB_MODE"] = "live"
     version = runner.tool_version("ceph")
@@ -57,13 +57,15 @@ def main() -> None:
         try:
             mnt = c.check_mounted("a")
             for name in a.only.split(","):
+                if name == "singles":
+                    _singles(c, version, mnt)
+                    continue
                 out = SECTIONS[name](c)
                 recordings.save(out.text, f"ceph/{name}", ext="json", argv=["python", "-m", "recorders.ceph", name],
                                 tool_version=version, fs_path=mnt, host_description=HOST,
                                 fs_facts={"cluster_start_s": c.timings, "memory_bytes": c.memory()},
                                 notes=NOTES[name])
                 print(name, out.frame.to_string(max_rows=20))
-            _singles(c, version, mnt)
         finally:
             c.stop()
     print(f"done in {time.time() - t0:.0f} s; teardown {c.timings.get('teardown')} s")
