@@ -338,6 +338,8 @@ log_file = /dev/null
             return
         code = ("import cephfs,sys,os\n"
                 "fs=cephfs.LibCephFS(conffile=sys.argv[1]); fs.conf_set('keyring', sys.argv[2])\n"
+                "fs.conf_set('client_mount_uid', '0'); fs.conf_set('client_mount_gid', '0')\n"
+                "fs.conf_set('client_permissions', 'false')\n"
                 "fs.mount(); fs.chown('/', os.getuid(), os.getgid()); fs.unmount(); fs.shutdown()\n")
         runner.run([py, "-c", code, str(self.conf), str(self.keyring)], timeout=60)
 
