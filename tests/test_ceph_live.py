@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import is_root, needs
 
-from iolab import BudgetExceeded, guard, workspace
+from iolab import BudgetExceeded, fsinfo, guard, workspace
 from iolab.ceph import TOOLS, Cluster
 from iolab.tools import ceph as cephtools
 
@@ -65,6 +65,7 @@ def test_cluster_is_healthy_with_two_ceph_fuse_clients_and_private_keys(cluster)
     assert sorted(cluster.mounts) == ["a", "b"]
     for path in cluster.mounts.values():
         assert guard.mounted(path)
+        assert fsinfo.mount_of(path).kind == "parallel (CephFS, FUSE)" and fsinfo.mount_of(path).parallel
         assert f" {path} " in _mounts() and "fuse.ceph-fuse" in _mounts()
     assert stat.S_IMODE(cluster.dir.stat().st_mode) == 0o700
     assert stat.S_IMODE(cluster.keyring.stat().st_mode) == 0o600
