@@ -418,6 +418,7 @@ log_file = /dev/null
         t = time.monotonic()
         for name in list(self.fuse):
             self.unmount(name)
+        self.timings["teardown: unmounted"] = round(time.monotonic() - t, 2)
         order = ["mds.a", *self.osd_names, "mgr.x", "mon.a"]
         for name in order:                     # all at once: each stop below then waits for one already ending
             svc = self.services.get(name)
@@ -430,6 +431,7 @@ log_file = /dev/null
             svc = self.services.pop(name, None)
             if svc is not None:
                 svc.stop()
+        self.timings["teardown: daemons stopped"] = round(time.monotonic() - t, 2)
         if self.dir is not None and self.dir.exists():
             self.ws.remove(self.dir)
         self.timings["teardown"] = round(time.monotonic() - t, 2)
