@@ -37,9 +37,9 @@ NOTES = {
                 "workspace's own filesystem, interleaved; the MDS's perf dump around each.",
     "coherence": "Section 4: 4 KiB written on node A, not flushed, read from node B; then 256 4 KiB pwrites on A (an fsync after them, not timed), "
                  "alone and while B holds the file open, interleaved; the MDS's session ls.",
-    "shared": "Section 5: node A and node B write 2 MiB each in 4 KiB pwrites plus an fsync, at once, into a file "
+    "shared": "Section 5: node A and node B write 1 MiB each in 4 KiB pwrites plus an fsync, at once, into a file "
               "each or into disjoint halves of one file, interleaved.",
-    "replication": "Section 6: a second data pool of size 3 added to the file system; 16 MiB written with fsync into a "
+    "replication": "Section 6: a second data pool of size 3 added to the file system; 8 MiB written with fsync into a "
                    "directory of the size-1 pool and one of the size-3 pool, interleaved, the OSDs' perf dumps around each.",
 }
 

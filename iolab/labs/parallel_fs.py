@@ -493,7 +493,7 @@ def claims_coherence(data: dict, *, show: bool = True) -> list[explain.Claim]:
 
 # --- 5. one shared file against a file per client -----------------------------------------------------
 
-SHARED_BYTES = 2 * MiB                  # per client, in 4 KiB writes
+SHARED_BYTES = 1 * MiB                  # per client, in 4 KiB writes
 
 
 def _writer(path: Path, offset: int, nbytes: int, times: list[float]) -> None:
@@ -553,7 +553,7 @@ def shared_file(cluster: Cluster | None = None, *, show: bool = True) -> recordi
 
 # --- 6. replication's write cost ------------------------------------------------------------------------
 
-REPL_BYTES = 16 * MiB
+REPL_BYTES = 8 * MiB
 
 
 def _replication_live(c: Cluster) -> dict:
