@@ -58,3 +58,9 @@ def test_ior_and_mdtest_versions_without_leftovers_in_tmp():
     assert doctor.tool_version("ior") == items["ior"].detail.split()[1]      # what results.save records
     assert doctor.tool_version("mdtest") == items["mdtest"].detail.split()[1]
     assert mpi_leftovers_in_tmp() - before == set()
+
+
+def test_doctor_tells_what_lesson_08_needs(monkeypatch):
+    from iolab import doctor, runner
+    assert "lesson 08" in doctor.TOOLS["ceph-mon"][1]
+    assert "ceph-fuse" in runner.install_hint("ceph-mon") and "make setup" in runner.install_hint("ceph-osd")
