@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/attack_parsers.py [--quick] [--seed 0] [--out FILE] [--only NAME]
 
-For each public parser (strace, fio, dd, ior, mdtest, darshan, pagecache.parse_meminfo, fsinfo.mounts,
+For each public parser (strace, fio, dd, ior, mdtest, darshan, ceph, pagecache.parse_meminfo, fsinfo.mounts,
 slurm.parse_scontrol / read_manifest) it feeds:
 
 * every real input it reads (data/recorded/**, the recordings named by tests/golden/**; /proc/meminfo,
@@ -56,7 +56,7 @@ if str(ROOT) not in sys.path:
 
 from iolab import fsinfo, pagecache, recordings, slurm  # noqa: E402
 from iolab.errors import ParseError  # noqa: E402
-from iolab.tools import darshan, dd, fio, ior, mdtest, strace  # noqa: E402
+from iolab.tools import ceph, darshan, dd, fio, ior, mdtest, strace  # noqa: E402
 
 OUTCOMES = ("correct", "ParseError", "unjudged", "WRONG", "FOREIGN", "timeout")
 GARBAGE_TOKENS = ("0.", "99.99000:", "-", "nan", "inf", "1e999", "-1", "0x", "x", "", "٣", "1,5", "+",
@@ -227,6 +227,7 @@ def targets() -> list[Target]:
     scontrol = [r for r in by_tool["slurm"] if "/scontrol-" in r]
     scripts = [r for r in by_tool["slurm"] + by_tool["class"] if kind(r) == ".sbatch"]
     logs = [r for r in by_tool["darshan"] if kind(r) == ".darshan"]
+    cephs = by_tool["ceph"]
 
     def texts(rs: Iterable[str]) -> list[tuple[str, str]]:
         return [(r, _text(r)) for r in rs]
@@ -276,6 +277,18 @@ def targets() -> list[Target]:
                key="JobId="),
         Target("slurm.read_manifest", slurm.read_manifest, rec, texts(scripts), lenient=True,
                key="# iolab-step fio "),
+        Target("ceph.parse_layout", ceph.parse_layout, _whole, texts(r for r in cephs if "/getfattr-" in r),
+               key='ceph.file.layout="stripe_unit=', suffix='"'),
+        Target("ceph.parse_rados_ls", ceph.parse_rados_ls, rec, texts(r for r in cephs if r.endswith("/rados-ls")),
+               key="10000000002.0000000"),
+        Target("ceph.parse_osdmap_object", ceph.parse_osdmap_object, _whole,
+               texts(r for r in cephs if "/osdmaptool-" in r), key=" object '"),
+        Target("ceph.parse_osd_map", ceph.parse_osd_map, _whole, texts(r for r in cephs if r.endswith("/osd-map")),
+               key='{"epoch":15,"pool":"'),
+        Target("ceph.parse_perf", ceph.parse_perf, _items, texts(r for r in cephs if "/perf-dump-" in r),
+               ordered=False, key='{"osd":{"op_w_in_bytes":'),
+        Target("ceph.parse_sessions", ceph.parse_sessions, rec, texts(r for r in cephs if r.endswith("/session-ls")),
+               key='[{"id":4164,"state":"'),
         Target("darshan.read_log", _darshan_view, _whole,
                [(r, recordings.load(r).path.read_bytes()) for r in logs], binary=True, isolate=True),
     ]

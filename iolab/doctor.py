@@ -77,6 +77,7 @@ TOOLS: dict[str, tuple[list[str] | None, str]] = {
     "rclone": (["rclone", "version", "--config", os.devnull], "lesson 06 skips the rclone part"),
     "s3cmd": (["s3cmd", "--version"], "lesson 06 stages with fsspec instead of s3cmd"),
     "chromium": (["chromium", "--version"], "the browser test of lesson 00 is skipped"),
+    "ceph-mon": (["ceph-mon", "--version"], "lesson 08 replays its recorded Ceph cluster"),
 }
 
 def _first_version_line(text: str) -> str:

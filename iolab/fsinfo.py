@@ -20,7 +20,7 @@ KINDS = {
     "overlay": "container overlay",
     "nfs": "network (NFS)", "nfs4": "network (NFS)",
     "lustre": "parallel (Lustre)", "beegfs": "parallel (BeeGFS)", "gpfs": "parallel (GPFS)",
-    "ceph": "network (CephFS)", "fuse.ceph-fuse": "network (CephFS, FUSE)",
+    "ceph": "parallel (CephFS)", "fuse.ceph-fuse": "parallel (CephFS, FUSE)", "fuse.ceph": "parallel (CephFS, FUSE)",
     "fuse.s3fs": "object storage (s3fs-fuse)", "fuse.gcsfuse": "object storage (gcsfuse)",
     "fuse.rclone": "object storage (rclone)", "fuse": "FUSE",
 }
@@ -32,6 +32,12 @@ class Mount:
     fstype: str
     source: str
     options: str
+
+    @property
+    def parallel(self) -> bool:
+        """A parallel file system (Lustre, CephFS through the kernel or FUSE, GPFS, BeeGFS): its data
+        on storage servers, its metadata on metadata servers, shared by every node."""
+        return self.kind.startswith("parallel")
 
     @property
     def kind(self) -> str:

@@ -17,7 +17,13 @@ from .errors import ToolFailed, ToolMissing, ToolTimeout
 from .witness import Witness, Witnessed
 
 # How to get each tool the course uses. Debian/Ubuntu first, then conda-forge / site modules.
+_CEPH = ("Install the Ceph packages: `apt-get install --no-install-recommends ceph-mon ceph-mgr ceph-osd ceph-mds "
+         "ceph-fuse ceph-common attr` (Debian/Ubuntu, as root; `make setup` does it).")
 INSTALL_HINTS: dict[str, str] = {
+    **{t: _CEPH for t in ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "ceph", "ceph-authtool",
+                          "monmaptool", "rados", "osdmaptool")},
+    "setfattr": "setfattr is part of attr: `apt-get install attr`.",
+    "getfattr": "getfattr is part of attr: `apt-get install attr`.",
     "strace": "Install it: `apt-get install strace` (Debian/Ubuntu) or `conda install -c conda-forge strace`.",
     "fio": "Install it: `apt-get install fio` or `conda install -c conda-forge fio`.",
     "dd": "dd is part of GNU coreutils: `apt-get install coreutils`.",

@@ -6,7 +6,8 @@ set -u
 pkgs=(strace fio vmtouch util-linux coreutils openmpi-bin libopenmpi-dev fuse3 s3fs rclone s3cmd
       chromium hdparm locales slurm-wlm munge
       bpftrace    # optional: lesson 02 traces readahead with it as root, and replays a recorded trace otherwise
-      node-configurable-http-proxy python3-venv)   # the class on a real JupyterHub (tests/test_hub.py)
+      node-configurable-http-proxy python3-venv   # the class on a real JupyterHub (tests/test_hub.py)
+      ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common attr)   # lesson 08: a private CephFS (replays without)
 # dd prints a localized summary: lesson 06 and its tests parse a German one too
 german_locale() {
   [ "$(id -u)" = 0 ] || return 0
@@ -23,9 +24,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null || true
   apt-get -f install -y -q >/dev/null 2>&1 || true
-  if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >/tmp/iolab-apt.log 2>&1; then
+  if ! apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${missing[@]}" >/tmp/iolab-apt.log 2>&1; then
     echo "apt-get could not install everything (see /tmp/iolab-apt.log); trying one by one"
-    for p in "${missing[@]}"; do apt-get install -y -q --no-install-recommends "$p" >>/tmp/iolab-apt.log 2>&1 || echo "  not installed: $p"; done
+    for p in "${missing[@]}"; do apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "$p" >>/tmp/iolab-apt.log 2>&1 || echo "  not installed: $p"; done
   fi
   german_locale
 else

@@ -87,3 +87,9 @@ def test_summary_answers_from_the_cache_while_no_tool_changed(monkeypatch, tmp_p
     assert len(probed) == 2
     doctor.tool_checks()                                                     # `iolab doctor`: always fresh
     assert len(probed) == 3
+
+
+def test_doctor_tells_what_lesson_08_needs(monkeypatch):
+    from iolab import doctor, runner
+    assert "lesson 08" in doctor.TOOLS["ceph-mon"][1]
+    assert "ceph-fuse" in runner.install_hint("ceph-mon") and "make setup" in runner.install_hint("ceph-osd")

@@ -19,3 +19,24 @@ def test_longest_mount_point_wins():
 def test_this_machine():
     assert fsinfo.fstype("/proc") == "proc"
     assert fsinfo.mount_of("/").mountpoint == "/"
+
+
+# mountinfo lines as each parallel file system's client writes them (fstype, then source and options)
+PARALLEL = """\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard
+60 22 0:52 / /lustre/scratch rw,relatime shared:30 - lustre 10.1.0.1@o2ib:10.1.0.2@o2ib:/scratch rw,flock,lazystatfs,encrypt
+61 22 0:53 / /cephfs rw,relatime shared:31 - ceph 10.1.0.3:6789,10.1.0.4:6789:/ rw,name=admin,secret=<hidden>,acl
+62 22 0:54 / /mnt/cephfuse rw,nosuid,nodev,relatime shared:32 - fuse.ceph-fuse ceph-fuse rw,user_id=0,group_id=0,allow_other
+63 22 0:55 / /gpfs/fs1 rw,relatime shared:33 - gpfs fs1 rw
+64 22 0:56 / /beegfs rw,relatime shared:34 - beegfs beegfs_nodev rw,cfgFile=/etc/beegfs/beegfs-client.conf
+"""
+
+
+def test_parallel_file_systems_are_recognised():
+    kinds = {m: fsinfo.mount_of(m + "/x", PARALLEL) for m in ("/lustre/scratch", "/cephfs", "/mnt/cephfuse", "/gpfs/fs1",
+                                                              "/beegfs")}
+    assert {m: k.kind for m, k in kinds.items()} == {
+        "/lustre/scratch": "parallel (Lustre)", "/cephfs": "parallel (CephFS)",
+        "/mnt/cephfuse": "parallel (CephFS, FUSE)", "/gpfs/fs1": "parallel (GPFS)", "/beegfs": "parallel (BeeGFS)"}
+    assert all(k.parallel for k in kinds.values())
+    assert not fsinfo.mount_of("/home", PARALLEL).parallel

@@ -1,0 +1,464 @@
+"""A private Ceph cluster in the workspace: 1 mon, 1 mgr, 1 mds and N BlueStore OSDs, CephFS on ceph-fuse.
+
+Everything lives in one directory of the workspace, mode 0700: the configuration, the keys (0600),
+the daemons' data (BlueStore on sparse files), their logs and admin sockets. Nothing goes to /etc or
+/var, no systemd, no cephadm; it runs as the student. Each daemon and each ceph-fuse is a process
+group of its own, registered with the session's guard, and each mount point too: a kernel killed
+outright leaves nothing behind.
+
+Isolation. The daemons listen on 127.0.0.1: the monitor on two free ports picked at start, the
+OSDs, MDS and mgr on free ports of Ceph's own range. Lesson 06's private network namespace
+(:mod:`iolab.objectstore.netns`) does not fit here: ceph-fuse must mount in the node's mount
+namespace, which a process inside an unprivileged user namespace cannot, and carrying every OSD
+byte through the namespace's holder would put a Python copy in the data path being measured. What
+keeps other users out instead is cephx: every cluster has its own keys, made at start, in files only
+the owner can read; a client without the key is refused by the monitor (tests/test_ceph_live.py
+checks it as another user).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+from .. import guard, runner
+from .. import workspace as _workspace
+from ..errors import IolabError, ToolFailed, ToolMissing
+from ..objectstore._proc import Service, free_ports
+from ..units import format_size, parse_size
+
+TOOLS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "ceph", "ceph-authtool", "monmaptool",
+         "rados", "osdmaptool")
+HINT = ("the Ceph packages (Debian/Ubuntu, as root: apt-get install --no-install-recommends ceph-mon ceph-mgr "
+        "ceph-osd ceph-mds ceph-fuse ceph-common attr; `make setup` does it)")
+
+_counter = 0
+_counter_lock = threading.Lock()
+
+
+def missing() -> list[str]:
+    """The Ceph tools this machine lacks (empty when a cluster can start)."""
+    return [t for t in TOOLS if runner.which(t) is None]
+
+
+def _rss(pid: int | None) -> int:
+    """Resident bytes of a process (0 when it is gone)."""
+    if pid is None:
+        return 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def asok(path: str | os.PathLike[str], command: str, timeout: float = 20.0, **args: object) -> str:
+    """Ask a daemon's admin socket (what ``ceph daemon <name> <command>`` does); its raw JSON answer."""
+    request = json.dumps({"prefix": command, "format": "json", **args}).encode() + b"\0"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(os.fspath(path))
+        s.sendall(request)
+        head = b""
+        while len(head) < 4:
+            chunk = s.recv(4 - len(head))
+            if not chunk:
+                raise IolabError(f"{path}: the admin socket closed before answering {command!r}")
+            head += chunk
+        (n,) = struct.unpack(">I", head)
+        body = bytearray()
+        while len(body) < n:
+            chunk = s.recv(min(1 << 20, n - len(body)))
+            if not chunk:
+                raise IolabError(f"{path}: the admin socket's answer to {command!r} was cut")
+            body += chunk
+    return body.decode()
+
+
+class Cluster:
+    """A private Ceph cluster with CephFS, owned by a context manager.
+
+    ``osds`` OSDs of ``osd_size`` sparse bytes each with a fixed BlueStore cache of ``osd_cache``;
+    ``reserve`` bytes are checked against the workspace's budget at start (the daemons' data and logs,
+    which grow as the lesson writes). Attributes after start: ``dir``, ``conf``, ``keyring``,
+    ``timings`` (seconds to each stage), ``mounts`` (name -> path).
+    """
+
+    def __init__(self, ws: _workspace.Workspace | None = None, *, osds: int = 3, osd_size: int | str = "4GiB",
+                 osd_cache: int | str = "128MiB", reserve: int | str = "768MiB", pgs: int = 16):
+        self.ws = ws if ws is not None else _workspace.session()
+        self.n_osds = int(osds)
+        self.osd_size = parse_size(osd_size)
+        self.osd_cache = parse_size(osd_cache)
+        self.reserve_bytes = parse_size(reserve)
+        self.pgs = int(pgs)
+        self.services: dict[str, Service] = {}
+        self.fuse: dict[str, Service] = {}
+        self.mounts: dict[str, Path] = {}
+        self.timings: dict[str, float] = {}
+        self.dir: Path | None = None
+        self.conf: Path | None = None
+        self.keyring: Path | None = None
+        self.ports: tuple[int, int] | None = None
+        self._t0 = 0.0
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _mark(self, stage: str) -> None:
+        self.timings[stage] = round(time.monotonic() - self._t0, 2)
+
+    def ceph(self, *args: str, timeout: float = 60, check: bool = True, tool: str = "ceph") -> runner.Run:
+        """Run a Ceph command-line tool (``ceph``, ``rados``, ...) against this cluster: its Run."""
+        assert self.conf is not None and self.keyring is not None
+        argv = [tool, "-c", str(self.conf), "--keyring", str(self.keyring), "--id", "admin", *args]
+        if tool == "ceph":
+            argv[1:1] = ["--connect-timeout", "30"]
+        return runner.run(argv, timeout=timeout, check=check)
+
+    def status(self) -> dict:
+        r = self.ceph("status", "--format", "json")
+        try:
+            data = json.loads(r.stdout)
+        except ValueError as e:
+            raise IolabError(f"ceph status answered no JSON: {r.stdout[:200]!r}") from e
+        return data if isinstance(data, dict) else {}
+
+    def socket_of(self, daemon: str) -> Path:
+        assert self.dir is not None
+        return self.dir / "run" / f"{daemon}.asok"
+
+    def daemon(self, daemon: str, command: str, **args: object) -> str:
+        """A daemon's answer to an admin-socket command (``perf dump``, ``session ls``, ...), raw JSON."""
+        return asok(self.socket_of(daemon), command, **args)
+
+    def perf(self, daemon: str, logger: str | None = None) -> str:
+        """``perf dump [logger]`` of a daemon (``osd.0``, ``mds.a``): its counters (of one section, e.g.
+        ``osd``, ``mds_server``), raw JSON."""
+        return self.daemon(daemon, "perf dump", **({"logger": logger} if logger else {}))
+
+    @property
+    def osd_names(self) -> list[str]:
+        return [f"osd.{i}" for i in range(self.n_osds)]
+
+    def memory(self) -> dict[str, int]:
+        """Resident bytes of each daemon and ceph-fuse now."""
+        out = {name: _rss(svc.pid) for name, svc in self.services.items()}
+        out.update({f"ceph-fuse {name}": _rss(svc.pid) for name, svc in self.fuse.items()})
+        return out
+
+    # -- start ------------------------------------------------------------------------------------
+    def _write_conf(self, d: Path, fsid: str, v2: int, v1: int) -> Path:
+        conf = d / "ceph.conf"
+        log = d / "log"
+        run = d / "run"
+        text = f"""[global]
+fsid = {fsid}
+mon_host = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
+public_addr = 127.0.0.1
+ms_bind_ipv6 = false
+auth_cluster_required = cephx
+auth_service_required = cephx
+auth_client_required = cephx
+auth_allow_insecure_global_id_reclaim = false
+run_dir = {run}
+admin_socket = {run}/$name.asok
+pid_file = {run}/$name.pid
+log_file = {log}/$name.log
+mon_cluster_log_file = {log}/cluster.log
+crash_dir = {d}/crash
+log_max_recent = 200
+osd_crush_chooseleaf_type = 0
+osd_pool_default_size = 1
+osd_pool_default_min_size = 1
+osd_pool_default_pg_autoscale_mode = off
+mon_allow_pool_size_one = true
+mon_allow_pool_delete = true
+mon_warn_on_pool_no_redundancy = false
+mon_data_avail_warn = 5
+mon_data_avail_crit = 2
+osd_memory_target = 939524096
+bluestore_cache_autotune = false
+bluestore_cache_size = {self.osd_cache}
+bluestore_block_size = {self.osd_size}
+bluestore_block_create = true
+osd_recovery_sleep_hdd = 0
+mds_cache_memory_limit = 268435456
+mgr_stats_period = 1
+osd_mon_report_interval = 1
+[mon]
+mon_data = {d}/mon.$id
+keyring = {d}/mon.keyring
+[mgr]
+mgr_data = {d}/mgr.$id
+keyring = {d}/keyring.$name
+[osd]
+osd_data = {d}/$name
+keyring = {d}/$name/keyring
+osd_objectstore = bluestore
+[mds]
+mds_data = {d}/$name
+keyring = {d}/keyring.$name
+[client]
+admin_socket = {run}/$name.$pid.asok
+log_file = /dev/null
+"""
+        conf.write_text(text)
+        os.chmod(conf, 0o600)
+        return conf
+
+    def _key(self, path: Path, name: str, *caps: str) -> None:
+        runner.run(["ceph-authtool", "--create-keyring", str(path), "--gen-key", "-n", name, *caps], timeout=30)
+        os.chmod(path, 0o600)
+
+    def start(self) -> "Cluster":
+        lacking = missing()
+        if lacking:
+            raise ToolMissing(lacking[0], HINT)
+        global _counter
+        with _counter_lock:
+            _counter += 1
+            n = _counter
+        self._t0 = time.monotonic()
+        self.ws.reserve(self.reserve_bytes)
+        d = self.ws.mkdir(f"ceph-{os.getpid()}-{n}")
+        os.chmod(d, 0o700)
+        self.dir = d
+        for sub in ("run", "log", "crash", "mon.a", "mgr.x", "mds.a", *self.osd_names):
+            (d / sub).mkdir(mode=0o700, exist_ok=True)
+        try:
+            self._start(d)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, d: Path) -> None:
+        fsid = str(uuid.uuid4())
+        v2, v1 = free_ports(2)
+        self.ports = (v2, v1)
+        conf = self.conf = self._write_conf(d, fsid, v2, v1)
+        # every key made here, the monitor's keyring knows them all from its first start: no
+        # `ceph auth add` round trips
+        self.keyring = d / "keyring.client.admin"
+        self._key(self.keyring, "client.admin", "--cap", "mon", "allow *", "--cap", "osd", "allow *",
+                  "--cap", "mds", "allow *", "--cap", "mgr", "allow *")
+        self._key(d / "keyring.mgr.x", "mgr.x", "--cap", "mon", "allow profile mgr", "--cap", "osd", "allow *",
+                  "--cap", "mds", "allow *")
+        self._key(d / "keyring.mds.a", "mds.a", "--cap", "mon", "allow profile mds", "--cap", "osd", "allow rwx",
+                  "--cap", "mds", "allow", "--cap", "mgr", "allow profile mds")
+        for name in self.osd_names:
+            self._key(d / name / "keyring", name, "--cap", "mon", "allow profile osd", "--cap", "osd", "allow *",
+                      "--cap", "mgr", "allow profile osd")
+        mon_keyring = d / "mon.keyring"
+        self._key(mon_keyring, "mon.", "--cap", "mon", "allow *")
+        for k in [self.keyring, d / "keyring.mgr.x", d / "keyring.mds.a", *(d / o / "keyring" for o in self.osd_names)]:
+            runner.run(["ceph-authtool", str(mon_keyring), "--import-keyring", str(k)], timeout=30)
+        runner.run(["monmaptool", "--create", "--fsid", fsid, "--addv", "a",
+                    f"[v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]", str(d / "monmap")], timeout=30)
+        runner.run(["ceph-mon", "-c", str(conf), "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
+                    "--keyring", str(mon_keyring)], timeout=60)
+        self._mark("keys and monitor made")
+        self._daemon("mon.a", ["ceph-mon", "-f", "-c", str(conf), "-i", "a"])
+        self._daemon("mgr.x", ["ceph-mgr", "-f", "-c", str(conf), "-i", "x"])
+        self._mark("monitor up")
+        # the OSDs: ids from the monitor, then their BlueStores made side by side
+        osd_uuids = [str(uuid.uuid4()) for _ in self.osd_names]
+        for i, u in enumerate(osd_uuids):
+            got = self.ceph("osd", "new", u, str(i)).stdout.strip()
+            if got != str(i):
+                raise IolabError(f"ceph osd new gave id {got!r}, expected {i}")
+        mkfs = [subprocess.Popen(["ceph-osd", "-c", str(conf), "-i", str(i), "--mkfs", "--osd-uuid", u],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                for i, u in enumerate(osd_uuids)]
+        for i, p in enumerate(mkfs):
+            out, _ = p.communicate(timeout=180)
+            if p.returncode != 0:
+                raise ToolFailed(p.args, p.returncode, out.decode(errors="replace")[-2000:],
+                                 f"ceph-osd --mkfs of osd.{i} failed")
+        self._mark("OSDs made")
+        for i in range(self.n_osds):
+            self._daemon(f"osd.{i}", ["ceph-osd", "-f", "-c", str(conf), "-i", str(i)])
+        self._daemon("mds.a", ["ceph-mds", "-f", "-c", str(conf), "-i", "a"])
+        self._mark("daemons started")
+        self.ceph("osd", "pool", "create", "cephfs_metadata", "8")
+        self.ceph("osd", "pool", "create", "cephfs_data", str(self.pgs))
+        self.ceph("fs", "new", "cephfs", "cephfs_metadata", "cephfs_data")
+        self._mark("file system made")
+        self._wait_healthy()
+        self._mark("cluster healthy")
+        if os.getuid() != 0:
+            self._own_root()
+
+    def _daemon(self, name: str, argv: list[str]) -> None:
+        sock = self.socket_of(name)
+        svc = Service(f"ceph {name}", argv, log_path=self.dir / "log" / f"{name}.out",  # type: ignore[operator]
+                      ready=sock.exists, cwd=self.dir, start_timeout=90, stop_grace=10, umask=0o077)
+        self.services[name] = svc
+        svc.start()
+
+    def _wait_healthy(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        last: dict = {}
+        while time.monotonic() < deadline:
+            for name, svc in self.services.items():
+                if not svc.alive():
+                    raise ToolFailed(svc.argv, svc.proc.returncode if svc.proc else None, svc.log_tail(),
+                                     f"ceph {name} stopped while the cluster started")
+            last = self.status()
+            osdmap = last.get("osdmap", {})
+            osdmap = osdmap.get("osdmap", osdmap)      # nested in some releases
+            pgmap = last.get("pgmap", {})
+            states = pgmap.get("pgs_by_state", [])
+            clean = sum(s.get("count", 0) for s in states if s.get("state_name") == "active+clean")
+            fsmap = last.get("fsmap", {})
+            if (osdmap.get("num_up_osds") == self.n_osds and fsmap.get("up") == 1 and
+                    any(s.get("status") == "up:active" for s in fsmap.get("by_rank", []))
+                    and pgmap.get("num_pgs", 0) > 0 and clean == pgmap.get("num_pgs")):
+                return
+            time.sleep(0.5)
+        raise IolabError(f"the Ceph cluster was not healthy within {timeout:.0f} s: "
+                         f"{json.dumps(last.get('health', {}))[:600]}")
+
+    def _own_root(self) -> None:
+        """The MDS makes the file system's root owned by root: give it to the student (through
+        libcephfs, the one client that may, with the admin key)."""
+        py = shutil.which("python3", path="/usr/bin:/bin")
+        if py is None:
+            return
+        code = ("import cephfs,sys,os\n"
+                "fs=cephfs.LibCephFS(conffile=sys.argv[1]); fs.conf_set('keyring', sys.argv[2])\n"
+                "fs.conf_set('client_mount_uid', '0'); fs.conf_set('client_mount_gid', '0')\n"
+                "fs.conf_set('client_permissions', 'false')\n"
+                "fs.mount(); fs.chown('/', os.getuid(), os.getgid()); fs.unmount(); fs.shutdown()\n")
+        runner.run([py, "-c", code, str(self.conf), str(self.keyring)], timeout=60)
+
+    def add_data_pool(self, name: str, *, size: int = 3, pgs: int = 16) -> None:
+        """A second data pool of ``size`` replicas in the file system (a directory uses it through
+        its layout: ``setfattr -n ceph.dir.layout.pool -v NAME DIR``); waits until it is clean."""
+        self.ceph("osd", "pool", "create", name, str(pgs))
+        self.ceph("osd", "pool", "set", name, "size", str(size), "--yes-i-really-mean-it")
+        self.ceph("fs", "add_data_pool", "cephfs", name)
+        self._wait_healthy()
+
+    # -- clients ----------------------------------------------------------------------------------
+    def mount(self, name: str = "a", *, options: dict[str, str] | None = None) -> Path:
+        """Mount CephFS with ceph-fuse at ``<cluster dir>/../node-<name>`` (a client of its own); its path."""
+        assert self.dir is not None and self.conf is not None
+        if name in self.mounts:
+            return self.mounts[name]
+        t = time.monotonic()
+        mnt = self.ws.mkdir(f"{self.dir.name}-node-{name}")
+        argv = ["ceph-fuse", "-f", "-c", str(self.conf), "--id", "admin", "--keyring", str(self.keyring),
+                "--log-file", str(self.dir / "log" / f"client.node-{name}.log")]
+        if os.getuid() != 0:
+            argv.append("--fuse_allow_other=false")   # other users may not enter a student's mount
+        for k, v in (options or {}).items():
+            argv.append(f"--{k}={v}")
+        argv.append(str(mnt))
+        guard.ensure()
+        guard.watch_mount(mnt)
+        svc = Service(f"ceph-fuse node-{name}", argv, log_path=self.dir / "log" / f"fuse-{name}.out",
+                      ready=lambda: guard.mounted(mnt), cwd=self.dir, start_timeout=60, stop_grace=10, umask=0o077)
+        self.fuse[name] = svc
+        try:
+            svc.start()
+        except BaseException:
+            self.fuse.pop(name, None)
+            guard.forget_mount(mnt)
+            raise
+        self.mounts[name] = mnt
+        self.timings[f"mount node-{name}"] = round(time.monotonic() - t, 2)
+        return mnt
+
+    def check_mounted(self, name: str = "a") -> Path:
+        """The mount point of ``name``, after checking it is CephFS still (a failed remount would let a
+        measurement write to the empty directory below)."""
+        mnt = self.mounts.get(name)
+        if mnt is None or not guard.mounted(mnt):
+            raise IolabError(f"node-{name} is not mounted: a measurement there would not be on CephFS")
+        return mnt
+
+    def unmount(self, name: str = "a") -> None:
+        mnt = self.mounts.pop(name, None)
+        svc = self.fuse.pop(name, None)
+        if mnt is not None:
+            guard.unmount(mnt)
+        if svc is not None:
+            deadline = time.monotonic() + 15
+            while svc.alive() and time.monotonic() < deadline:   # it exits by itself once unmounted
+                time.sleep(0.05)
+            svc.stop()
+        if mnt is not None:
+            if not guard.mounted(mnt):
+                guard.forget_mount(mnt)
+                try:
+                    mnt.rmdir()
+                except OSError:
+                    pass
+
+    def remount(self, name: str = "a", **kw: object) -> Path:
+        """Unmount and mount again: a client with empty caches."""
+        self.unmount(name)
+        return self.mount(name, **kw)  # type: ignore[arg-type]
+
+    # -- stop -------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Unmount every client, stop every daemon (MDS first, monitor last), remove the directory."""
+        t = time.monotonic()
+        for name in list(self.fuse):
+            self.unmount(name)
+        self.timings["teardown: unmounted"] = round(time.monotonic() - t, 2)
+        order = ["mds.a", *self.osd_names, "mgr.x", "mon.a"]
+        for name in order:                     # all at once: each stop below then waits for one already ending
+            svc = self.services.get(name)
+            if svc is not None and svc.alive():
+                try:
+                    os.killpg(svc.pid, signal.SIGTERM)   # type: ignore[arg-type]
+                except OSError:
+                    pass
+        for name in order + [n for n in self.services if n not in order]:
+            svc = self.services.pop(name, None)
+            if svc is not None:
+                svc.stop()
+        self.timings["teardown: daemons stopped"] = round(time.monotonic() - t, 2)
+        if self.dir is not None and self.dir.exists():
+            self.ws.remove(self.dir)
+        self.timings["teardown"] = round(time.monotonic() - t, 2)
+
+    def leftovers(self) -> list[str]:
+        """What of this cluster is still there: processes, mounts, its directory."""
+        left = [repr(s) for s in [*self.services.values(), *self.fuse.values()] if s.alive()]
+        left += [str(m) for m in self.mounts.values() if guard.mounted(m)]
+        if self.dir is not None and self.dir.exists():
+            left.append(str(self.dir))
+        return left
+
+    def describe(self) -> str:
+        mem = self.memory()
+        total = sum(mem.values())
+        parts = ", ".join(f"{k} {format_size(v)}" for k, v in mem.items())
+        return (f"Ceph cluster: {self.n_osds} OSDs, started in {self.timings.get('cluster healthy', float('nan')):.1f} s; "
+                f"resident memory {format_size(total)} ({parts})")
+
+    def __enter__(self) -> "Cluster":
+        if self.dir is None:
+            self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"Cluster({str(self.dir)!r}, osds={self.n_osds}, mounts={sorted(self.mounts)})"

@@ -1,0 +1,106 @@
+"""Lesson 08's claims follow the numbers: the recorded sections replay through the same parsers, every
+sentence re-checks against its evidence, the facts that hold on any Ceph hold on the recordings, and
+constructed inputs (overlapping trials, a file bigger than the client's cache) flip the sentences."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import all_consistent
+from iolab import ParseError, recordings
+from iolab.labs import parallel_fs as P
+from iolab.units import MiB
+
+
+@pytest.fixture(autouse=True)
+def replay(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+
+
+def held(claims) -> list[bool]:
+    return [c.held for c in claims]
+
+
+def test_without_a_cluster_every_section_replays_and_says_so(capsys):
+    assert P.start() is None
+    for fn in (P.where_bytes_live, P.client_caches, P.metadata, P.coherence, P.shared_file, P.replication):
+        out = fn(None, show=False)
+        assert out.mode == "replay"
+        assert "data/recorded/ceph/" in out.provenance or "ceph/" in out.provenance
+        assert out.frame is not None and len(out.frame) > 0
+        all_consistent(out.extra["claims"])
+    assert "IOLAB_MODE=replay" in capsys.readouterr().out
+
+
+def test_layouts_counts_objects_and_bytes_per_osd_and_round_robin():
+    out = P.where_bytes_live(None, show=False)
+    f = out.frame.set_index("layout")
+    assert list(f["objects"]) == list(f["predicted_objects"]) == [4, 4, 16]
+    assert held(out.extra["claims"]) == [True] * 5
+    per_osd = out.data["per_osd"]
+    assert per_osd.groupby("layout")["bytes_written"].sum().min() >= 16 * MiB
+    assert out.data["round_robin"]["equals_file_MiB_1_5_9_13"] and not out.data["round_robin"]["equals_file_MiB_4_to_8"]
+
+
+def test_caches_cold_reads_reach_the_osds_and_warm_ones_do_not():
+    out = P.client_caches(None, show=False)
+    df = out.frame
+    cold = df[df["step"] == P.CACHE_STEPS[0]]
+    assert (cold["osd_bytes_sent"] >= 64 * MiB).all() and (cold["kernel_pages_before"] == 0).all()
+    assert (df[df["step"] != P.CACHE_STEPS[0]]["osd_bytes_sent"] == 0).all()
+    assert held(out.extra["claims"])[:3] == [True, True, True]
+
+
+def test_a_file_bigger_than_the_client_cache_turns_the_third_sentence():
+    df = P.client_caches(None, show=False).frame.copy()
+    df.loc[df["step"] == P.CACHE_STEPS[2], "osd_bytes_sent"] = 64 * MiB
+    claims = P.claims_caches(df, show=False)
+    all_consistent(claims)
+    assert claims[2].held is False and "client_oc_size" in claims[2].text
+
+
+def test_metadata_every_operation_is_an_mds_request():
+    out = P.metadata(None, show=False)
+    ceph = out.frame[out.frame["where"] == "CephFS"]
+    assert (ceph["mds_requests"] >= 3 * ceph["files"]).all()
+    assert out.extra["claims"][0].held is True
+
+
+def test_overlapping_trials_are_too_close_to_call():
+    c = P.compare("a is faster", "a", [10, 30, 50], "b", [20, 40, 60], "MB/s", show=False)
+    assert c.held is False and "too close to call here" in c.text and c.consistent()
+    c = P.compare("a is faster", "a", [70, 80, 90], "b", [20, 40, 60], "MB/s", show=False)
+    assert c.held is True and c.consistent()
+    c = P.compare("a is faster", "a", [1, 2, 3], "b", [20, 40, 60], "MB/s", show=False)
+    assert c.held is False and "stayed below" in c.text
+
+
+def test_coherence_node_b_sees_unflushed_bytes():
+    out = P.coherence(None, show=False)
+    assert out.data["visible"]["bytes_equal"] and out.data["visible"]["size_seen_by_b"] == 4096
+    assert len(out.data["sessions"]) >= 2
+    assert out.extra["claims"][0].held is True
+
+
+def test_replication_three_copies_reach_the_osds():
+    out = P.replication(None, show=False)
+    df = out.frame
+    assert df[df["pool_size"] == 3]["osd_bytes_per_file_byte"].between(2.9, 3.1).all()
+    assert df[df["pool_size"] == 1]["osd_bytes_per_file_byte"].between(0.95, 1.05).all()
+    assert out.extra["claims"][0].held is True
+
+
+def test_shared_file_has_its_comparison():
+    out = P.shared_file(None, show=False)
+    assert set(out.frame["how"]) == {"a file per client", "one shared file"}
+    assert len(out.frame) == 2 * P.TRIALS
+    all_consistent(out.extra["claims"])
+
+
+def test_a_recorded_document_with_a_damaged_raw_output_is_a_parse_error():
+    doc = json.loads(recordings.load("ceph/layouts").text)
+    name = next(iter(doc["files"]))
+    doc["files"][name]["getfattr"] = doc["files"][name]["getfattr"].replace("stripe_count=", "stripe_cnt=")
+    with pytest.raises(ParseError):
+        P.parse_layouts(json.dumps(doc))
