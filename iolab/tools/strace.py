@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run, install_hint
 from .. import runner
-from .strace_calls import CALL_KEYS, calls_frame, parse_calls  # noqa: F401  (strace's public names)
+from .strace_calls import CALL_KEYS, calls_frame, parse_call_files, parse_calls  # noqa: F401  (strace's public names)
 from .strace_calls import PERSONALITY_RE, SUMMARY_TITLES, summary_header
 
 TOOL = "strace"
