@@ -16,6 +16,42 @@ def needs(*tools: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(bool(missing), reason=f"not installed here: {', '.join(missing)}")
 
 
+# IOR and mdtest: the builds of each version at /tmp/ior-<version>/bin (built beside the course, see
+# DEVELOPERS.md); the one place the tests know where they are.
+IOR_VERSIONS = ("3.3.0", "4.0.0")
+
+
+def ior_dir(version: str = "4.0.0") -> str:
+    """The directory of IOR/mdtest ``version``'s build (it may not exist)."""
+    return f"/tmp/ior-{version}/bin"
+
+
+def ior_tool(tool: str = "ior", version: str = "4.0.0") -> str | None:
+    """The path of ``tool`` (ior or mdtest): ``version``'s build, else one on PATH; None when neither is."""
+    built = f"{ior_dir(version)}/{tool}"
+    return built if os.access(built, os.X_OK) else shutil.which(tool)
+
+
+@pytest.fixture
+def ior_on_path(monkeypatch):
+    """``ior_on_path(version, tool="ior", mpirun=False, or_on_path=False)`` puts that build first on
+    PATH for the test (and lets Open MPI run as root), or skips the test naming what is missing:
+    the build (``or_on_path``: a ``tool`` on PATH will do), or mpirun."""
+
+    def put(version: str, tool: str = "ior", *, mpirun: bool = False, or_on_path: bool = False) -> None:
+        d = ior_dir(version)
+        if mpirun and shutil.which("mpirun") is None:
+            pytest.skip("mpirun is not here")
+        if os.access(f"{d}/{tool}", os.X_OK):
+            monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+        elif not (or_on_path and shutil.which(tool)):
+            pytest.skip(f"{tool} {version} is not built at {d}")
+        for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+            monkeypatch.setenv(k, "1")
+
+    return put
+
+
 def is_root() -> bool:
     return os.geteuid() == 0
 

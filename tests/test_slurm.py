@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,12 +11,12 @@ import pytest
 from iolab import recordings, slurm
 from iolab.errors import ParseError, ToolFailed, ToolTimeout
 
+from conftest import ior_tool
 from recorders import slurm_cluster
 
 REC = Path(recordings.data_dir()) / "slurm"
-IOR = next((p for p in ("/tmp/ior-4.0.0/bin/ior", shutil.which("ior") or "") if p and os.access(p, os.X_OK)), None)
-MDTEST = next((p for p in ("/tmp/ior-4.0.0/bin/mdtest", shutil.which("mdtest") or "")
-               if p and os.access(p, os.X_OK)), None)
+IOR = ior_tool("ior")
+MDTEST = ior_tool("mdtest")
 
 FIO_JOB = """\
 [global]
