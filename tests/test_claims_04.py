@@ -265,6 +265,7 @@ LIVE_OPTS = ior.Options(transfer_size="1MiB", block_size="8MiB", segments=2, fil
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+@pytest.mark.slow
 def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, ior_on_path, place, version):
     ior_on_path(version, mpirun=True, or_on_path=True)
     monkeypatch.setenv("IOLAB_MODE", "live")
@@ -297,6 +298,7 @@ def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, io
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+@pytest.mark.slow
 def test_live_lesson_claims_are_consistent(monkeypatch, ior_on_path, place, version):
     ior_on_path(version, mpirun=True, or_on_path=True)
     monkeypatch.setenv("IOLAB_MODE", "live")

@@ -392,6 +392,7 @@ def test_phase_claims_that_fail_say_why():
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.slow
 def test_live_phase_claims(monkeypatch, ior_on_path, place, version):
     ior_on_path(version, "mdtest", mpirun=True)
     monkeypatch.setenv("IOLAB_MODE", "live")

@@ -248,6 +248,7 @@ def test_staging_and_streaming_counted_in_bytes():
 
 
 @pytest.mark.live
+@pytest.mark.slow
 def test_live_a_cached_read_crosses_no_byte_of_the_link_and_an_uncached_one_the_object(tmp_path):
     import contextlib
 

@@ -69,6 +69,7 @@ def test_recorded_phases_carry_their_witness_and_the_devices_counts(version):
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+@pytest.mark.slow
 def test_live_phases_are_witnessed_and_leave_nothing(monkeypatch, ior_on_path, place, version):
     import os
 

@@ -346,14 +346,19 @@ def test_every_format_gives_the_workload(ref):
         assert [r["result"] for r in recs if r["event"] == "exit"].count(1) == 1  # the dd of a missing file
 
 
-def _mutations(text: str, rnd: random.Random, n: int) -> list[str]:
-    """Copies of ``text`` with one line changed: a character replaced, dropped or doubled, or the
-    line cut where its text has a digit, a space, a bracket or an "=" (where the pattern decides)."""
+def _cases(text: str, rnd: random.Random, cuts: int, mutations: int, window: int = 40) -> list[str]:
+    """Pieces of ``text`` (``window`` lines either side of a random line, starting mid-trace like a
+    tail of it): cut inside that line, or with that line changed (a character replaced, dropped or
+    doubled, or the line ended early where it has a digit, a space, a bracket or an "=": where the
+    patterns decide)."""
     lines = text.splitlines(keepends=True)
     out = []
-    for _ in range(n):
+    for n in range(cuts + mutations):
         i = rnd.randrange(len(lines))
-        line = lines[i]
+        before, line, after = "".join(lines[max(0, i - window):i]), lines[i], "".join(lines[i + 1:i + window])
+        if n < cuts:
+            out.append(before + line[:rnd.randrange(max(1, len(line) - 1))])
+            continue
         marks = [k for k, c in enumerate(line) if c in " 0123456789()<>[]=,.:+-\"?"] or [0]
         k = rnd.choice(marks)
         op = rnd.randrange(4)
@@ -365,22 +370,20 @@ def _mutations(text: str, rnd: random.Random, n: int) -> list[str]:
             line = line[:k] + line[k] * 2 + line[k + 1:]
         else:
             line = line[:k] + "\n"
-        out.append("".join(lines[:i]) + line + "".join(lines[i + 1:]))
+        out.append(before + line + after)
     return out
 
 
 @pytest.mark.parametrize("ref", FORMATS)
 def test_fast_path_equals_general_path_on_every_format_cut_and_mutated(ref, tmp_path, monkeypatch):
-    # real traces of each format, cut at random bytes and with one line mutated: the same records,
-    # value types, key order and ParseError (line number, message) on both paths, in runs of 7 lines
+    # real traces of each format, cut inside a line and with one line mutated: the same records, value
+    # types, key order and ParseError (line number, message) on both paths, in runs of 7 lines
     monkeypatch.setattr(stc, "_CHUNK", 7)
     monkeypatch.setattr(stc, "_BLOCK", 211)
     rnd = random.Random(ref)
-    text = recordings.load(ref).text
     pid = _format_pid(ref)
-    cases = [text[:rnd.randrange(len(text))] for _ in range(4)] + _mutations(text, rnd, 8)
     errors = 0
-    for case in cases:
+    for case in _cases(recordings.load(ref).text, rnd, 6, 24):
         want = _outcome(case, pid=pid, _fast=False)
         assert _outcome(case, pid=pid) == want
         lines = case.splitlines(keepends=True)  # one line without its newline cannot show a cut
@@ -390,7 +393,7 @@ def test_fast_path_equals_general_path_on_every_format_cut_and_mutated(ref, tmp_
         with open(path) as f:
             assert _outcome(f, pid=pid) == want
         errors += bool(want) and want[-1][0] == "ParseError"
-    assert errors >= 4  # every cut is refused (a cut trace ends inside a line)
+    assert errors >= 6  # every cut is refused (a cut trace ends inside a line)
 
 
 def test_ff_files_get_the_pid_of_their_name(tmp_path):
