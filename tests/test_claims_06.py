@@ -218,7 +218,7 @@ def test_every_read_carries_the_bytes_that_crossed_the_link():
     for label, read in (("rclone, --vfs-cache-mode full", lab.READS[1]), ("gcsfuse, file cache", lab.READS[2])):
         row = by.loc[(label, read)]
         assert row["device_read_bytes"] == 0 and row["layer"] == lab.FUSE_CACHE
-        assert row["why"].startswith(f"0 B crossed the link while 2 MiB were read") and row["why"].endswith(
+        assert row["why"].startswith("0 B crossed the link while 2 MiB were read") and row["why"].endswith(
             f"{lab.FUSE_CACHE} served it")
     # ... or only the reply to s3fs's request at open (a HEAD), no file data
     assert 0 < by.loc[("s3fs, use_cache", lab.READS[1]), "device_read_bytes"] < 1024

@@ -5,7 +5,6 @@ Live tests run here on a real disk-backed filesystem; none of them asserts on ti
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
