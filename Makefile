@@ -10,7 +10,7 @@ TOXIPROXY_VERSION := v2.12.0
 PYTEST_NB := --nbval-lax --nbval-current-env --nbval-cell-timeout=120
 LAB_PORT ?= 8888
 
-.PHONY: lab test setup system exercises strip check-notebooks doctor clean
+.PHONY: lab test test-fast test-lesson lint setup system exercises strip check-notebooks doctor clean
 
 setup: system $(STAMP)/venv $(STAMP)/gcsfuse $(STAMP)/toxiproxy
 
@@ -58,8 +58,23 @@ lab: setup
 	  --IdentityProvider.token=$$token $$root
 
 test: setup
+	$(BIN)/ruff check --no-cache .
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 \
 	  tests notebooks exercises/solutions $(PYTEST_NB)
+
+# the tests not marked slow, no notebooks: the subset to run while working (a few minutes)
+test-fast: setup
+	$(BIN)/ruff check --no-cache .
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 -m "not slow" tests
+
+# one lesson: make test-lesson L=03 runs its tests (LESSON_TESTS in tests/conftest.py), notebook and solution
+test-lesson: setup
+	@test -n "$(L)" || { echo "which lesson? make test-lesson L=03"; exit 2; }
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 --lesson=$(L) \
+	  tests notebooks/$(L)-*.ipynb exercises/solutions/$(L)-*.ipynb $(PYTEST_NB)
+
+lint: $(STAMP)/venv
+	$(BIN)/ruff check --no-cache .
 
 exercises: $(STAMP)/venv
 	$(BIN)/python -m iolab.nbtools exercises

@@ -1,23 +1,30 @@
-"""Benchmark: iolab.tools.strace.parse_calls on a trace of at least 1,000,000 lines.
+"""Benchmark: iolab.tools.strace.parse_calls on every trace format, side by side with -tt.
 
-Usage: .venv/bin/python benchmarks/bench_strace_parse.py [--lines 1000000] [--repeat 5] [--vary] [--general]
+Usage: .venv/bin/python benchmarks/bench_strace_parse.py [--lines 600000] [--repeat 3] [--only NAME ...]
+                                                         [--vary] [--general] [--iter] [--memory]
 
-The trace is made of real recordings (data/recorded/strace), repeated until it has --lines lines,
-and written to a file in a private workspace (deleted at the end). Two mixes:
-  * reads:   trace-forks-reads (three processes, -f -tt -T -y, read(2) lines only)
-  * threads: trace-threads (threads + fork: futex/pread64, unfinished/resumed pairs, signals, exits)
-For each, parse_calls streams the file (`for rec in parse_calls(open(path))`) and the script prints
-lines/s by wall clock and by CPU time of this process, median and best of the runs (the machine is
-a shared VM whose speed swings by a third from minute to minute: see the calibration line; the best
-run is the machine's own speed, the others add what its neighbours took, so the target is judged on
-the best, as timeit's documentation advises), the same for the file given as an iterator of lines
-(`parse_calls(iter(f))`, the way a list or generator of lines is read), then peak Python memory
-(tracemalloc) for the whole file and for a file of its first quarter: with a streaming parser the
-two are about equal.
+Each format is a real recording of the same workloads (data/recorded/strace/format-*, made by
+`python -m recorders.strace --formats`: `strace [-f|-ff] [-t|-tt|-ttt|-r|none] [-T] [-y]`, with -o
+and without it, `[pid N]` on stderr), repeated until it has --lines lines and written to a file in a
+private workspace (deleted at the end); the two older -f -tt -T -y mixes (trace-forks-reads: three
+processes reading; trace-threads: threads and a fork, futex/pread64, unfinished/resumed pairs,
+signals, exits) come with them. A -ff set is one file per process (FILE.<pid>), each repeated in
+proportion and parsed with the pid of its name: ``parse_calls(f, pid=pid)``.
+
+parse_calls streams each file (`for rec in parse_calls(open(path))`) --repeat times, the formats
+taking turns so that a change of the machine's load falls on all of them alike. The figure is
+lines/s of CPU time of this process (time.process_time), the best of the runs: the machine is a
+shared VM whose speed swings from minute to minute (see the calibration line), the best run is its
+own speed, the others add what its neighbours took (timeit's documentation advises the same).
+Printed per format: lines, records, best lines/s, the ratio to -f -tt -T -y and to the fastest
+format; then whether every format is within 0.8x of the fastest and at >= 500,000 lines/s.
+
 --vary gives every line a duration of its own (random, 1 to 999 µs) instead of the recording's,
 repeated: a trace that repeats itself flatters any memo of what the lines say. --general also
-times the general path alone (`_fast=False`, one line at a time, as parse_calls worked before).
-The target is >= 500,000 lines/s. Not a test: CI does not gate on it.
+times the general path alone (`_fast=False`, one line at a time), --iter the file given as an
+iterator of lines (`parse_calls(iter(f))`), --memory the peak Python memory (tracemalloc) for the
+whole file and for its first quarter (a streaming parser keeps them about equal).
+Not a test: CI does not gate on it.
 """
 from __future__ import annotations
 
@@ -25,27 +32,38 @@ import argparse
 import gc
 import random
 import re
-import statistics
 import time
 import tracemalloc
 from pathlib import Path
 
 from iolab import recordings, workspace
 from iolab.tools import strace as st
-from iolab.units import format_size
 
-MIXES = {"reads": "strace/trace-forks-reads", "threads": "strace/trace-threads"}
 TARGET = 500_000
+WITHIN = 0.8
+REFERENCE = "f-tt-T-y"
 _DURATION = re.compile(r"<\d+\.\d+>$")
 
 
-def build(path: Path, source: str, n_lines: int, vary: bool = False) -> int:
-    lines = recordings.load(source).text.splitlines(keepends=True)
-    rnd = random.Random(0)
+def sources() -> dict[str, list[tuple[str, int | None]]]:
+    """format name -> its recordings, each with the pid its file name gives (-ff) or None."""
+    out: dict[str, list[tuple[str, int | None]]] = {}
+    for ref in recordings.available("strace"):
+        name = ref.split("/", 1)[1]
+        if name.startswith("format-"):
+            fmt, _, suffix = name[len("format-"):].partition(".")
+            out.setdefault(fmt, []).append((ref, int(suffix) if suffix else None))
+    for mix in ("trace-forks-reads", "trace-threads"):
+        out[mix] = [(f"strace/{mix}", None)]
+    return out
+
+
+def build(path: Path, ref: str, n_lines: int, rnd: random.Random | None) -> int:
+    lines = recordings.load(ref).text.splitlines(keepends=True)
     written = 0
     with open(path, "w") as f:
         while written < n_lines:
-            if vary:
+            if rnd is not None:
                 f.writelines(_DURATION.sub(lambda m: f"<0.{rnd.randint(1, 999):06d}>", ln.rstrip("\n")) + "\n"
                              for ln in lines)
             else:
@@ -54,30 +72,28 @@ def build(path: Path, source: str, n_lines: int, vary: bool = False) -> int:
     return written
 
 
-def consume(path: Path, as_lines: bool = False, **kw) -> int:
+def consume(files: list[tuple[Path, int | None]], as_lines: bool = False, **kw) -> int:
     n = 0
-    with open(path) as f:
-        for _ in st.parse_calls(iter(f) if as_lines else f, **kw):
-            n += 1
+    for path, pid in files:
+        if pid is not None:
+            kw["pid"] = pid
+        with open(path) as f:
+            for _ in st.parse_calls(iter(f) if as_lines else f, **kw):
+                n += 1
     return n
 
 
-def timed(path: Path, repeat: int, **kw) -> tuple[float, float, float, int]:
-    """Median wall, median CPU and least CPU seconds of ``repeat`` runs, and the number of records."""
-    runs = []
-    for _ in range(repeat):
-        gc.collect()
-        w0, c0 = time.perf_counter(), time.process_time()
-        n = consume(path, **kw)
-        runs.append((time.perf_counter() - w0, time.process_time() - c0, n))
-    cpu = [r[1] for r in runs]
-    return statistics.median(r[0] for r in runs), statistics.median(cpu), min(cpu), runs[0][2]
+def cpu(files, **kw) -> tuple[float, int]:
+    gc.collect()
+    c0 = time.process_time()
+    n = consume(files, **kw)
+    return time.process_time() - c0, n
 
 
-def peak(path: Path) -> int:
+def peak(files) -> int:
     gc.collect()
     tracemalloc.start()
-    consume(path)
+    consume(files)
     _, top = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return top
@@ -94,35 +110,69 @@ def calibrate() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lines", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--lines", type=int, default=600_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="*", help="only these formats (e.g. f-tt-T-y one-none)")
     ap.add_argument("--vary", action="store_true", help="a random duration on every line")
     ap.add_argument("--general", action="store_true", help="also time the general path alone")
+    ap.add_argument("--iter", action="store_true", help="also time the file as an iterator of lines")
+    ap.add_argument("--memory", action="store_true", help="also measure peak Python memory")
     a = ap.parse_args()
+    formats = {k: v for k, v in sources().items() if not a.only or k in a.only}
     print(f"python loop calibration: {calibrate():.0f} ns per trivial iteration (CPU time)")
-    with workspace.Workspace(budget="1GiB") as ws:
-        for mix, source in MIXES.items():
-            path = ws.path(f"{mix}.trace")
-            n_lines = build(path, source, a.lines, vary=a.vary)
-            quarter = ws.path(f"{mix}-quarter.trace")
-            with open(path) as f, open(quarter, "w") as q:
-                q.writelines(line for _, line in zip(range(n_lines // 4), f))
-            wall, cpu, best, records = timed(path, a.repeat)
-            lwall, lcpu, _, _ = timed(path, a.repeat, as_lines=True)
-            rate = n_lines / best
-            varied = ", varied durations" if a.vary else ""
-            print(f"{mix:8s} {n_lines:,} lines ({format_size(path.stat().st_size)}{varied}) -> {records:,} records")
-            print(f"{'':8s} file:              {n_lines / wall:9,.0f} lines/s wall, {n_lines / cpu:9,.0f} lines/s CPU"
-                  f" (median of {a.repeat})")
-            print(f"{'':8s}                    {rate:9,.0f} lines/s CPU, the best of {a.repeat};"
-                  f" target {TARGET:,}: {'met' if rate >= TARGET else 'NOT met'}")
-            print(f"{'':8s} iterator of lines: {n_lines / lwall:9,.0f} lines/s wall, {n_lines / lcpu:9,.0f} lines/s CPU")
-            print(f"{'':8s} peak Python memory {format_size(peak(path))}"
-                  f" (a quarter of the trace: {format_size(peak(quarter))})")
+    rnd = random.Random(0) if a.vary else None
+    with workspace.Workspace(budget="4GiB") as ws:
+        files: dict[str, list[tuple[Path, int | None]]] = {}
+        lines: dict[str, int] = {}
+        for fmt, refs in formats.items():
+            sizes = [len(recordings.load(ref).text.splitlines()) for ref, _ in refs]
+            files[fmt], lines[fmt] = [], 0
+            for (ref, pid), size in zip(refs, sizes):
+                path = ws.path(f"{ref.split('/')[1]}.trace")
+                lines[fmt] += build(path, ref, max(1, a.lines * size // sum(sizes)), rnd)
+                files[fmt].append((path, pid))
+        best: dict[str, float] = {}
+        records: dict[str, int] = {}
+        for _ in range(a.repeat):  # the formats take turns
+            for fmt in formats:
+                t, records[fmt] = cpu(files[fmt])
+                best[fmt] = min(best.get(fmt, t), t)
+        rate = {fmt: lines[fmt] / best[fmt] for fmt in formats}
+        fastest = max(rate.values())
+        ref_rate = rate.get(REFERENCE)
+        varied = ", varied durations" if a.vary else ""
+        print(f"lines/s of CPU time, the best of {a.repeat} runs per format{varied}; "
+              f"x: of {REFERENCE} (-f -tt -T -y -o FILE), of the fastest")
+        print(f"{'format':18s} {'lines':>9s} {'records':>9s} {'lines/s':>9s} {'x -tt':>6s} {'x max':>6s}")
+        for fmt in formats:
+            vs = f"{rate[fmt] / ref_rate:6.2f}" if ref_rate else f"{'':6s}"
+            print(f"{fmt:18s} {lines[fmt]:9,d} {records[fmt]:9,d} {rate[fmt]:9,.0f} {vs} {rate[fmt] / fastest:6.2f}")
+        slow = [fmt for fmt in formats if rate[fmt] < WITHIN * fastest]
+        under = [fmt for fmt in formats if rate[fmt] < TARGET]
+        print(f"within {WITHIN}x of the fastest ({fastest:,.0f} lines/s): "
+              f"{'every format' if not slow else 'NOT ' + ', '.join(slow)}; slowest/fastest "
+              f"{min(rate.values()) / fastest:.2f}")
+        print(f"target {TARGET:,} lines/s: {'met by every format' if not under else 'NOT met by ' + ', '.join(under)}")
+        for fmt in formats:
+            extra = []
+            if a.iter:
+                t, _ = cpu(files[fmt], as_lines=True)
+                extra.append(f"iterator of lines {lines[fmt] / t:9,.0f} lines/s")
             if a.general:
-                gwall, gcpu, _, _ = timed(path, 1, _fast=False)
-                print(f"{'':8s} general path alone: {n_lines / gwall:8,.0f} lines/s wall, {n_lines / gcpu:9,.0f} lines/s CPU"
-                      f" (the fast path: {gwall / wall:.1f}x)")
+                t, _ = cpu(files[fmt], _fast=False)
+                extra.append(f"general path alone {lines[fmt] / t:9,.0f} lines/s (fast: {t / best[fmt]:.1f}x)")
+            if a.memory:
+                quarter = []
+                for path, pid in files[fmt]:
+                    q = path.with_suffix(".quarter")
+                    with open(path) as f, open(q, "w") as out:
+                        n = sum(1 for _ in open(path))
+                        out.writelines(line for _, line in zip(range(n // 4), f))
+                    quarter.append((q, pid))
+                extra.append(f"peak memory {peak(files[fmt]) / 2**20:.1f} MiB (a quarter: {peak(quarter) / 2**20:.1f} MiB)")
+            if extra:
+                print(f"{fmt:18s} " + "; ".join(extra))
+
 
 if __name__ == "__main__":
     main()

@@ -488,21 +488,6 @@ def ior_vs_published(ours: pd.DataFrame, published: pd.DataFrame, *, ours_title:
     return fig
 
 
-def ior_iterations(df: pd.DataFrame, title: str = "Every iteration: how much do repeats vary?") -> go.Figure:
-    """One dot per iteration per run and access (log axis): the spread IOR's single "Max" hides."""
-    key = "run" if "run" in df else "config"
-    d = df[df["access"].isin(["write", "read"]) & df["bw_mib"].notna()]
-    fig = go.Figure()
-    for access in ("write", "read"):
-        part = d[d["access"] == access]
-        fig.add_scatter(x=part[key], y=part["bw_mib"], mode="markers", name=access,
-                        marker=dict(color=ACCESS_COLORS[access], size=9, opacity=0.75), customdata=part["iteration"],
-                        hovertemplate="%{x} " + access + ", iteration %{customdata}: %{y:,.0f} MiB/s<extra></extra>")
-    fig.update_layout(title=title, yaxis_title="bandwidth (MiB/s)", xaxis_title="run", legend_title="access",
-                      yaxis=dict(rangemode="tozero", tickformat=",d"))
-    return fig
-
-
 def _log_ticks_125(lo: float, hi: float) -> dict:
     """Ticks at 1, 2 and 5 times each power of 10 between ``lo`` and ``hi``, every one with its full label
     (plotly's own labels on a log axis are a bare "2" and "5" between the decades)."""
@@ -844,25 +829,6 @@ def class_heatmap(frame: pd.DataFrame, value: str, *, unit: str, rows: str = "us
     fig.update_layout(title=title or f"median {value} ({unit}) per {rows} and {cols}", template="plotly_white",
                       xaxis_title=cols, yaxis_title=rows)
     fig.update_yaxes(autorange="reversed")
-    return fig
-
-
-def slurm_sweep(frame: pd.DataFrame, value: str, *, unit: str, x: str = "nodes", color: str = "options",
-                facet: str | None = None, title: str | None = None) -> go.Figure:
-    """A Slurm sweep's results: ``value`` against ``x`` (node count), one line per option set."""
-    fig = go.Figure()
-    data = frame.dropna(subset=[value])
-    groups = [(None, data)] if facet is None else list(data.groupby(facet))
-    for fkey, fg in groups:
-        for key, g in fg.groupby(color, sort=False):
-            g = g.groupby(x, as_index=False)[value].median().sort_values(x)
-            name = str(key) if fkey is None else f"{key} ({fkey})"
-            fig.add_trace(go.Scatter(x=g[x], y=g[value], mode="lines+markers", name=name,
-                                     hovertemplate=f"{x}=%{{x}}: %{{y:.4g}} {unit}"))
-    fig.update_layout(title=title or f"{value} by {x}", template="plotly_white", xaxis_title=x,
-                      yaxis_title=f"{value} ({unit}, log scale)", legend_title=color)
-    fig.update_yaxes(type="log")
-    fig.update_xaxes(dtick=1)
     return fig
 
 

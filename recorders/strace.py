@@ -11,12 +11,22 @@ With iolab.recordings.save (the text strace wrote with -o + .meta.json), in a pr
   nothing can be evicted (the /tmp pair is trace-reads-cold / trace-reads-warm).
 * overhead-16b-of-100000-shm.csv: syscalls.overhead() of the 16-byte read loop on tmpfs.
 
+`--formats` re-makes only the traces of every output format parse_calls reads (tests/test_strace.py
+checks its fast path against the general one on each; benchmarks/bench_strace_parse.py times each):
+format-<how>-<stamp>[-T][-y], <stamp> one of t, tt, ttt, r (-t, -tt, -ttt, -r) or none, <how> one of
+  one   `strace [stamp] [-T] [-y] -o FILE dd bs=1 ...`: one process, no pid on its lines
+  f     `strace -f ... -o FILE sh -c SCRIPT`: a shell, two dd's at once (one of them bs=1) and a dd that
+        fails (LC_ALL=C, for fewer lines of locale look-ups): "PID  " before every line, unfinished/resumed pairs, SIGCHLD, SIGUSR1, exits 0 and 1
+  fpid  the same without -o: the trace strace writes on stderr, "[pid PID] " once there are two
+  ff    `strace -ff ... -o FILE`: one file per process, FILE.<pid>, saved as format-ff-...<pid>
+
 Never edit the recorded text; run this again instead.
 """
 from __future__ import annotations
 
+import argparse
 import os
-
+from dataclasses import replace
 
 from iolab import recordings, runner, workspace
 from iolab.labs import syscalls
@@ -54,7 +64,71 @@ def _evict(path):
         os.close(fd)
 
 
+# the -f workload: argv of sh, its script and positional arguments (the data file is "$1", never
+# spliced into the script)
+FORMAT_SCRIPT = ('trap "true" USR1; dd if="$1" of=/dev/null bs=1 count=100 status=none & '
+                 'dd if="$1" of=/dev/null bs=4k status=none & '
+                 'dd if="$1.missing" of=/dev/null status=none 2>/dev/null; wait; kill -s USR1 $$')
+STAMPS = {"t": ["-t"], "tt": ["-tt"], "ttt": ["-ttt"], "r": ["-r"], "none": []}
+# (how, stamp, -T, -y): each stamp with -T -y in every layout but -ff; a few without -T or -y
+FORMATS = ([(how, stamp, True, True) for how in ("one", "f", "fpid") for stamp in STAMPS]
+           + [("f", "tt", False, False), ("f", "ttt", True, False), ("f", "r", False, True),
+              ("f", "none", False, False), ("one", "none", False, False),
+              ("ff", "tt", True, True), ("ff", "none", False, False)])
+
+
+def format_name(how: str, stamp: str, durations: bool, fds: bool) -> str:
+    return f"strace/format-{how}-{stamp}{'-T' if durations else ''}{'-y' if fds else ''}"
+
+
+def record_formats() -> None:
+    """The same workloads traced in each of FORMATS (see the module docstring)."""
+    with workspace.Workspace(budget="64MiB", base="/tmp") as ws:
+        data = ws.make_file("data-32KiB.bin", "32KiB")
+        for how, stamp, durations, fds in FORMATS:
+            flags = STAMPS[stamp] + (["-T"] if durations else []) + (["-y"] if fds else [])
+            if how == "one":
+                cmd = ["dd", f"if={data}", "of=/dev/null", "bs=1", "count=100", "status=none"]
+            else:
+                cmd = ["sh", "-c", FORMAT_SCRIPT, "sh", str(data)]
+                flags = ["-ff" if how == "ff" else "-f", *flags]
+            out = ws.root / ".strace-format"
+            tail = [] if how == "fpid" else ["-o", out]
+            argv = [strace.TOOL, *flags, *tail, "--", *cmd]
+            shown = [strace.TOOL, *flags, *(["-o", "FILE"] if tail else []), "--", *cmd]
+            notes = {"one": "dd bs=1 count=100 of a 32 KiB file, one process",
+                     "f": "a shell running dd bs=1 count=100 and dd bs=4k of a 32 KiB file at once, and a dd of "
+                          "a missing file (exit 1), then SIGUSR1 to itself (trapped)",
+                     "fpid": "the -f workload traced to strace's stderr (no -o): [pid N] prefixes",
+                     "ff": "the -f workload with -ff -o FILE: one file per process, FILE.<pid> (the pid is the "
+                           "name's suffix)"}[how]
+            ref = format_name(how, stamp, durations, fds)
+            r = runner.run(argv, timeout=60, cwd=ws.root, check=False, env={"LC_ALL": "C"})  # no locale files
+            if how == "ff":
+                for f in sorted(ws.root.glob(".strace-format.*")):
+                    p = recordings.save(replace(r, stdout=f.read_text()), f"{ref}.{f.suffix[1:]}", argv=shown,
+                                        tool_version=runner.tool_version("strace"), stream="file",
+                                        fs_path=ws.root, host_description=HOST,
+                                        notes=f"{notes}. Traced command exit status: {r.returncode}.")
+                    f.unlink()
+                    print(p)
+                continue
+            if how != "fpid":
+                r = replace(r, stdout=out.read_text())
+                out.unlink()
+            p = recordings.save(r, ref, argv=shown, tool_version=runner.tool_version("strace"),
+                                stream="stderr" if how == "fpid" else "file", fs_path=ws.root,
+                                host_description=HOST,
+                                notes=f"{notes}. Traced command exit status: {r.returncode}.")
+            print(p)
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--formats", action="store_true", help="re-make only the format-* traces")
+    if ap.parse_args().formats:
+        record_formats()
+        return
     for name, base in PLACES.items():
         with workspace.Workspace(budget="256MiB", base=base) as ws:
             ws.reserve(64 * 2**20)

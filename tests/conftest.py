@@ -4,16 +4,90 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
 from iolab import workspace
+
+TESTS = Path(__file__).resolve().parent
+
+# make test-lesson L=NN: a lesson's own tests (its claims, the modules it teaches with); the Makefile
+# adds the lesson's notebook and exercise solution. tests/test_house.py keeps this table whole.
+LESSON_TESTS = {
+    "00": ["test_claims_00.py", "test_fsinfo.py", "test_doctor.py"],
+    "01": ["test_claims_01.py", "test_lessons_01_02.py", "test_pagecache.py", "test_measure.py",
+           "test_measure_witness.py", "test_witness.py", "test_dd.py", "test_fio.py", "test_tools_witness.py"],
+    "02": ["test_claims_02.py", "test_lessons_01_02.py", "test_readahead.py", "test_bpftrace.py"],
+    "03": ["test_claims_03.py", "test_strace.py", "test_syscalls.py"],
+    "04": ["test_claims_04.py", "test_ior.py", "test_ior_pitfalls.py", "test_mpi.py"],
+    "05": ["test_claims_05.py", "test_mdtest.py", "test_metadata.py"],
+    "06": ["test_claims_06.py", "test_objectstore.py", "test_objectstore_isolation.py", "test_objectstore_live.py",
+           "test_objectstore_netns.py"],
+    "07": ["test_claims_07.py", "test_darshan.py", "test_darshan_checks.py", "test_darshan_golden.py",
+           "test_darshan_recordings.py"],
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--lesson", metavar="NN", default=None,
+                     help="only lesson NN's test files in tests/ (LESSON_TESTS in tests/conftest.py)")
+
+
+def pytest_configure(config):
+    lesson = config.getoption("--lesson")
+    if lesson is not None and lesson not in LESSON_TESTS:
+        raise pytest.UsageError(f"--lesson {lesson!r}: the lessons are {', '.join(LESSON_TESTS)}")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With --lesson NN, the test files of tests/ that are not lesson NN's are not even imported."""
+    lesson = config.getoption("--lesson")
+    if lesson and collection_path.parent == TESTS and collection_path.name.startswith("test_"):
+        return collection_path.name not in LESSON_TESTS[lesson]
+    return None
 
 
 def needs(*tools: str) -> pytest.MarkDecorator:
     """Skip unless every tool is on PATH, naming the missing ones."""
     missing = [t for t in tools if shutil.which(t) is None]
     return pytest.mark.skipif(bool(missing), reason=f"not installed here: {', '.join(missing)}")
+
+
+# IOR and mdtest: the builds of each version at /tmp/ior-<version>/bin (built beside the course, see
+# DEVELOPERS.md); the one place the tests know where they are.
+IOR_VERSIONS = ("3.3.0", "4.0.0")
+
+
+def ior_dir(version: str = "4.0.0") -> str:
+    """The directory of IOR/mdtest ``version``'s build (it may not exist)."""
+    return f"/tmp/ior-{version}/bin"
+
+
+def ior_tool(tool: str = "ior", version: str = "4.0.0") -> str | None:
+    """The path of ``tool`` (ior or mdtest): ``version``'s build, else one on PATH; None when neither is."""
+    built = f"{ior_dir(version)}/{tool}"
+    return built if os.access(built, os.X_OK) else shutil.which(tool)
+
+
+@pytest.fixture
+def ior_on_path(monkeypatch):
+    """``ior_on_path(version, tool="ior", mpirun=False, or_on_path=False)`` puts that build first on
+    PATH for the test (and lets Open MPI run as root), or skips the test naming what is missing:
+    the build (``or_on_path``: a ``tool`` on PATH will do), or mpirun."""
+
+    def put(version: str, tool: str = "ior", *, mpirun: bool = False, or_on_path: bool = False) -> None:
+        d = ior_dir(version)
+        if mpirun and shutil.which("mpirun") is None:
+            pytest.skip("mpirun is not here")
+        if os.access(f"{d}/{tool}", os.X_OK):
+            monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+        elif not (or_on_path and shutil.which(tool)):
+            pytest.skip(f"{tool} {version} is not built at {d}")
+        for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+            monkeypatch.setenv(k, "1")
+
+    return put
 
 
 def is_root() -> bool:

@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conftest import ior_dir  # where the IOR/mdtest build is (tests/ is on sys.path: pytest, bench_hub)
+
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "IOLAB_HUB_TEST"
 CACHE_ROOT = Path(os.environ.get("IOLAB_HUB_ENV_CACHE", "/opt/iolab-hubtest"))
@@ -967,7 +969,7 @@ class HubClass:
 
     @property
     def kernel_path(self) -> str:
-        ior = [d for d in ("/tmp/ior-4.0.0/bin",) if os.access(d, os.X_OK)]
+        ior = [d for d in (ior_dir("4.0.0"),) if os.access(d, os.X_OK)]
         assert self.env is not None
         return ":".join([*ior, str(self.env.bin), SYSTEM_PATH])
 

@@ -176,6 +176,7 @@ def test_cpu_accounting_is_a_sentence_or_none():
 
 @pytest.mark.live
 @needs("strace")
+@pytest.mark.slow
 def test_live_write_fsync_and_reads(place, monkeypatch):
     kind, ws = place
     monkeypatch.setenv("IOLAB_MODE", "live")

@@ -263,30 +263,14 @@ def test_the_recorded_sweep(version):
 
 # --- live: the witness of real IOR runs, on a disk and on tmpfs, with both IOR versions -------------
 
-def _ior_on_path(monkeypatch, version: str) -> None:
-    import os
-    import shutil
-
-    d = f"/tmp/ior-{version}/bin"
-    if not os.path.exists(f"{d}/ior"):
-        if version == "4.0.0" and shutil.which("ior"):
-            return
-        pytest.skip(f"IOR {version} is not built at {d}")
-    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
-    for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
-        monkeypatch.setenv(k, "1")
-
-
 LIVE_OPTS = ior.Options(transfer_size="1MiB", block_size="8MiB", segments=2, file_per_process=True)
 
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
-def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, place, version):
-    import shutil
-    _ior_on_path(monkeypatch, version)
-    if shutil.which("mpirun") is None:
-        pytest.skip("not installed here: mpirun")
+@pytest.mark.slow
+def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, ior_on_path, place, version):
+    ior_on_path(version, mpirun=True, or_on_path=True)
     monkeypatch.setenv("IOLAB_MODE", "live")
     kind, ws = place
     data = LIVE_OPTS.total_bytes(2)
@@ -317,11 +301,9 @@ def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, pl
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
-def test_live_lesson_claims_are_consistent(monkeypatch, place, version):
-    import shutil
-    _ior_on_path(monkeypatch, version)
-    if shutil.which("mpirun") is None:
-        pytest.skip("not installed here: mpirun")
+@pytest.mark.slow
+def test_live_lesson_claims_are_consistent(monkeypatch, ior_on_path, place, version):
+    ior_on_path(version, mpirun=True, or_on_path=True)
     monkeypatch.setenv("IOLAB_MODE", "live")
     kind, ws = place
     base = replace(LIVE_OPTS, iterations=2)
@@ -353,11 +335,8 @@ def test_the_recorded_sweep_says_it_has_no_witness_and_a_witnessed_one_is_judged
 
 
 @pytest.mark.live
-def test_live_sweep_point_is_witnessed(monkeypatch, ws):
-    import shutil
-    _ior_on_path(monkeypatch, "4.0.0")
-    if shutil.which("mpirun") is None:
-        pytest.skip("not installed here: mpirun")
+def test_live_sweep_point_is_witnessed(monkeypatch, ior_on_path, ws):
+    ior_on_path("4.0.0", mpirun=True, or_on_path=True)
     point = lab.sweep_point("segments", 1, ws=ws)
     assert set(point["access"]) == {"write", "read"} and point["own_write_bytes"].notna().all()
     assert (point["own_write_bytes"] >= 2 * 16 * 2**20).all()       # -e: both ranks' 16 MiB, dirtied

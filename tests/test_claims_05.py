@@ -392,14 +392,9 @@ def test_phase_claims_that_fail_say_why():
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", VERSIONS)
-def test_live_phase_claims(monkeypatch, place, version):
-    import os
-    import shutil
-
-    d = f"/tmp/ior-{version}/bin"
-    if not os.path.exists(f"{d}/mdtest") or shutil.which("mpirun") is None:
-        pytest.skip(f"mdtest {version} or mpirun is not here")
-    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+@pytest.mark.slow
+def test_live_phase_claims(monkeypatch, ior_on_path, place, version):
+    ior_on_path(version, "mdtest", mpirun=True)
     monkeypatch.setenv("IOLAB_MODE", "live")
     kind, ws = place
     f = M.facts(ws.root)

@@ -252,7 +252,7 @@ def test_every_read_carries_the_bytes_that_crossed_the_link():
     for label, read in (("rclone, --vfs-cache-mode full", lab.READS[1]), ("gcsfuse, file cache", lab.READS[2])):
         row = by.loc[(label, read)]
         assert row["device_read_bytes"] == 0 and row["layer"] == lab.FUSE_CACHE
-        assert row["why"].startswith(f"0 B crossed the link while 2 MiB were read") and row["why"].endswith(
+        assert row["why"].startswith("0 B crossed the link while 2 MiB were read") and row["why"].endswith(
             f"{lab.FUSE_CACHE} served it")
     # ... or only the reply to s3fs's request at open (a HEAD), no file data
     assert 0 < by.loc[("s3fs, use_cache", lab.READS[1]), "device_read_bytes"] < 1024
@@ -282,6 +282,7 @@ def test_staging_and_streaming_counted_in_bytes():
 
 
 @pytest.mark.live
+@pytest.mark.slow
 def test_live_a_cached_read_crosses_no_byte_of_the_link_and_an_uncached_one_the_object(tmp_path):
     import contextlib
 

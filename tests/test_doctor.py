@@ -33,6 +33,7 @@ def test_missing_tool_is_reported_with_a_fallback(monkeypatch):
     assert item.status == doctor.MISSING and "replays" in item.line()
 
 
+@pytest.mark.slow
 def test_cli_prints_the_table():
     r = subprocess.run([sys.executable, "-m", "iolab.cli", "doctor"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

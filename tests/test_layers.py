@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "iolab"
 # what a tool module may import of iolab: the runner and what it stands on, and other tool modules.
@@ -83,6 +85,7 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_no_import_circle_among_iolab_modules():
     # a package's __init__ is the package name ("tools", "labs"); "" is iolab's own __init__
     modules = _modules()
@@ -104,6 +107,7 @@ def test_no_import_circle_among_iolab_modules():
     assert not circles, f"import circles: {circles}"
 
 
+@pytest.mark.slow
 def test_imports_of_iolab_modules_sit_at_the_top():
     inner = {}
     for name, path in _modules().items():

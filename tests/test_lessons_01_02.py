@@ -87,6 +87,7 @@ def test_dirty_writeback_panels():
 # --- widgets -------------------------------------------------------------------------------------
 
 @pytest.mark.live
+@pytest.mark.slow
 def test_window_explorer_updates(f):
     from iolab import widgets
     box = widgets.window_explorer(f)
@@ -158,6 +159,7 @@ def test_check_01_witnessed_write(ws):
         check.check_01_witnessed_write(nothing.result, target, 0, False)
 
 
+@pytest.mark.slow
 def test_check_02(f, ws):
     assert check.check_02_random_window(f, 1)
     with pytest.raises(check.CheckFailed):

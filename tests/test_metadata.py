@@ -69,14 +69,11 @@ def test_recorded_phases_carry_their_witness_and_the_devices_counts(version):
 
 @pytest.mark.live
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
-def test_live_phases_are_witnessed_and_leave_nothing(monkeypatch, place, version):
+@pytest.mark.slow
+def test_live_phases_are_witnessed_and_leave_nothing(monkeypatch, ior_on_path, place, version):
     import os
-    import shutil
 
-    d = f"/tmp/ior-{version}/bin"
-    if not os.path.exists(f"{d}/mdtest") or shutil.which("mpirun") is None:
-        pytest.skip(f"mdtest {version} or mpirun is not here")
-    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+    ior_on_path(version, "mdtest", mpirun=True)
     monkeypatch.setenv("IOLAB_MODE", "live")
     kind, ws = place
     ph = metadata.measure_phases(ws.root, mdtest.Options(files=20, iterations=1), recording="mdtest/none", quiet=True)

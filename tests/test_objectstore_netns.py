@@ -155,6 +155,7 @@ def test_where_no_private_network_can_be_made_the_servers_say_so_once(pws, monke
 
 
 @needs_s3
+@pytest.mark.slow
 def test_with_IOLAB_NETNS_0_the_store_is_on_the_nodes_loopback_as_before(pws, monkeypatch, capsys):
     monkeypatch.setenv("IOLAB_NETNS", "0")
     monkeypatch.setattr(netns, "_announced", False)
@@ -169,6 +170,7 @@ def test_with_IOLAB_NETNS_0_the_store_is_on_the_nodes_loopback_as_before(pws, mo
 @needs_userns
 @needs_s3
 @pytest.mark.skipif(not slowlink.available(), reason="toxiproxy-server is not installed")
+@pytest.mark.slow
 def test_a_store_and_its_slow_link_share_one_private_network(pws):
     with lab.remote_store("s3", ws=pws) as st:
         assert "owner only" in st.direct.server and "owner only" in st.remote.server

@@ -5,7 +5,6 @@ Live tests run here on a real disk-backed filesystem; none of them asserts on ti
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -223,6 +222,7 @@ def test_tmpfs_is_flagged():
 
 
 @pytest.mark.live
+@pytest.mark.slow
 def test_drop_caches_as_root_or_permission_error(disk_ws):
     p = disk_ws.make_file("dc.bin", "2MiB")
     _read_all(p)
@@ -296,6 +296,7 @@ def _system_file(readable: bool) -> str | None:
 
 
 @pytest.mark.live
+@pytest.mark.slow
 def test_unprivileged_user():
     """What a student (no root) gets: eviction of their own files, an honest 'unknown' for files of
     others, and drop_caches refused with a pointer to evict."""

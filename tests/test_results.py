@@ -87,6 +87,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing_and_readers_never_see_half_a_file(tmp_path):
     """Six processes (three users, two kernels each) append at once while this process reads."""
     d = tmp_path / "shared"

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,12 +11,12 @@ import pytest
 from iolab import recordings, slurm
 from iolab.errors import ParseError, ToolFailed, ToolTimeout
 
+from conftest import ior_tool
 from recorders import slurm_cluster
 
 REC = Path(recordings.data_dir()) / "slurm"
-IOR = next((p for p in ("/tmp/ior-4.0.0/bin/ior", shutil.which("ior") or "") if p and os.access(p, os.X_OK)), None)
-MDTEST = next((p for p in ("/tmp/ior-4.0.0/bin/mdtest", shutil.which("mdtest") or "")
-               if p and os.access(p, os.X_OK)), None)
+IOR = ior_tool("ior")
+MDTEST = ior_tool("mdtest")
 
 FIO_JOB = """\
 [global]
@@ -333,6 +332,7 @@ def test_a_sweep_one_job_each_on_one_node(slurm_single, tmp_path):
 @pytest.mark.live
 @pytest.mark.skipif(IOR is None, reason="IOR is not built here (/tmp/ior-4.0.0/bin/ior or ior on PATH)")
 @pytest.mark.parametrize("launcher", ["srun", "mpirun"])
+@pytest.mark.slow
 def test_ior_across_two_nodes(slurm_two_nodes, tmp_path, launcher):
     pytest.importorskip("iolab.tools.ior")
     c = slurm_two_nodes
@@ -376,6 +376,7 @@ def test_why_not_names_the_reason(monkeypatch):
 
 
 @pytest.mark.live
+@pytest.mark.slow
 def test_the_cluster_leaves_nothing_behind_even_on_failure(tmp_path):
     reason = slurm_cluster.why_not()
     if reason:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import random
 import sys
+from datetime import timezone
 
 import pytest
 
@@ -262,6 +263,173 @@ def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch)
                 assert _outcome([ln + "\n" for ln in lines[:-1]] + [lines[-1]], _fast=False) == cut, lines
             assert _outcome("\n".join(lines)) == cut and _outcome("\n".join(lines), _fast=False) == cut, lines
             assert cut[-1][0] == "ParseError" and (cut[-1][1] == len(lines) or cut[-1][2] == want[-1][2]), lines
+
+
+# ------------------------------------------------------------------------------------------------
+# every format strace writes: real traces of the same workloads (python -m recorders.strace --formats)
+# ------------------------------------------------------------------------------------------------
+
+FORMATS = [ref for ref in recordings.available("strace") if ref.startswith("strace/format-")]
+
+
+def _format_pid(ref: str) -> int | None:
+    """-ff files are format-ff-...<pid>: the pid is the name's suffix."""
+    _, _, suffix = ref.partition(".")
+    return int(suffix) if suffix else None
+
+
+def test_the_formats_are_all_recorded():
+    names = {ref.split("/")[1].partition(".")[0] for ref in FORMATS}
+    for stamp in ("t", "tt", "ttt", "r", "none"):
+        assert {f"format-one-{stamp}-T-y", f"format-f-{stamp}-T-y", f"format-fpid-{stamp}-T-y"} <= names
+    assert {"format-ff-tt-T-y", "format-ff-none", "format-f-none", "format-one-none"} <= names
+    assert sum(ref.startswith("strace/format-ff-tt-T-y.") for ref in FORMATS) >= 3  # a file per process
+
+
+@pytest.mark.parametrize("ref", FORMATS)
+def test_every_format_takes_the_fast_path(ref, monkeypatch):
+    # the fast path hands a line to the general one only when it is strace's own message, or a line
+    # that message cut in two (on stderr); before, only -tt lines took it
+    general = []
+    real = stc._general
+
+    def spy(state, line, line_no):
+        general.append(line)
+        return real(state, line, line_no)
+
+    monkeypatch.setattr(stc, "_general", spy)
+    text = recordings.load(ref).text
+    got = list(st.parse_calls(text, pid=_format_pid(ref)))
+    n_general = len(general)
+    assert got and got == list(st.parse_calls(text, pid=_format_pid(ref), _fast=False))
+    for i, line in enumerate(text.splitlines()):
+        if "strace: Process " in line and not line.startswith("strace: "):
+            assert line in general and text.splitlines()[i + 1] in general
+    assert n_general <= 3 * text.count("strace: Process "), [g[:80] for g in general]
+
+
+@pytest.mark.parametrize("ref", FORMATS)
+def test_every_format_gives_the_workload(ref):
+    # the same dd bs=1 count=100 in every format: its reads, with what each option adds
+    meta = recordings.load(ref).meta
+    flags = meta["argv"][:meta["argv"].index("--")]
+    recs = list(st.parse_calls(recordings.load(ref).text, pid=_format_pid(ref)))
+    ones = [r for r in recs if r["syscall"] == "read" and r["size"] == 1]
+    if "-ff" in flags and len(ones) == 0:
+        return  # a -ff file of another process than dd bs=1
+    assert len(ones) == 100 and all(r["result"] == 1 and r["fd"] == 0 and r["errno"] is None for r in ones)
+    assert all((r["path"] or "").endswith("data-32KiB.bin") == ("-y" in flags) for r in ones)
+    assert all((r["duration"] is not None) == ("-T" in flags) for r in recs if r["event"] is None and r["result"] is not None)
+    pids = {r["pid"] for r in recs}
+    if "-ff" in flags:
+        assert pids == {_format_pid(ref)}
+    elif "-f" in flags:
+        assert len(pids - {None}) >= 4  # sh and three dd's
+    else:
+        assert pids == {None}
+    times = [r["time"] for r in recs]
+    if not {"-t", "-tt", "-ttt", "-r"} & set(flags):
+        assert set(times) == {None}
+    elif "-r" in flags:
+        assert times[0] == 0.0 and all(0 <= t < 10 for t in times)
+    elif "-ttt" in flags:
+        from datetime import datetime
+        date = datetime.strptime(meta["date"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+        assert all(abs(t - date) < 60 for t in times)
+    else:
+        assert all(0 <= t < 86400 for t in times) and times == sorted(times) or "-f" in flags
+        if "-t" in flags:
+            assert all(t == int(t) for t in times)
+    events = [r["event"] for r in recs if r["event"]]
+    if "-f" in flags:
+        assert events.count("exit") == 4 and "signal" in events
+        assert [r["result"] for r in recs if r["event"] == "exit"].count(1) == 1  # the dd of a missing file
+
+
+def _cases(text: str, rnd: random.Random, cuts: int, mutations: int, window: int = 40) -> list[str]:
+    """Pieces of ``text`` (``window`` lines either side of a random line, starting mid-trace like a
+    tail of it): cut inside that line, or with that line changed (a character replaced, dropped or
+    doubled, or the line ended early where it has a digit, a space, a bracket or an "=": where the
+    patterns decide)."""
+    lines = text.splitlines(keepends=True)
+    out = []
+    for n in range(cuts + mutations):
+        i = rnd.randrange(len(lines))
+        before, line, after = "".join(lines[max(0, i - window):i]), lines[i], "".join(lines[i + 1:i + window])
+        if n < cuts:
+            out.append(before + line[:rnd.randrange(max(1, len(line) - 1))])
+            continue
+        marks = [k for k, c in enumerate(line) if c in " 0123456789()<>[]=,.:+-\"?"] or [0]
+        k = rnd.choice(marks)
+        op = rnd.randrange(4)
+        if op == 0:
+            line = line[:k] + rnd.choice(" 0a9:.()<>[]=,-+\"x\n") + line[k + 1:]
+        elif op == 1:
+            line = line[:k] + line[k + 1:]
+        elif op == 2:
+            line = line[:k] + line[k] * 2 + line[k + 1:]
+        else:
+            line = line[:k] + "\n"
+        out.append(before + line + after)
+    return out
+
+
+@pytest.mark.parametrize("ref", FORMATS)
+def test_fast_path_equals_general_path_on_every_format_cut_and_mutated(ref, tmp_path, monkeypatch):
+    # real traces of each format, cut inside a line and with one line mutated: the same records, value
+    # types, key order and ParseError (line number, message) on both paths, in runs of 7 lines
+    monkeypatch.setattr(stc, "_CHUNK", 7)
+    monkeypatch.setattr(stc, "_BLOCK", 211)
+    rnd = random.Random(ref)
+    pid = _format_pid(ref)
+    errors = 0
+    for case in _cases(recordings.load(ref).text, rnd, 6, 24):
+        want = _outcome(case, pid=pid, _fast=False)
+        assert _outcome(case, pid=pid) == want
+        lines = case.splitlines(keepends=True)  # one line without its newline cannot show a cut
+        assert _outcome(lines, pid=pid) == _outcome(lines, pid=pid, _fast=False)
+        path = tmp_path / "trace.txt"
+        path.write_text(case)
+        with open(path) as f:
+            assert _outcome(f, pid=pid) == want
+        errors += bool(want) and want[-1][0] == "ParseError"
+    assert errors >= 6  # every cut is refused (a cut trace ends inside a line)
+
+
+def test_ff_files_get_the_pid_of_their_name(tmp_path):
+    # strace -ff -o PREFIX writes PREFIX.<pid>, lines without pids: each record gets its file's pid
+    refs = [ref for ref in FORMATS if ref.startswith("strace/format-ff-tt-T-y.")]
+    for ref in refs:
+        (tmp_path / f"trace.{_format_pid(ref)}").write_text(recordings.load(ref).text)
+    (tmp_path / "trace.txt").write_text("not a -ff file")
+    (tmp_path / "trace.1.bak").write_text("nor this")
+    got = list(st.parse_call_files(tmp_path / "trace"))
+    want = [rec for ref in sorted(refs, key=_format_pid)
+            for rec in st.parse_calls(recordings.load(ref).text, pid=_format_pid(ref), _fast=False)]
+    assert got == want and {r["pid"] for r in got} == {_format_pid(ref) for ref in refs}
+    assert [r["pid"] for r in st.parse_calls(recordings.load(refs[0]).text)][:1] == [None]  # without pid=
+    (tmp_path / "trace.9").write_text('read(3, "", 1) = 0\nnot strace\n')
+    with pytest.raises(ParseError, match="trace.9: not a strace syscall line") as e:
+        list(st.parse_call_files(tmp_path / "trace"))
+    assert e.value.line_no == 2
+
+
+def test_a_line_cut_by_strace_s_attach_message_is_joined():
+    # on stderr (no -o), strace's "Process N attached" can land inside a line of the trace
+    text = ('10:00:00.000001 clone(child_stack=NULL, flags=SIGCHLDstrace: Process 7 attached\n'
+            ', child_tidptr=0x7f) = 7 <0.000100>\n'
+            '[pid     6] 10:00:00.000200 vfork(strace: Process 8 attached\n'
+            ' <unfinished ...>\n'
+            '[pid     6] 10:00:00.000300 <... vfork resumed>) = 8 <0.000100>\n')
+    for fast in (True, False):
+        clone, vfork = st.parse_calls(text, _fast=fast)
+        assert (clone["syscall"], clone["args"], clone["result"], clone["time"]) == \
+            ("clone", "child_stack=NULL, flags=SIGCHLD, child_tidptr=0x7f", 7, 36000.000001)
+        assert (vfork["pid"], vfork["syscall"], vfork["args"], vfork["result"]) == (6, "vfork", "", 8)
+        cut = text.split("\n")[0] + "\n"  # the trace ends after the message: the line never ended
+        with pytest.raises(ParseError, match="ends inside this line") as e:
+            list(st.parse_calls(cut, _fast=fast))
+        assert e.value.line_no == 1
 
 
 @pytest.mark.parametrize("newline", [None, "", "\n", "\r", "\r\n"])

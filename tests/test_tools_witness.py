@@ -3,7 +3,6 @@ rusage once reaped) and the device's; a run with nothing to watch says why."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 
 import pytest

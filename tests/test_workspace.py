@@ -104,6 +104,7 @@ def _killed(code: str, env: dict[str, str]) -> str:
     return r.stdout.strip()
 
 
+@pytest.mark.slow
 def test_a_killed_mdtest_workspace_on_a_measured_filesystem_is_reaped(tmp_path, monkeypatch):
     # mdtest.run(on="/dev/shm") makes its private workspace right there: a killed kernel's would stay
     # in memory for good if nothing looked for it

@@ -775,14 +775,6 @@ def written(df: pd.DataFrame, case: str) -> Written:
     return next(w for w in df.attrs["written"] if w.case.name == case)
 
 
-def predicted_writes(options: ior.Options = MPIIO, tasks: int = MPIIO_TASKS, aggregators: int | None = None) -> int:
-    """POSIX writes of the strided pattern: independent, one per rank and segment; collective with
-    ``aggregators`` aggregators, one per aggregator and segment (each call's range split among them)."""
-
-    per_task = options.bytes_per_task // parse_size(options.transfer_size)
-    return per_task * (tasks if aggregators is None else aggregators)
-
-
 def explain_collective(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
     """The write counts of :func:`collective`, as claims."""
     tasks, segments, t = df.attrs["tasks"], df.attrs["segments"], df.attrs["transfer"]

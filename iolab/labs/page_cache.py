@@ -22,7 +22,7 @@ from .. import explain, fsinfo, measure, pagecache, readahead as ra, recordings,
 from ..errors import ToolFailed, ToolMissing
 from ..explain import Claim
 from ..pagecache import Residency
-from ..units import KiB, MiB, format_rate, format_size, parse_size
+from ..units import KiB, MiB, format_size, parse_size
 from ..tools import dd
 
 MEMORY_FS = fsinfo.MEMORY_FS
@@ -471,7 +471,7 @@ def dd_sync(buffered: recordings.Outcome, dsync: recordings.Outcome, *, show: bo
     fstype = dsync.extra.get("fstype", "")
     mem = fstype if fstype in MEMORY_FS else ""
     return [explain.expect(
-        f"dd with oflag=dsync wrote at most half as fast as plain dd",
+        "dd with oflag=dsync wrote at most half as fast as plain dd",
         explain.greater("buffered", None if mixed else a, "dsync", b, by=FASTER),
         yes=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without ({a / b:.1f}x)",
         no=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without, only {a / b:.1f}x",
@@ -557,7 +557,7 @@ def odirect(direct: measure.Measurement | None, warm: measure.Measurement, devic
     dev = _mibs(device_bps)
     refused = "this filesystem refused O_DIRECT" if direct is None else ""
     claims = [explain.expect(
-        f"O_DIRECT went around the page cache: at most half the warm read's rate, although every page was cached",
+        "O_DIRECT went around the page cache: at most half the warm read's rate, although every page was cached",
         explain.greater("warm", w, "O_DIRECT", d, by=FASTER),
         yes=lambda ev: f"{d:,.0f} MiB/s with O_DIRECT against {w:,.0f} MiB/s from the page cache",
         no=lambda ev: f"{d:,.0f} MiB/s with O_DIRECT against {w:,.0f} MiB/s from the page cache",

@@ -143,34 +143,6 @@ def count_reads(path: str | os.PathLike[str], read_size: int, *, buffered: bool 
     return int(rows["calls"].sum()) if len(rows) else 0
 
 
-THREADS_DEMO = (
-    "import os, signal, sys, threading\n"
-    "path = sys.argv[1]\n"
-    "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
-    "fd = os.open(path, os.O_RDONLY)\n"
-    "def reader(n):\n"
-    "    off = 0\n"
-    "    while os.pread(fd, n, off):\n"
-    "        off += n\n"
-    "ts = [threading.Thread(target=reader, args=(n,)) for n in (4096, 8192)]\n"
-    "for t in ts: t.start()\n"
-    "pid = os.fork()\n"
-    "if pid == 0:\n"
-    "    os.pread(fd, 65536, 0)\n"
-    "    os._exit(3)\n"
-    "for t in ts: t.join()\n"
-    "os.waitpid(pid, 0)\n"
-    "os.kill(os.getpid(), signal.SIGUSR1)\n"
-)
-
-
-def threads_demo_argv(path: str | os.PathLike[str], python: str | None = None) -> list[str]:
-    """Two threads pread the file (4 KiB and 8 KiB at a time) while a forked child reads 64 KiB and
-    exits with status 3; then the process sends itself SIGUSR1. Traced with ``-f`` it shows
-    ``<unfinished ...>``/``<... resumed>`` pairs, SIGCHLD, SIGUSR1 and exits."""
-    return [python or sys.executable, "-c", THREADS_DEMO, os.fspath(path)]
-
-
 FORKS_DEMO = (
     "import subprocess, sys\n"
     "path, sizes, loop = sys.argv[1], sys.argv[2].split(','), sys.argv[3]\n"

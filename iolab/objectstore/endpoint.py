@@ -138,14 +138,6 @@ class Endpoint:
         token = self.token_file or "anon"
         return gcsfs.GCSFileSystem(endpoint_url=self.url, token=token, skip_instance_cache=True, **kwargs)
 
-    def boto3_client(self):
-        if self.kind != "s3":
-            raise ValueError("boto3 speaks S3; use filesystem() for GCS")
-        import boto3
-
-        return boto3.client("s3", endpoint_url=self.url, aws_access_key_id=self.access_key,
-                            aws_secret_access_key=self.secret_key, region_name=self.region)
-
     def make_bucket(self, bucket: str) -> str:
         fs = self.filesystem()
         if not fs.exists(bucket):

@@ -944,7 +944,6 @@ def reads_claims(reads: Any) -> list:
         return fn(vals) if vals and len(vals) == len(labels) * len(reads_) else None
 
     nbytes = _num(_first(df, "nbytes"))
-    cap = _cap_bps(_first(df, "rate_kbps"))
     latency = _num(_first(df, "latency_ms"))
     no_cache = ["s3fs, no cache", "rclone, --vfs-cache-mode off"]
     dropping = ["s3fs, use_cache", "rclone, --vfs-cache-mode full"]     # no FOPEN_KEEP_CACHE

@@ -222,6 +222,3 @@ def local_gcs(ws: _workspace.Workspace | None = None, *, port: int | None = None
                 svc.stop()
 
 
-def stray_sockets() -> list[str]:
-    """SeaweedFS sockets left in /tmp (by any run, not only ours): for tests and `iolab doctor`."""
-    return sorted(glob.glob("/tmp/seaweedfs-*.sock"))

@@ -793,10 +793,10 @@ def opens_table(opens: Iterable[dict[str, Any]], tasks: int | None = None) -> pd
         if not creates:
             continue                          # a process that only read (e.g. a read-only run): rank unknown
         rank = creates[0]["file_rank"]
-        iteration, wrote = -1, None
+        iteration = -1
         for o in seq:
             if o["create"]:
-                iteration, wrote = iteration + 1, o
+                iteration += 1
                 rows.append({"rank": rank, "pid": pid, "iteration": iteration, "wrote": o["file"],
                              "read": None, "read_rank": None})
             elif rows and rows[-1]["pid"] == pid and rows[-1]["read"] is None:

@@ -5,7 +5,8 @@ Data flows one way, as everywhere in iolab::
     count_argv(...) / trace_argv(...)   build the strace command (argv list, output to a file)
     run(...)                            run it in the workspace -> Run (stdout = the -o file's text)
     parse_summary(text)                 the ``-c`` / ``-C`` table -> list of rows (+ .total)
-    parse_calls(lines)                  a ``-f -tt -T -y`` trace -> one dict per completed syscall
+    parse_calls(lines)                  a trace (any of -f -t/-tt/-ttt/-r -T -y) -> one dict per completed syscall
+    parse_call_files(prefix)            the files of -ff -o PREFIX, each with the pid of its name
     summary_frame(rows) / calls_frame(calls)   -> a tidy DataFrame
 
 (Lesson 03 runs them, live or replayed, with ``iolab.labs.syscalls.count`` and ``trace``.)
@@ -36,7 +37,7 @@ from typing import Any
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run, install_hint
 from .. import runner
-from .strace_calls import CALL_KEYS, calls_frame, parse_calls  # noqa: F401  (strace's public names)
+from .strace_calls import CALL_KEYS, calls_frame, parse_call_files, parse_calls  # noqa: F401  (strace's public names)
 from .strace_calls import PERSONALITY_RE, SUMMARY_TITLES, summary_header
 
 TOOL = "strace"

@@ -1,26 +1,30 @@
-"""strace's per-call trace (``-f -tt -T -y``): :func:`parse_calls` -> one dict per completed syscall
-(plus exits and signals), and :func:`calls_frame` -> a DataFrame. ``iolab.tools.strace`` uses them
-under the same names; the rest of strace (argv, run, the ``-c`` summary) is there.
+"""strace's per-call trace (``strace [-f|-ff] [-t|-tt|-ttt|-r] [-T] [-y]``): :func:`parse_calls` -> one
+dict per completed syscall (plus exits and signals), :func:`parse_call_files` for the files of ``-ff -o``,
+and :func:`calls_frame` -> a DataFrame. ``iolab.tools.strace`` uses them under the same names; the rest
+of strace (argv, run, the ``-c`` summary) is there.
 
-How :func:`parse_calls` keeps up (500,000 lines/s asked, benchmarks/bench_strace_parse.py) and stays
-exact: two paths that give the same records, errors and line numbers (tests/test_strace.py compares
-them on every recording and on odd lines).
+How :func:`parse_calls` keeps up (500,000 lines/s asked, benchmarks/bench_strace_parse.py, every
+format) and stays exact: two paths that give the same records, errors and line numbers
+(tests/test_strace.py compares them on every recording, real traces of every format cut and mutated,
+and odd lines).
 
 * The general path (:func:`_general`; ``parse_calls(..., _fast=False)`` uses it alone) reads one
   line at a time: every layout strace writes, every check. It is the reference.
 * The fast path (:func:`_fast_calls`) takes the input in runs of whole lines, one text each: a text
   file in ``read()`` blocks of ``_BLOCK`` characters (where its lines end at "\\n", as it would
-  iterate them), any other iterable ``_CHUNK`` lines at a time, joined. One compiled pattern
-  (``_FAST_RE.findall``, or ``_FAST_NOPID_RE`` for a trace without pids) cuts every line of a run
-  into its fields in C: pid and hh:mm, seconds, the call's name with its first argument, the
+  iterate them), any other iterable ``_CHUNK`` lines at a time, joined. One compiled pattern per
+  prefix layout (``_FAST``: the pid as -f -o writes it, ``[pid N]`` or none, times the time stamp of
+  -t/-tt, of -ttt/-r, or none; the run's first line chooses) cuts every line of a run into its fields
+  in C (``findall``): pid and hh:mm, seconds, the call's name with its first argument, the
   arguments, what follows " = ". Per line, Python then does
   a few dict look-ups: bounded memos turn ``"2603  02:32:"`` into (pid, seconds), ``"read(3</f>, "``
   into a record template (syscall, fd, path) and ``"4096 <0.000012>"`` into (result, errno,
   duration); a record is a copy of its template with pid, time, args, size, result, errno and
   duration set. Complete calls, ``<unfinished ...>``/``<... resumed>`` pairs, exits and signals of
-  ``-f -tt [-T] [-y]`` traces go this way; a line of any other shape, or one a memo will not vouch
-  for, goes to the general path, in its place. Values come from the same functions as there
-  (``_result``, ``_details``, ``_FD_RE``, ``float``), so they are equal and of the same types.
+  every layout go this way; a line of any other shape (strace's own messages, a line one of them
+  cut in two on stderr), or one a memo will not vouch for, goes to the general path, in its place.
+  Values come from the same functions as there (``_result``, ``_details``, ``_FD_RE``, ``float``),
+  so they are equal and of the same types.
 * Memory stays flat: one run, the memos (``_MEMO_SIZE`` entries, ``_TAIL_MEMO_SIZE`` for what
   follows " = ") and the calls waiting for their resumed line are all that is kept. The price:
   records come out a run at a time, so a reader of a live pipe may wait for the rest of a run
@@ -28,12 +32,16 @@ them on every recording and on odd lines).
 """
 from __future__ import annotations
 
+import glob
 import io
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from functools import partial
 from itertools import chain, islice
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 from ..errors import ParseError
@@ -110,6 +118,9 @@ _EXIT_RE = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (SIG\w+)(?: \(co
 _SIGNAL_RE = re.compile(r"--- (?:(SIG\w+|\d+) (.*)|stopped by (SIG\w+)) ---$")
 _RESUMED_RE = re.compile(r"<\.\.\. ([\w?]+) resumed> ?(.*)$")
 _UNFINISHED = " <unfinished ...>"
+# strace's message when it attaches a new process; on stderr it can land inside a line of the trace
+_MESSAGE = "strace: Process "
+_ATTACHED_RE = re.compile(r"strace: Process \d+ attached$")
 _IGNORABLE = ("strace: ", " > ", " | ", "[ Process PID=", "????")
 
 
@@ -207,13 +218,17 @@ def _event(pid, t, event, *, result=None, signal=None, args="") -> dict[str, Any
 class _State:
     """What :func:`parse_calls` carries from one line to the next."""
 
-    __slots__ = ("events", "pending", "in_summary")
+    __slots__ = ("events", "pid", "pending", "in_summary", "split")
 
-    def __init__(self, events: bool):
+    def __init__(self, events: bool, pid: int | None = None):
         self.events = events
+        self.pid = pid  # the pid of lines that show none (a -ff file's, from its name)
         # pid -> (start time, name, arguments so far, what the fast path knows of the call or None)
         self.pending: dict[Any, tuple[float | None, str, str, Any]] = {}
         self.in_summary = False  # inside the -C table after the trace: skipped up to its total row
+        # a line strace's own message cut in two (on stderr: "...SIGCHLDstrace: Process 7 attached"):
+        # (its line number, the text before the message), joined with the next line
+        self.split: tuple[int, str] | None = None
 
 
 def _exit_or_signal(state: _State, pid, t, rest: str) -> list[dict[str, Any]] | None:
@@ -247,6 +262,13 @@ def _exit_or_signal(state: _State, pid, t, rest: str) -> list[dict[str, Any]] | 
 def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]:
     """The general path: any one line of a trace, every layout, every check (ParseError names the line)."""
     line = line.rstrip("\n")
+    if state.split is not None:
+        line = state.split[1] + line
+        state.split = None
+    cut = line.find(_MESSAGE, 1)
+    if cut > 0 and _ATTACHED_RE.fullmatch(line, cut):
+        state.split = (line_no, line[:cut])
+        return
     if not line or line.startswith(_IGNORABLE):
         return
     if state.in_summary:
@@ -260,7 +282,7 @@ def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]
     pending, events = state.pending, state.events
     m = _PREFIX_RE.match(line)
     p1, p2, ts = m.groups()
-    pid = int(p1 or p2) if (p1 or p2) else None
+    pid = int(p1 or p2) if (p1 or p2) else state.pid
     t = _time(ts, line_no, line) if ts else None
     rest = line[m.end():]
     c0 = rest[:1]
@@ -311,10 +333,11 @@ def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]
     yield _call(pid, t, name, left[paren + 1:-1], rest[eq + 3:], line_no, line)
 
 
-# The fast path (see the module docstring). _FAST_RE.findall gives one tuple per line of a run:
-# (pid and hh:mm, ss.ffffff, name( and first argument, name of a resumed call, arguments and ")",
-# what follows " = ", arguments of an unfinished call and " ", "+++ ..."/"--- ..." of an exit or a
-# signal); a line of any other shape matches the last branch, all groups empty.
+# The fast path (see the module docstring). A layout's pattern .findall gives one tuple per line of a
+# run: (pid and what of the time stamp a memo reads, the rest of the stamp, name( and first argument,
+# name of a resumed call, arguments and ")", what follows " = ", arguments of an unfinished call and
+# " ", "+++ ..."/"--- ..." of an exit or a signal); a line of any other shape matches the last branch,
+# all groups empty.
 # Possessive quantifiers (Python >= 3.11) never give back what they matched: the same matches with
 # less bookkeeping (a tenth of the pattern's time here). Python 3.10 reads the plain ones.
 _P = "+" if sys.version_info >= (3, 11) else ""
@@ -322,16 +345,35 @@ _NAME = rf"[a-z_]\w*{_P}"
 # the call's name, "(" and its first argument up to ", " ([^,] is quicker than [^,\n]: a key that runs
 # into the next line tells _call_of nothing, like "name(" alone)
 _KEY = rf"{_NAME}\((?:[^,]*{_P}, )?"
-_FAST_BODY = (rf"(\d\d\.\d+{_P}) "
-              rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)"
+_FAST_BODY = (rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)"
               rf"(?:(.*\)) += (.*)|(.* )<unfinished \.\.\.>)"
               rf"|(\+\+\+ .*|--- .*))\n"
               rf"|.*\n")
-# One pattern per prefix layout ("2603  02:32:" of -f -o FILE, "02:32:" of one process): an
-# alternation of the two costs every line. A run takes the pattern of its first line's layout; a line
-# of the other layout matches neither and goes to the general path.
-_FAST_RE = re.compile(rf"(\d+{_P} +{_P}\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
-_FAST_NOPID_RE = re.compile(rf"(\d\d:\d\d:)" + _FAST_BODY, re.ASCII)
+# One pattern per prefix layout: the pid ("2603  " of -f -o FILE; "[pid  2603] " of -f on stderr, or
+# none: one process, a -ff file) times the time stamp ("02:32:" + "49.163944" of -t/-tt;
+# "1700000000.163944" of -ttt, "     0.000123" of -r; none). An alternation of them would cost every
+# line: a run takes the pattern of the layout of its first line of a call (_layout); a line of
+# another layout matches none of its branches and goes to the general path.
+_PIDS = {"pid": rf"\d+{_P} +{_P}", "none": rf"(?:\[pid +{_P}\d+{_P}\] )?"}
+_STAMPS = {"hm": (r"\d\d:\d\d:", rf"(\d\d(?:\.\d+{_P})?) "), "s": (rf" *{_P}", rf"(\d+{_P}\.\d+{_P}) "),
+           "none": ("", "()")}
+_FAST = {(pids, stamp): re.compile(f"({pid_re}{memo_re}){rest_re}" + _FAST_BODY, re.ASCII)
+         for pids, pid_re in _PIDS.items() for stamp, (memo_re, rest_re) in _STAMPS.items()}
+# the layout of a run: its first line (of those with a call, an exit or a signal) as the general path
+# reads it
+_LAYOUT_RE = re.compile(r"(?:\[pid +\d+\] |(\d+) +)?(?: *(\d[\d:.]*) )?(?:[a-z_]\w*\(|<\.\.\. |\+\+\+ |--- )",
+                        re.ASCII | re.MULTILINE)
+
+
+def _layout(text: str) -> tuple[str, str]:
+    """The prefix layout of a run (a key of _FAST): that of its first line of a call, exit or signal."""
+    m = _LAYOUT_RE.search(text)
+    if m is None:
+        return "none", "none"
+    pid, stamp = m.groups()
+    return ("pid" if pid else "none"), ("none" if stamp is None else "hm" if ":" in stamp else "s")
+
+
 _CHUNK = 1024            # lines per findall
 _MEMO_SIZE = 4096        # entries per memo, then it starts again; for what follows " = " (a few
 _TAIL_MEMO_SIZE = 16384  # results times some thousand durations) a larger one: about 3 MB at most
@@ -349,10 +391,19 @@ def _fill(memo: dict, key: str, make, size: int | None = None):
     return value
 
 
-def _prefix_of(pre: str) -> tuple[int | None, int]:
-    """``"2603  02:32:"`` -> (pid, seconds of the minute since midnight)."""
-    pid, _, hm = pre.rpartition(" ")
-    return (int(pid) if pid else None), int(hm[:2]) * 3600 + int(hm[3:5]) * 60
+def _prefix_of(layout: tuple[str, str], default: int | None, pre: str) -> tuple[int | None, int | None]:
+    """``"2603  02:32:"`` -> (pid, seconds of the minute since midnight); ``"[pid  2603] "`` ->
+    (2603, 0) in a -ttt/-r layout, (2603, None) in one without time stamps; a line without a pid
+    gets ``default``."""
+    stamp = layout[1]
+    if stamp == "hm":
+        base, pre = int(pre[-6:-4]) * 3600 + int(pre[-3:-1]) * 60, pre[:-6]
+    else:
+        base = 0 if stamp == "s" else None
+    pre = pre.strip()
+    if not pre:
+        return default, base
+    return int(pre[4:-1] if pre[0] == "[" else pre), base
 
 
 def _tail_of(tail: str) -> tuple[int | None, str | None, float | None] | None:
@@ -486,21 +537,29 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
     ``-f -tt [-T] [-y]`` lines here, any other line through :func:`_general`. Same records, same
     order, same errors as the general path alone."""
     pending, events = state.pending, state.events
-    prefixes: dict = {}
+    layouts: dict = {}  # layout -> (its pattern's findall, its memo of prefixes, the maker of an entry)
     calls: dict = {}
     ints: dict = {}
     tails: dict = {}
-    findall, findall_nopid = _FAST_RE.findall, _FAST_NOPID_RE.findall
     line_no = 0
     for text, chunk in _texts(lines):
-        found = (findall_nopid if text[2:3] == ":" else findall)(text) if text is not None else ()
-        if text is None or (chunk is not None and len(found) != len(chunk)) or state.in_summary:
+        if text is not None:
+            layout = _layout(text)
+            try:
+                findall, prefixes, prefix_of = layouts[layout]
+            except KeyError:
+                findall, prefixes, prefix_of = layouts[layout] = (
+                    _FAST[layout].findall, {}, partial(_prefix_of, layout, state.pid))
+            found = findall(text)
+        if (text is None or (chunk is not None and len(found) != len(chunk)) or state.in_summary
+                or state.split is not None):
             for line in chunk if chunk is not None else text.split("\n")[:-1]:  # "\n" inside a line,
                 line_no += 1                                                    # "\r" ending one, a -C table
                 yield from _general(state, line, line_no)
             continue
         start, raw = line_no, chunk  # raw: the run's lines (from a file: split from text when needed)
-        for pre, sec, key, resumed, args, tail, head, other in found:
+        it = iter(found)
+        for pre, sec, key, resumed, args, tail, head, other in it:
             line_no += 1
             if tail:  # a complete call (key) or a resumed one
                 try:
@@ -522,19 +581,19 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                         try:
                             rec["pid"], base = prefixes[pre]
                         except KeyError:
-                            rec["pid"], base = _fill(prefixes, pre, _prefix_of)
-                        rec["time"] = base + float(sec)
+                            rec["pid"], base = _fill(prefixes, pre, prefix_of)
+                        rec["time"] = base + float(sec) if sec else base
                     else:  # <... name resumed>args) = result <duration>
                         try:
                             pid, base = prefixes[pre]
                         except KeyError:
-                            pid, base = _fill(prefixes, pre, _prefix_of)
+                            pid, base = _fill(prefixes, pre, prefix_of)
                         held = pending.pop(pid, None)
                         if held is not None and held[1] == resumed:
                             t, name, head, known = held
                             head = head.rstrip()
                         else:
-                            t, name, head, known = base + float(sec), resumed, "", None
+                            t, name, head, known = base + float(sec) if sec else base, resumed, "", None
                         args = args[:-1]
                         if head[-1:] == ",":
                             rest = args.lstrip()
@@ -582,24 +641,28 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                     try:
                         pid, base = prefixes[pre]
                     except KeyError:
-                        pid, base = _fill(prefixes, pre, _prefix_of)
+                        pid, base = _fill(prefixes, pre, prefix_of)
                     if pid in pending and events:
                         old = pending[pid]
                         yield _event(pid, old[0], "unfinished", args=old[2])
-                    pending[pid] = (base + float(sec), known[2], head[:-1], known)
+                    pending[pid] = (base + float(sec) if sec else base, known[2], head[:-1], known)
                     continue
             elif other and "syscall" not in other:  # +++ exited with 0 +++ / --- SIGCHLD {...} ---
                 try:
                     pid, base = prefixes[pre]
                 except KeyError:
-                    pid, base = _fill(prefixes, pre, _prefix_of)
-                recs = _exit_or_signal(state, pid, base + float(sec), other)
+                    pid, base = _fill(prefixes, pre, prefix_of)
+                recs = _exit_or_signal(state, pid, base + float(sec) if sec else base, other)
                 if recs is not None:
                     yield from recs
                     continue
             if raw is None:
                 raw = text.split("\n")
             yield from _general(state, raw[line_no - start - 1], line_no)
+            while state.split is not None and line_no - start < len(found):  # strace's message cut
+                next(it)                                                      # the line: the next ends it
+                line_no += 1
+                yield from _general(state, raw[line_no - start - 1], line_no)
             if state.in_summary:  # a -C table began: the rest of the run is the general path's
                 for line in raw[line_no - start:len(found)]:
                     line_no += 1
@@ -608,12 +671,14 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
     yield from _never_resumed(state)
 
 
-def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True) -> Iterator[dict[str, Any]]:
+def parse_calls(lines: Iterable[str], *, events: bool = True, pid: int | None = None,
+                _fast: bool = True) -> Iterator[dict[str, Any]]:
     """Stream a strace trace: one dict per completed syscall (keys :data:`CALL_KEYS`).
 
     ``lines``: any iterable of lines (an open file streams it), or the whole text as one str.
 
-    ``pid`` (None for a single-process trace without ``-f``), ``time`` (seconds: since midnight for
+    ``pid`` (the ``pid`` given for lines that show none: None for a single-process trace without
+    ``-f``; a file of ``-ff -o FILE`` is ``FILE.<pid>``, see :func:`parse_call_files`), ``time`` (seconds: since midnight for
     ``-t``/``-tt``, Unix time for ``-ttt``, relative for ``-r``; None without timestamps),
     ``syscall``, ``args`` (raw text), ``fd`` and ``path`` (``-y`` shows ``3</path>``; path-taking
     calls give their path argument), ``size`` (requested bytes of read/write-like calls),
@@ -643,7 +708,23 @@ def parse_calls(lines: Iterable[str], *, events: bool = True, _fast: bool = True
             if len(lines) == 1:
                 return _refuse(_cut(1, lines[0]))
             lines = [*(ln + "\n" for ln in lines[:-1]), lines[-1]]
-    return parse(_State(events), lines)
+    return parse(_State(events, pid), lines)
+
+
+def parse_call_files(prefix: str | os.PathLike[str], *, events: bool = True) -> Iterator[dict[str, Any]]:
+    """The records of a ``strace -ff -o PREFIX`` trace: one file per process, ``PREFIX.<pid>``, each
+    read with :func:`parse_calls` and the pid of its name, file after file in the order of the pids
+    (``calls_frame(...).sort_values("time")`` interleaves them). ParseError names the line of its file."""
+    prefix = Path(prefix)
+    files = sorted((int(p.name[len(prefix.name) + 1:]), p) for p in prefix.parent.glob(f"{glob.escape(prefix.name)}.*")
+                   if p.name[len(prefix.name) + 1:].isdigit())
+    for pid, path in files:
+        with open(path) as f:
+            try:
+                yield from parse_calls(f, events=events, pid=pid)
+            except ParseError as e:  # the same error, naming its file
+                e.args = (f"{path.name}: {e.args[0]}",)
+                raise
 
 
 def _refuse(error: ParseError) -> Iterator[dict[str, Any]]:
@@ -668,7 +749,10 @@ def _general_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, An
 
 
 def _never_resumed(state: _State) -> Iterator[dict[str, Any]]:
-    """At the end of the trace: the calls still waiting for their ``<... resumed>`` line."""
+    """At the end of the trace: the calls still waiting for their ``<... resumed>`` line (and
+    ParseError when it ends in the middle of a line that strace's message cut in two)."""
+    if state.split is not None:
+        raise _cut(*state.split)
     if state.events:
         for pid, (t0, name, head, _) in state.pending.items():
             yield _event(pid, t0, "unfinished", args=f"{name}({head}")

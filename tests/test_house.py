@@ -1,0 +1,44 @@
+"""The house's habits: make test-lesson's table of each lesson's tests stays whole, and the linter
+make test runs is configured for pyflakes' checks only."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from conftest import LESSON_TESTS, TESTS
+
+ROOT = TESTS.parent
+
+
+def test_every_lesson_has_its_tests_notebook_and_solution():
+    lessons = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    assert sorted(LESSON_TESTS) == lessons
+    for nn, files in LESSON_TESTS.items():
+        assert f"test_claims_{nn}.py" in files
+        assert len(list((ROOT / "exercises" / "solutions").glob(f"{nn}-*.ipynb"))) == 1
+        for name in files:
+            assert (TESTS / name).is_file(), f"lesson {nn}: no tests/{name}"
+
+
+@pytest.mark.slow  # two pytest processes (each starts in seconds, more on a loaded machine)
+def test_test_lesson_collects_only_that_lesson(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
+                        "--lesson=03", str(TESTS)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    files = {line.split("::")[0].rsplit("/", 1)[-1] for line in r.stdout.splitlines() if "::" in line}
+    assert files == set(LESSON_TESTS["03"])
+    bad = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
+                          "--lesson=99", str(TESTS)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert bad.returncode != 0 and "the lessons are 00" in bad.stderr
+
+
+def test_make_test_lints_first_with_pyflakes_checks_only():
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]
+    assert conf["lint"]["select"] == ["F"]
+    make = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", make, re.M).group(1).splitlines()
+    assert "ruff check" in recipe[0] and "pytest" in recipe[1]
