@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import pytest
 
 from iolab import explain, measure, plot, trials
-from iolab.units import MiB
 
 
 # --- the rule, on synthetic trial lists --------------------------------------------------------------
