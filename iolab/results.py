@@ -18,28 +18,54 @@ The directory is ``$IOLAB_RESULTS`` (a path shared by the class, e.g. on NFS), e
 * the file carries ``schema_version``; :func:`load` migrates older files through ``MIGRATIONS``
   and skips files from a newer iolab, or files that are corrupt or half-written (copied in by
   hand, a full disk), with a warning, never an exception.
+
+In a directory the whole class can write, nobody may speak for someone else:
+
+* a file's **owner** decides whose rows it holds: :func:`load` takes a file that belongs to another
+  user as that user's, and skips (with a warning) measurements in it that claim to be someone
+  else's; files of the loader's own and of root are taken as they are (recorded class data);
+* only regular files of at most ``MAX_BYTES`` are read (opened without following a symlink, never
+  blocking on a FIFO), and a file whose JSON nests too deep or holds a field of the wrong type is
+  skipped, as corrupt;
+* a save never writes more than ``MAX_BYTES`` into the directory (:class:`BudgetExceeded`); when
+  ``<user>.json`` was created by someone else, it goes to a private name (``<user>.<random>.json``)
+  instead; its lock is used only when it is the user's own regular file, and waited for at most
+  ``LOCK_TIMEOUT`` seconds.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import math
 import os
+import pwd
 import re
+import secrets
 import socket
+import stat
 import tempfile
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
 from . import doctor, fsinfo
+from .errors import BudgetExceeded, IolabError, ParseError
+from .units import MiB, format_size
 
 SCHEMA_VERSION = 1
 ENV = "IOLAB_RESULTS"
+
+#: the largest results file save writes and load reads (a class's mdtest exercise is about 90 KB)
+MAX_BYTES = 2 * MiB
+#: how long a save waits for another kernel of the same user to finish its own
+LOCK_TIMEOUT = 30.0
 
 #: migrations[v] turns a file of schema v into schema v + 1 (a dict in, a dict out)
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
@@ -55,6 +81,10 @@ class ResultsWarning(UserWarning):
     """A results file was skipped or repaired while loading or saving."""
 
 
+class LockTimeout(IolabError, TimeoutError):
+    """Another process of the same user held the results file's lock for longer than LOCK_TIMEOUT."""
+
+
 def results_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     """The class results directory: the argument, else ``$IOLAB_RESULTS``, else a private default."""
     if directory is not None:
@@ -66,22 +96,30 @@ def results_dir(directory: str | os.PathLike[str] | None = None) -> Path:
 
 
 def _user() -> str:
+    """The name the loader will see as the owner of this user's files (the euid's login name)."""
     import getpass
 
     try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        pass
+    try:
         return getpass.getuser()
     except Exception:
-        return str(os.getuid())
+        return str(os.geteuid())
+
+
+def _owner(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def _safe_user(user: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}", user or ""):
         raise ValueError(f"a user name for a results file is letters, digits and _.@- : {user!r}")
     return user
-
-
-def user_file(directory: str | os.PathLike[str] | None = None, user: str | None = None) -> Path:
-    return results_dir(directory) / f"{_safe_user(user or _user())}.json"
 
 
 # --- JSON without surprises ---------------------------------------------------------------------
@@ -129,22 +167,162 @@ def _options_text(options: Any) -> str:
     return shlex.join(str(o) for o in options)
 
 
+# --- safe reading -------------------------------------------------------------------------------
+
+_SCALAR = (str, int, float, bool, type(None))
+
+
+def _open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """A descriptor of path if it is a regular file: never through a symlink, never blocking on a FIFO
+    or a device (OSError otherwise, with what it is)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, f"{path.name} is a symlink (only regular files are read)") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else \
+            "a device or socket"
+        raise OSError(errno.EINVAL, f"{path.name} is {kind}, not a regular file")
+    return fd
+
+
+def _read_bounded(path: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file of at most MAX_BYTES with one link, and its status (ValueError if not)."""
+    try:
+        fd = _open_regular(path)
+    except OSError as e:
+        raise ValueError(e.strerror if e.strerror and path.name in e.strerror else str(e)) from None
+    try:
+        st = os.fstat(fd)
+        if st.st_nlink != 1:
+            raise ValueError(f"it has {st.st_nlink} hard links (a results file has one; a link to another file "
+                             "is not read)")
+        if st.st_size > MAX_BYTES:
+            raise ValueError(f"it holds {format_size(st.st_size)}, more than a results file may "
+                             f"({format_size(MAX_BYTES)}, results.MAX_BYTES)")
+        chunks, left = [], MAX_BYTES + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        if len(data) > MAX_BYTES:
+            raise ValueError(f"it grew past {format_size(MAX_BYTES)} while being read")
+        return data, st
+    finally:
+        os.close(fd)
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise ParseError(f"not an iolab results file: {what}")
+
+
+def _scalars(v: Any) -> bool:
+    return isinstance(v, _SCALAR)
+
+
+def _valid_measurement(m: Any) -> str:
+    """Why m is not a measurement save could have written ("" when it is)."""
+    if not isinstance(m, dict):
+        return "not an object"
+    if not isinstance(m.get("rows"), list) or not m.get("tool") or not isinstance(m.get("tool"), str):
+        return "no rows or no tool"
+    for key in ("id", "saved_at", "user", "host", "tool_version", "mode", "recording", "notes"):
+        if not isinstance(m.get(key), (str, type(None))):
+            return f"{key} is a {type(m[key]).__name__}, not text"
+    if not isinstance(m.get("node"), (str, int, type(None))) or isinstance(m.get("node"), bool):
+        return "node is neither text nor a number"
+    fs = m.get("filesystem")
+    if fs is not None and not (isinstance(fs, dict) and all(_scalars(v) for v in fs.values())):
+        return "filesystem is not an object of plain values"
+    opts = m.get("options")
+    if not (opts is None or isinstance(opts, str)
+            or (isinstance(opts, list) and all(_scalars(o) for o in opts))
+            or (isinstance(opts, dict) and all(_scalars(o) for o in opts.values()))):
+        return "options are not text, a list or an object of plain values"
+    cols = m.get("columns")
+    if cols is not None and not (isinstance(cols, list) and all(isinstance(c, str) for c in cols)):
+        return "columns are not a list of names"
+    for r in m["rows"]:
+        if not isinstance(r, dict) or not all(_scalars(v) for v in r.values()):
+            return "a row is not an object of plain values"
+    return ""
+
+
+def _parse_doc(data: bytes) -> dict[str, Any]:
+    """A results file's bytes as a dict at the current schema; ParseError (a ValueError) if unusable."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ParseError("not an iolab results file: its JSON nests too deep") from None
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ParseError(f"not readable JSON ({e})") from None
+    _check(isinstance(doc, dict) and isinstance(doc.get("schema_version"), int)
+           and not isinstance(doc.get("schema_version"), bool) and isinstance(doc.get("measurements"), list),
+           "no schema_version / measurements")
+    _check(isinstance(doc.get("user"), (str, type(None))), "user is not text")
+    v = doc["schema_version"]
+    if v > SCHEMA_VERSION:
+        raise ParseError(f"written by a newer iolab (schema {v}, this one reads up to {SCHEMA_VERSION}): "
+                         "update iolab to read it")
+    while v < SCHEMA_VERSION:
+        if v not in MIGRATIONS:
+            raise ParseError(f"schema {v} is too old (no migration to {v + 1})")
+        doc = MIGRATIONS[v](doc)
+        v += 1
+        doc["schema_version"] = v
+    return doc
+
+
+def _read_doc(path: Path) -> dict[str, Any]:
+    """A results file as a dict at the current schema; raises ValueError (ParseError) if unusable."""
+    return _parse_doc(_read_bounded(path)[0])
+
+
 # --- writing ------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """An exclusive POSIX lock (works on NFS with lockd/NFSv4); without locking, carry on."""
+def _locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
+    """An exclusive POSIX lock (works on NFS with lockd/NFSv4) on the user's own lock file, waited for
+    at most ``timeout`` s (:class:`LockTimeout`). A lock file that is not this user's regular file
+    (someone else made it first, a symlink, a FIFO) is not used: the save goes on without it."""
+    timeout = LOCK_TIMEOUT if timeout is None else timeout
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_regular(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as e:
-        warnings.warn(f"cannot create {lock_path} ({e}); saving without a lock", ResultsWarning, stacklevel=3)
+        warnings.warn(f"cannot use {lock_path} ({e.strerror or e}); saving without a lock", ResultsWarning,
+                      stacklevel=3)
         yield
         return
     try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX)
-        except OSError as e:
-            warnings.warn(f"cannot lock {lock_path} ({e}); saving without a lock", ResultsWarning, stacklevel=3)
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            warnings.warn(f"{lock_path} belongs to {_owner(st.st_uid)}, not to you: someone else made it, and "
+                          "could hold it forever; saving without a lock", ResultsWarning, stacklevel=3)
+            yield
+            return
+        deadline = time.monotonic() + timeout
+        locked = False
+        while not locked:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
+            except OSError as e:
+                if e.errno not in (errno.EACCES, errno.EAGAIN):
+                    warnings.warn(f"cannot lock {lock_path} ({e}); saving without a lock", ResultsWarning,
+                                  stacklevel=3)
+                    break
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(f"another of your kernels has held {lock_path} for over {timeout:g} s: "
+                                      "let it finish (or restart it), then save again") from None
+                time.sleep(0.05)
         yield
     finally:
         os.close(fd)     # closing releases the lock
@@ -172,26 +350,39 @@ def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
             os.close(dfd)
 
 
-def _read_doc(path: Path) -> dict[str, Any]:
-    """A results file as a dict at the current schema; raises ValueError if unusable."""
+def _mine(path: Path) -> bool | None:
+    """True: path is this user's own regular file with one link; None: there is nothing there; False:
+    something else is (another user's file, a symlink, a FIFO, a directory)."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"not readable JSON ({e})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("schema_version"), int) \
-            or not isinstance(doc.get("measurements"), list):
-        raise ValueError("not an iolab results file (no schema_version / measurements)")
-    v = doc["schema_version"]
-    if v > SCHEMA_VERSION:
-        raise ValueError(f"written by a newer iolab (schema {v}, this one reads up to {SCHEMA_VERSION}): "
-                         "update iolab to read it")
-    while v < SCHEMA_VERSION:
-        if v not in MIGRATIONS:
-            raise ValueError(f"schema {v} is too old (no migration to {v + 1})")
-        doc = MIGRATIONS[v](doc)
-        v += 1
-        doc["schema_version"] = v
-    return doc
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_nlink == 1
+
+
+def _own_file(d: Path, user: str) -> tuple[Path, str]:
+    """The file this user's rows go to: ``<user>.json`` unless someone else took that name first, then
+    this user's own ``<user>.<random>.json`` (an existing one, or a new name). Also why, or ""."""
+    target = d / f"{user}.json"
+    if _mine(target) is not False:
+        return target, ""
+    try:
+        st = os.lstat(target)
+        what = "a symlink" if stat.S_ISLNK(st.st_mode) else \
+            f"a file of {_owner(st.st_uid)}'s" if st.st_uid != os.geteuid() else "not a plain file of yours"
+    except OSError:
+        what = "not yours"
+    pattern = re.compile(re.escape(user) + r"\.[0-9a-f]{8}\.json")
+    with contextlib.suppress(OSError):
+        for e in sorted(os.scandir(d), key=lambda e: e.name):
+            if pattern.fullmatch(e.name) and _mine(Path(e.path)):
+                return Path(e.path), what
+    return d / f"{user}.{secrets.token_hex(4)}.json", what
+
+
+def user_file(directory: str | os.PathLike[str] | None = None, user: str | None = None) -> Path:
+    """The file :func:`save` writes this user's rows to (``<user>.json``, unless someone else took it)."""
+    return _own_file(results_dir(directory), _safe_user(user or _user()))[0]
 
 
 def save(frame: Any, *, tool: str, directory: str | os.PathLike[str] | None = None, user: str | None = None,
@@ -246,33 +437,57 @@ def save(frame: Any, *, tool: str, directory: str | os.PathLike[str] | None = No
     }
     d = results_dir(directory)
     d.mkdir(parents=True, exist_ok=True)
-    target = d / f"{user}.json"
     with _locked(d / f".{user}.lock"):
+        target, why = _own_file(d, user)
+        if why:
+            warnings.warn(f"{d / (user + '.json')} is {why}: someone else created it, and it is not read as "
+                          f"yours. Your results go to {target.name} instead (load() counts a file as its "
+                          "owner's, whatever its name); tell the instructor.", ResultsWarning, stacklevel=2)
         doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "user": user, "measurements": []}
-        if target.exists():
+        if _mine(target):
             try:
                 doc = _read_doc(target)
             except ValueError as e:
                 aside = target.with_name(f"{target.name}.unreadable-{datetime.now():%Y%m%d-%H%M%S}")
+                for old in d.glob(f"{glob_escape(target.name)}.unreadable-*"):   # keep one aside, not many
+                    if _mine(old):
+                        old.unlink()
                 os.replace(target, aside)
                 warnings.warn(f"{target} was unusable ({e}); kept it as {aside.name} and started a new file",
                               ResultsWarning, stacklevel=2)
         doc["schema_version"] = SCHEMA_VERSION
         doc["measurements"].append(measurement)
-        atomic_write(target, json.dumps(doc, indent=1, allow_nan=False) + "\n", mode=file_mode)
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+        size = len(text.encode())
+        if size > MAX_BYTES:
+            raise BudgetExceeded(
+                f"saving this measurement would take {target} to {format_size(size)}, over the "
+                f"{format_size(MAX_BYTES)} a student's results file may hold in the class directory "
+                f"(results.MAX_BYTES). Save fewer rows (a summary per operation), or delete {target.name} "
+                "to start over.")
+        atomic_write(target, text, mode=file_mode)
     return measurement["id"]
 
 
 # --- reading ------------------------------------------------------------------------------------
 
-def _rows(doc: dict[str, Any], source: Path) -> list[dict[str, Any]]:
+def _rows(doc: dict[str, Any], source: Path, owner: str | None = None) -> list[dict[str, Any]]:
+    """The rows of a results file; with owner (a file of another user's), only the measurements that
+    say they are owner's, all as owner's."""
     out = []
     for i, m in enumerate(doc["measurements"]):
-        if not isinstance(m, dict) or not isinstance(m.get("rows"), list) or not m.get("tool"):
-            warnings.warn(f"{source.name}: measurement {i} is malformed; skipped", ResultsWarning, stacklevel=3)
+        why = _valid_measurement(m)
+        if why:
+            warnings.warn(f"{source.name}: measurement {i} is malformed ({why}); skipped", ResultsWarning,
+                          stacklevel=3)
+            continue
+        claimed = m.get("user") or doc.get("user")
+        if owner is not None and claimed != owner:
+            warnings.warn(f"{source.name}: measurement {i} says it is {claimed}'s, but the file belongs to "
+                          f"{owner}: nobody may speak for someone else; skipped", ResultsWarning, stacklevel=3)
             continue
         fs = m.get("filesystem") or {}
-        prov = {"user": m.get("user") or doc.get("user"), "filesystem": fs.get("label") or fs.get("path"),
+        prov = {"user": claimed, "filesystem": fs.get("label") or fs.get("path"),
                 "fstype": fs.get("fstype"), "fs_kind": fs.get("kind"), "fs_path": fs.get("path"),
                 "fs_options": fs.get("options"),
                 "tool": m.get("tool"), "tool_version": m.get("tool_version"),
@@ -280,11 +495,10 @@ def _rows(doc: dict[str, Any], source: Path) -> list[dict[str, Any]]:
                 "node": m.get("node"), "recording": m.get("recording"), "notes": m.get("notes", ""),
                 "saved_at": m.get("saved_at"), "measurement": m.get("id")}
         for r in m["rows"]:
-            if not isinstance(r, dict):
-                continue
             row = dict(prov)
-            # a measurement's own column wins (a Slurm job's per-row node and host, for instance)
-            row.update({k: v for k, v in r.items() if not (k in prov and v is None)})
+            # a measurement's own column wins (a Slurm job's per-row node and host, for instance), but
+            # never over whose it is
+            row.update({k: v for k, v in r.items() if not (k in prov and v is None) and k != "user"})
             out.append(row)
     return out
 
@@ -292,23 +506,31 @@ def _rows(doc: dict[str, Any], source: Path) -> list[dict[str, Any]]:
 def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str] | None = None):
     """Every user's measurements as one DataFrame (provenance columns first).
 
-    Files that are corrupt, half-written, of a newer schema or not results at all are skipped
-    with a :class:`ResultsWarning`; an empty or missing directory gives an empty DataFrame.
+    Files that are corrupt, half-written, of a newer schema, not results at all, not regular files,
+    or over ``MAX_BYTES`` are skipped with a :class:`ResultsWarning`; an empty or missing directory
+    gives an empty DataFrame. A file of another user's holds that user's rows only (measurements in it
+    that claim someone else are skipped with a warning); files of yours and of root are taken as they
+    are. ``users``: keep only these users' rows.
     """
     import pandas as pd
 
     d = results_dir(directory)
+    trusted = {0, os.geteuid()}
     rows: list[dict[str, Any]] = []
     files = sorted(p for p in d.glob("*.json") if not p.name.startswith(".")) if d.is_dir() else []
     for p in files:
-        if users is not None and p.stem not in users:
-            continue
         try:
-            doc = _read_doc(p)
+            data, st = _read_bounded(p)
+            doc = _parse_doc(data)
         except ValueError as e:
             warnings.warn(f"skipped {p.name}: {e}", ResultsWarning, stacklevel=2)
             continue
-        rows.extend(_rows(doc, p))
+        owner = None if st.st_uid in trusted else _owner(st.st_uid)
+        if owner is not None and p.stem != owner and not p.stem.startswith(owner + "."):
+            warnings.warn(f"{p.name} belongs to {owner}: a file under someone else's name; only rows of "
+                          f"{owner}'s in it are read, as {owner}'s", ResultsWarning, stacklevel=2)
+        got = _rows(doc, p, owner)
+        rows.extend(r for r in got if users is None or r["user"] in users)
     if not rows:
         return pd.DataFrame(columns=list(PROVENANCE))
     df = pd.DataFrame(rows)
