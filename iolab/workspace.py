@@ -6,14 +6,17 @@ Default location: ``$IOLAB_WORKDIR`` if set, else the first disk-backed of ``$TM
 from __future__ import annotations
 
 import atexit
+import contextlib
 import getpass
 import os
+import re
 import shutil
 import signal
 import socket
 import stat
 import tempfile
 import threading
+import warnings
 import weakref
 from pathlib import Path
 from types import TracebackType
@@ -48,20 +51,97 @@ def base_dir() -> Path:
     ``$IOLAB_WORKDIR`` when set. Otherwise the first of $TMPDIR, /tmp, /var/tmp, ~/.cache that is
     writable and disk-backed: on a tmpfs the page cache *is* the file, so nothing could be evicted
     and no cold read measured. If every candidate is memory, the first writable one is used.
+
+    A name on the way that someone else created first in a directory everybody may write (``/tmp/iolab-<user>``,
+    ``<scratch>/<user>``: anyone can predict them) is not used, nor followed if it is their symlink: a
+    private directory next to it, ``<name>.<random>``, is used instead, and the user told once.
     """
     root = os.environ.get("IOLAB_WORKDIR")
     if root:
-        base = Path(os.path.realpath(Path(root).expanduser()))
-        safe_chain(base.parent)
-    else:
-        usable = [c for c in _candidates() if c.is_dir() and os.access(c, os.W_OK | os.X_OK)]
-        if not usable:
-            raise OSError("no writable scratch directory found: set IOLAB_WORKDIR")
-        disk = [c for c in usable if fstype(c) not in MEMORY_FS]
-        return private_dir((disk or usable)[0] / f"iolab-{_user()}")
-    base.mkdir(parents=True, exist_ok=True, mode=0o700)
-    safe_chain(base)
-    return base
+        return _claim(Path(os.path.abspath(Path(root).expanduser())))
+    usable = [c for c in _candidates() if c.is_dir() and os.access(c, os.W_OK | os.X_OK)]
+    if not usable:
+        raise OSError("no writable scratch directory found: set IOLAB_WORKDIR")
+    disk = [c for c in usable if fstype(c) not in MEMORY_FS]
+    return private_dir((disk or usable)[0] / f"iolab-{_user()}")
+
+
+class NameTaken(UserWarning):
+    """A directory name iolab would use was taken by someone else; a private one is used instead."""
+
+
+_told: set[str] = set()
+
+
+def _taken(st: os.stat_result) -> str:
+    """Why an existing entry cannot be our directory ("" when it can: a real directory of ours)."""
+    if stat.S_ISLNK(st.st_mode):
+        return "a symlink"
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a directory"
+    if st.st_uid != os.geteuid():
+        return f"a directory of uid {st.st_uid}"
+    return ""
+
+
+def _shared(d: Path) -> bool:
+    """Others may create names in d (group or other write bit)."""
+    return bool(os.stat(d).st_mode & 0o022)
+
+
+def _fallback(path: Path, why: str) -> Path:
+    """A private directory next to ``path``, whose name someone else took: this user's existing
+    ``<name>.<random>`` (so that every session finds the same one), else a new one (mode 0700)."""
+    pattern = re.compile(re.escape(path.name) + r"\.[a-z0-9_]{8}")
+    chosen = None
+    for e in sorted(os.scandir(path.parent), key=lambda e: e.name):
+        if pattern.fullmatch(e.name):
+            st = os.lstat(e.path)
+            if not _taken(st):
+                chosen = Path(e.path)
+                if st.st_mode & 0o077:
+                    os.chmod(chosen, 0o700)
+                break
+    if chosen is None:
+        chosen = Path(tempfile.mkdtemp(prefix=path.name + ".", dir=path.parent))
+    if str(path) not in _told:
+        _told.add(str(path))
+        warnings.warn(f"{path} is {why}: someone else made it first (anyone on this node can create that name), "
+                      f"so it is not used. Your files go to {chosen} instead, a directory of yours alone; ask an "
+                      f"admin to remove {path}.", NameTaken, stacklevel=3)
+    return chosen
+
+
+def _claim(path: Path) -> Path:
+    """``path`` made ours, one component at a time: an existing directory of ours or root's is entered,
+    a symlink followed only when it is ours or root's (or lies in a directory nobody else writes), a
+    missing one created mode 0700; a name taken by someone else in a directory all may write is replaced
+    by a private one (:func:`_fallback`). Elsewhere someone else's entry is refused (PermissionError)."""
+    cur = Path(path.anchor)
+    me = os.geteuid()
+    for name in path.parts[1:]:
+        nxt = cur / name
+        try:
+            st = os.lstat(nxt)
+        except FileNotFoundError:
+            safe_chain(cur)
+            with contextlib.suppress(FileExistsError):
+                nxt.mkdir(mode=0o700)
+            st = os.lstat(nxt)                    # made by us, or by someone quicker: judged the same way
+        if stat.S_ISLNK(st.st_mode) and (st.st_uid in (0, me) or not _shared(cur)):
+            cur = Path(os.path.realpath(nxt))
+            continue
+        why = _taken(st) if st.st_uid != 0 or not stat.S_ISDIR(st.st_mode) else ""
+        if not why:
+            cur = nxt
+            continue
+        if not _shared(cur):
+            raise PermissionError(f"{nxt} is {why}, not yours (uid {me}): its owner could replace your workspace "
+                                  "with a link to your other files. Set IOLAB_WORKDIR to a directory of your own.")
+        safe_chain(cur)
+        cur = _fallback(nxt, why)
+    safe_chain(cur)
+    return cur
 
 
 def safe_chain(path: str | os.PathLike[str]) -> Path:
@@ -97,21 +177,23 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     """A directory of this user's own, mode 0700, at a name chosen in a directory everybody may write
     (``/tmp/iolab-<user>``, ``/dev/shm/iolab-<uid>``).
 
-    Anyone can create that name first: a directory that is a symlink, or that belongs to someone
-    else, is refused (its owner could read, replace or remove what is put in it).
+    Anyone can create that name first: when it is a symlink, not a directory, or someone else's, it is
+    neither used nor followed, and a private ``<name>.<random>`` next to it is used instead (the user is
+    told once). Only in a directory nobody else may write is such an entry refused (PermissionError).
     """
     p = Path(path)
     safe_chain(p.parent)
-    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        p.mkdir(mode=0o700)
     st = os.lstat(p)
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise PermissionError(f"{p} is not a directory but a {'symlink' if stat.S_ISLNK(st.st_mode) else 'file'}: "
-                               "someone else may have put it there. Remove it, or set IOLAB_WORKDIR to a "
-                               "directory of your own.")
-    if st.st_uid != os.geteuid():
-        raise PermissionError(f"{p} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}): someone else "
-                               "created it, and could read or replace your files in it. Ask them or an admin "
-                               "to remove it, or set IOLAB_WORKDIR to a directory of your own.")
+    why = _taken(st)
+    if why:
+        if _shared(p.parent):
+            return _fallback(p, why)
+        raise PermissionError(f"{p} is {why}, not a directory of yours (uid {os.geteuid()}): its owner could "
+                              "read or replace your files in it. Remove it, or set IOLAB_WORKDIR to a directory "
+                              "of your own.")
     if st.st_mode & 0o077:
         os.chmod(p, 0o700)
     return p
