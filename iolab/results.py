@@ -198,7 +198,7 @@ def _read_bounded(path: Path) -> tuple[bytes, os.stat_result]:
         raise ValueError(e.strerror if e.strerror and path.name in e.strerror else str(e)) from None
     try:
         st = os.fstat(fd)
-        if st.st_nlink != 1:
+        if st.st_nlink > 1:             # 0: replaced by a newer save while open, still whole
             raise ValueError(f"it has {st.st_nlink} hard links (a results file has one; a link to another file "
                              "is not read)")
         if st.st_size > MAX_BYTES:
@@ -357,7 +357,7 @@ def _mine(path: Path) -> bool | None:
         st = os.lstat(path)
     except FileNotFoundError:
         return None
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_nlink == 1
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_nlink <= 1
 
 
 def _own_file(d: Path, user: str) -> tuple[Path, str]:

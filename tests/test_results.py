@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import warnings
 from pathlib import Path
@@ -13,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iolab import results
+import unix_users
+from iolab import BudgetExceeded, results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -224,57 +227,203 @@ def test_recorded_class_data_loads_cleanly():
 
 # --- deployment (docs/jupyterhub.md) ------------------------------------------------------------
 
-def _as_uid(uid: int, fn) -> int:
-    """Run fn() in a forked child with this uid; the child's exit code (0 = fn returned True)."""
-    pid = os.fork()
-    if pid == 0:                       # pragma: no cover - runs in the child
-        code = 1
+CLASS_GROUP = "ioltclass"
+
+
+@pytest.fixture(scope="module")
+def klass():
+    """Three real students of one class group (mallory, alice, bob)."""
+    with unix_users.made(3, group=CLASS_GROUP) as people:
+        yield people
+
+
+@pytest.fixture
+def shared(klass):
+    """The class directory as docs/jupyterhub.md makes it: root:<class group>, mode 3770."""
+    import grp
+
+    d = Path(tempfile.mkdtemp(prefix="iolab-class-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    os.chown(d, 0, grp.getgrnam(CLASS_GROUP).gr_gid)
+    os.chmod(d, 0o3770)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _save(d, user=None, rows=1, **kw):
+    def fn():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results.save(frame(rows), tool="fio", directory=d, user=user, fstype="ext4", tool_version="t", **kw)
+        return [str(w.message) for w in caught]
+    return fn
+
+
+def _load(d):
+    def fn():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = results.load(d)
+        return {"per_user": {str(k): int(v) for k, v in df.groupby("user").size().items()} if len(df) else {},
+                "notes": sorted(set(df["notes"].dropna())) if len(df) else [],
+                "warned": [str(w.message) for w in caught]}
+    return fn
+
+
+def _doc(user, notes="", **measurement):
+    m = {"id": "x", "saved_at": "2026-01-01T00:00:00Z", "user": user, "host": "h", "node": None,
+         "filesystem": {"label": "/scratch", "fstype": "ext4"}, "tool": "fio", "tool_version": "t", "options": [],
+         "mode": "live", "recording": None, "notes": notes, "columns": ["rate"], "rows": [{"rate": 1.0}]}
+    m.update(measurement)
+    return json.dumps({"schema_version": 1, "user": user, "measurements": [m]})
+
+
+@unix_users.needs_users
+def test_students_add_but_never_replace_each_others_files(klass, shared):
+    mallory, alice, bob = klass
+    assert unix_users.as_user(alice, _save(shared)) == ("ok", [])
+    assert unix_users.as_user(bob, _save(shared)) == ("ok", [])
+
+    def replace_alices():
         try:
-            os.setgid(65534)
-            os.setuid(uid)
-            code = 0 if fn() else 1
-        except BaseException:
-            code = 2
-        finally:
-            os._exit(code)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            os.replace(shared / f"{bob.pw_name}.json", shared / f"{alice.pw_name}.json")
+        except PermissionError:
+            return "refused"
+        return "replaced"
+    assert unix_users.as_user(bob, replace_alices) == ("ok", "refused")
+    assert (shared / f"{alice.pw_name}.json").stat().st_uid == alice.pw_uid
+    status, out = unix_users.as_user(None, _load(shared))
+    assert out["per_user"] == {alice.pw_name: 1, bob.pw_name: 1} and out["warned"] == []
+    assert not [p for p in shared.iterdir() if p.name.endswith(".tmp")]
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="switching users needs root")
-def test_a_sticky_class_directory_lets_students_add_but_not_replace(tmp_path):
-    import tempfile
+@unix_users.needs_users
+def test_a_file_made_first_under_someone_elses_name_neither_blocks_nor_speaks_for_them(klass, shared):
+    mallory, alice, bob = klass
+    # mallory saves "as alice" before alice does: the file alice.json is mallory's, its row says alice
+    assert unix_users.as_user(mallory, _save(shared, user=alice.pw_name, notes="forged"))[0] == "ok"
+    assert (shared / f"{alice.pw_name}.json").stat().st_uid == mallory.pw_uid
+    status, told = unix_users.as_user(alice, _save(shared, notes="hers"))
+    assert status == "ok", told                        # before: PermissionError, her save failed
+    assert any("someone else created it" in t for t in told), told
+    mine = [p for p in shared.glob(f"{alice.pw_name}.*.json")]
+    assert len(mine) == 1 and mine[0].stat().st_uid == alice.pw_uid
+    assert unix_users.as_user(alice, _save(shared, notes="hers"))[0] == "ok"      # the same file again
+    assert [p.name for p in shared.glob(f"{alice.pw_name}.*.json")] == [mine[0].name]
+    status, out = unix_users.as_user(None, _load(shared))
+    assert out["per_user"] == {alice.pw_name: 2}, out  # before: the forged row counted as alice's
+    assert out["notes"] == ["hers"]
+    assert any(mallory.pw_name in w and "nobody may speak for someone else" in w for w in out["warned"])
 
-    shared = Path(tempfile.mkdtemp(prefix="iolab-class-perm-", dir="/tmp"))
+
+@unix_users.needs_users
+def test_rows_in_a_students_own_file_that_claim_someone_else_are_not_theirs(klass, shared):
+    mallory, alice, bob = klass
+
+    def forge():
+        (shared / f"{mallory.pw_name}.json").write_text(_doc(alice.pw_name, notes="forged"))
+        return True
+    assert unix_users.as_user(mallory, forge) == ("ok", True)
+    # a row's own "user" column does not decide either
+    assert unix_users.as_user(bob, _save(shared))[0] == "ok"
+    doc = json.loads((shared / f"{bob.pw_name}.json").read_text())
+    doc["measurements"][0]["rows"][0]["user"] = alice.pw_name
+
+    def bob_rewrites():
+        (shared / f"{bob.pw_name}.json").write_text(json.dumps(doc))
+        return True
+    assert unix_users.as_user(bob, bob_rewrites) == ("ok", True)
+    status, out = unix_users.as_user(None, _load(shared))
+    assert alice.pw_name not in out["per_user"], out   # before: the loader trusted the field
+    assert out["per_user"] == {bob.pw_name: 1}
+
+
+@unix_users.needs_users
+def test_a_lock_file_someone_else_holds_does_not_block_a_save(klass, shared):
+    import fcntl
+
+    mallory, alice, bob = klass
+    lock = shared / f".{alice.pw_name}.lock"
+
+    def make_lock():
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        os.fchmod(fd, 0o666)
+        os.close(fd)
+        return True
+    assert unix_users.as_user(mallory, make_lock) == ("ok", True)
+    fd = os.open(lock, os.O_RDWR)                      # and holds it (for the test, this process does)
     try:
-        os.chmod(shared, 0o1777)       # docs/jupyterhub.md: like /tmp, or 3770 with a class group
-        one = frame(1)
-
-        def save_as(user):
-            def fn():
-                results.save(one, tool="fio", directory=shared, user=user, fstype="ext4", tool_version="t")
-                return True
-            return fn
-
-        def overwrite_other():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", results.ResultsWarning)   # cannot lock the other's lock file
-                try:
-                    results.save(one, tool="fio", directory=shared, user="stu-a", fstype="ext4", tool_version="t")
-                except PermissionError:
-                    return True
-            return False
-
-        assert _as_uid(65501, save_as("stu-a")) == 0
-        assert _as_uid(65502, save_as("stu-b")) == 0
-        assert _as_uid(65502, overwrite_other) == 0
-        assert (shared / "stu-a.json").stat().st_uid == 65501
-        df = results.load(shared)
-        assert df.groupby("user").size().to_dict() == {"stu-a": 1, "stu-b": 1}
-        assert not [p for p in shared.iterdir() if p.name.endswith(".tmp")]
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        status, told = unix_users.as_user(alice, _save(shared), timeout=60)
+        assert status == "ok", (status, told)          # before: the save waited forever
+        assert any("saving without a lock" in t for t in told), told
     finally:
-        import shutil
+        os.close(fd)
+    assert unix_users.as_user(None, _load(shared))[1]["per_user"] == {alice.pw_name: 1}
 
-        shutil.rmtree(shared, ignore_errors=True)
+
+def test_a_lock_held_too_long_times_out(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.setattr(results, "LOCK_TIMEOUT", 0.5)
+    results.save(frame(1), tool="fio", directory=tmp_path, user="ann")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR);"
+                               " fcntl.lockf(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)",
+                               str(tmp_path / ".ann.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(results.LockTimeout, match="another of your kernels"):
+            results.save(frame(1), tool="fio", directory=tmp_path, user="ann")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(results.load(tmp_path)) == 1
+
+
+def _poison(kind: str, d: Path, secret: Path):
+    def fn():
+        p = d / f"{kind}.json"
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "dev-zero":
+            os.symlink("/dev/zero", p)
+        elif kind == "root-only":
+            os.symlink(secret, p)
+        elif kind == "nested":
+            p.write_text("[" * 100_000 + "]" * 100_000)
+        elif kind == "wrong-type":
+            p.write_text(_doc(os.environ["USER"], filesystem="not an object"))
+        elif kind == "oversized":
+            p.write_text(_doc(os.environ["USER"], notes="x" * (results.MAX_BYTES + 1)))
+        return True
+    return fn
+
+
+@unix_users.needs_users
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "root-only", "nested", "wrong-type", "oversized"])
+def test_a_poisoned_file_cannot_hang_exhaust_or_fool_the_instructors_load(klass, shared, kind, tmp_path):
+    mallory, alice, bob = klass
+    secret = tmp_path / "secret.json"                  # a file only root may read
+    secret.write_text(_doc("root-secret", notes="SECRET"))
+    os.chmod(secret, 0o600)
+    assert unix_users.as_user(alice, _save(shared))[0] == "ok"
+    assert unix_users.as_user(mallory, _poison(kind, shared, secret)) == ("ok", True)
+    # the instructor is root; a load gets a minute and 1 GiB beyond what it has
+    status, out = unix_users.as_user(None, _load(shared), timeout=60, more_memory=1 << 30)
+    assert status == "ok", (status, out)               # before: a hang, MemoryError, RecursionError, AttributeError
+    assert out["per_user"] == {alice.pw_name: 1} and "SECRET" not in out["notes"], out
+    assert any(f"{kind}.json" in w for w in out["warned"]), out["warned"]
+
+
+def test_save_bounds_what_it_puts_into_the_class_directory(tmp_path):
+    big = pd.DataFrame({"pad": ["x" * 1000] * (results.MAX_BYTES // 1000 + 10)})
+    with pytest.raises(BudgetExceeded, match="MAX_BYTES"):
+        results.save(big, tool="fio", directory=tmp_path, user="amy")
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []     # nothing written
+    results.save(frame(1), tool="fio", directory=tmp_path, user="amy")
+    with pytest.raises(BudgetExceeded):
+        results.save(big, tool="fio", directory=tmp_path, user="amy")
+    assert len(results.load(tmp_path)) == 1            # the file kept what it had
+    assert sum(p.stat().st_size for p in tmp_path.iterdir()) <= results.MAX_BYTES
 
 
 def test_kernel_install_carries_class_settings(tmp_path):
