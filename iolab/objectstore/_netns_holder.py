@@ -1,12 +1,16 @@
 """The process that holds a student's private network namespace and lets only its owner in.
 
-Started by :mod:`iolab.objectstore.netns` as ``python -I _netns_holder.py FD`` (standard library
-only), where FD is its end of a SOCK_SEQPACKET socket pair. It:
+Started by :mod:`iolab.objectstore.netns` as ``python -I _netns_holder.py FD [TMP [KEEP...]]`` (standard
+library only), where FD is its end of a SOCK_SEQPACKET socket pair, TMP a private directory of the
+owner's and each KEEP a directory under /tmp that must stay where it is (the workspace's). It:
 
 1. opens a NETLINK_SOCK_DIAG socket while it is still in the node's network namespace;
 2. makes a user namespace (the owner's uid and gid map to themselves) and a network namespace of its
    own, and brings that namespace's loopback up: servers started in it (``nsenter --target PID
-   --user --net``) listen on a 127.0.0.1 that no other process of the node can reach;
+   --user --net --mount``) listen on a 127.0.0.1 that no other process of the node can reach;
+   with TMP, a mount namespace too, where TMP is mounted on /tmp (and each KEEP on its own place in
+   it): the names servers make in /tmp (SeaweedFS's sockets, named after its ports) are the owner's
+   alone, and nobody else's files there can stand in their way;
 3. answers requests on FD, one JSON message each:
 
    ``{"op": "ports", "n": N, "offset": K, "avoid": [...]}`` -> ``{"ports": [...]}``: N ports free
@@ -39,6 +43,8 @@ import time
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, NLMSG_ERROR = 4, 20, 1, 2
 BUFFER = 1 << 18
@@ -49,13 +55,15 @@ def log(*words: object) -> None:
     print(time.strftime("%H:%M:%S"), *words, flush=True)
 
 
-def enter_private_net() -> None:
-    """A new user namespace (uid and gid mapped to themselves) and network namespace, loopback up."""
+def enter_private_net(tmp: str | None = None, keep: list[str] | None = None) -> None:
+    """A new user namespace (uid and gid mapped to themselves) and network namespace, loopback up;
+    with tmp, a mount namespace too, where tmp is mounted on /tmp and each of keep (directories under
+    /tmp) on its own path again."""
     uid, gid = os.geteuid(), os.getegid()
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | (CLONE_NEWNS if tmp else 0)) != 0:
         e = ctypes.get_errno()
-        raise OSError(e, f"unshare(CLONE_NEWUSER|CLONE_NEWNET): {os.strerror(e)}")
+        raise OSError(e, f"unshare(CLONE_NEWUSER|CLONE_NEWNET{'|CLONE_NEWNS' if tmp else ''}): {os.strerror(e)}")
     with open("/proc/self/setgroups", "w") as f:
         f.write("deny")
     with open("/proc/self/uid_map", "w") as f:
@@ -66,6 +74,21 @@ def enter_private_net() -> None:
         ifr = fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sh14x", b"lo", 0))
         flags = struct.unpack("16sh14x", ifr)[1]
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh14x", b"lo", flags | IFF_UP))
+    if tmp:
+        def mount(src: str | None, target: str, flags: int) -> None:
+            if libc.mount(src.encode() if src else None, target.encode(), None, flags, None) != 0:
+                e = ctypes.get_errno()
+                raise OSError(e, f"mount {src!r} on {target!r}: {os.strerror(e)}")
+        mount(None, "/", MS_REC | MS_PRIVATE)
+        kept = []                                # opened in this namespace, before /tmp is covered
+        for k in keep or []:
+            with contextlib.suppress(OSError):  # gone, or not a directory: nothing to keep
+                kept.append((k, os.open(k, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)))
+        mount(tmp, "/tmp", MS_BIND | MS_REC)
+        for k, fd in kept:                       # the workspace, where it was: its files are under /tmp
+            os.makedirs(k, mode=0o700, exist_ok=True)     # in the private /tmp, a directory of ours
+            mount(f"/proc/self/fd/{fd}", k, MS_BIND | MS_REC)
+            os.close(fd)
 
 
 class PeerUids:
@@ -283,15 +306,16 @@ def reply(ctl: socket.socket, message: dict) -> None:
 
 def main(argv: list[str]) -> int:
     ctl = socket.socket(fileno=int(argv[1]))
+    tmp = argv[2] if len(argv) > 2 else None
     owner = os.geteuid()
     try:
         peers = PeerUids()                      # in the node's network namespace: before unshare
-        enter_private_net()
+        enter_private_net(tmp, argv[3:])
     except OSError as e:
         reply(ctl, {"error": str(e)})
         return 1
-    log(f"private network namespace ready for uid {owner}")
-    reply(ctl, {"ready": True, "pid": os.getpid()})
+    log(f"private network namespace ready for uid {owner}" + (f", /tmp is {tmp}" if tmp else ""))
+    reply(ctl, {"ready": True, "pid": os.getpid(), "tmp": tmp})
     exposures: dict[int, list[Exposure]] = {}
     while True:
         try:

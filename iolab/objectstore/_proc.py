@@ -207,7 +207,8 @@ class Service:
         for pattern in self.cleanup_globs:
             for p in glob.glob(pattern):
                 try:
-                    os.unlink(p)
+                    if os.lstat(p).st_uid == os.geteuid():      # never another user's file of that name
+                        os.unlink(p)
                 except OSError:
                     pass
             guard.forget_files(pattern)

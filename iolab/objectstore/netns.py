@@ -69,6 +69,7 @@ class PrivateNet:
         self._lock = threading.Lock()
         self._first: dict | None = None
         self.exposed: dict[int, int] = {}      # host port -> inner port
+        self.tmp: Path | None = None           # what its servers see as /tmp (a directory of the owner's)
 
     # -- life cycle --------------------------------------------------------------------------------
     def start(self) -> "PrivateNet":
@@ -76,7 +77,11 @@ class PrivateNet:
         self._ctl = mine
         d = Path(self.ws.mkdir(f"objectstore/netns-{os.getpid()}-{id(self) & 0xffff:04x}"))
         os.chmod(d, 0o700)
-        svc = Service("private network", [_python(), "-I", str(HOLDER), str(theirs.fileno())],
+        # the servers' /tmp: names they make there (SeaweedFS's sockets, after its ports) are ours alone
+        tmp = d / "tmp"
+        tmp.mkdir(mode=0o700, exist_ok=True)
+        svc = Service("private network", [_python(), "-I", str(HOLDER), str(theirs.fileno()), str(tmp),
+                                                   *_kept_in_tmp(self.ws.root)],
                       log_path=d / "netns.log", cwd=d, ready=self._ready, start_timeout=15, stop_grace=2,
                       pass_fds=(theirs.fileno(),))
         self.service = svc
@@ -97,6 +102,7 @@ class PrivateNet:
         if r.returncode != 0:
             self.close()
             raise NetnsError(r.stderr.strip() or f"nsenter exited {r.returncode}")
+        self.tmp = tmp
         return self
 
     def _ready(self) -> bool:
@@ -186,9 +192,10 @@ class PrivateNet:
             self._request({"op": "close", "port": port})
 
     def argv(self, argv: Sequence[str]) -> list[str]:
-        """argv run inside the namespace (as the same user: its uid maps to itself there)."""
-        return [_nsenter(), f"--target={self.pid}", "--user", "--net", "--preserve-credentials", "--",
-                *[os.fspath(a) for a in argv]]
+        """argv run inside the namespaces (as the same user: its uid maps to itself there), with the
+        private /tmp, in the directory it is started in."""
+        return [_nsenter(), f"--target={self.pid}", "--user", "--net", "--mount", "--preserve-credentials",
+                "--wd=.", "--", *[os.fspath(a) for a in argv]]
 
     def log_tail(self, lines: int = 25) -> str:
         return self.service.log_tail(lines) if self.service else ""
@@ -219,6 +226,21 @@ def _python() -> str:
     if sys.executable and os.access(sys.executable, os.X_OK):
         return sys.executable
     return shutil.which("python3") or sys.executable
+
+
+def _kept_in_tmp(root: Path) -> list[str]:
+    """The directories right under the node's /tmp that the servers still need behind their private
+    /tmp: the workspace's, and those of this Python, its path and PATH (a checkout or venv in /tmp)."""
+    places = [root, sys.prefix, sys.executable, *sys.path, *os.environ.get("PATH", "").split(os.pathsep)]
+    tmp = Path(os.path.realpath("/tmp"))
+    keep = set()
+    for p in places:
+        if not p:
+            continue
+        real = Path(os.path.realpath(p))
+        if tmp in real.parents:
+            keep.add(str(tmp / real.relative_to(tmp).parts[0]))
+    return sorted(keep)
 
 
 def _nsenter() -> str:

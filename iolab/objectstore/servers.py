@@ -16,24 +16,24 @@ listens on the node's 127.0.0.1 as it is, and the lesson says so.
 from __future__ import annotations
 
 import contextlib
-import glob
+import os
 import re
 import secrets
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from .. import workspace as _workspace
 from ..runner import tool_version
 from . import netns
-from ._proc import LOOPBACK, Service, free_ports, http_ok, port_open, require_free, resolve
+from ._proc import LOOPBACK, PortTaken, Service, free_ports, http_ok, port_open, require_free, resolve
 from .endpoint import Endpoint
 
 S3_SERVERS = ("seaweedfs", "moto")
 GCS_SERVERS = ("fake-gcs-server",)
 
 # weed mini: every listening port it opens, moved off its defaults so two students do not clash
-# (in a private network too: each gRPC port names a socket in the node's /tmp, see _seaweedfs).
+# (each gRPC port names a socket in /tmp: in a private network, its own /tmp, see _seaweedfs).
 # Its admin worker dials the admin's HTTP port + 10000 whatever -admin.port.grpc says, so every
 # gRPC port is kept at HTTP port + 10000. The ports the lesson does not need are switched off:
 # WebDAV, the admin UI, the Iceberg and Lance catalogues (0 turns them off), the metrics ports
@@ -151,30 +151,34 @@ def _seaweedfs(exe: str, d: Path, key: str, secret: str, net: "netns.PrivateNet 
     and its S3 port (inside the private network, if any)."""
     n = len(_WEED_PORTS)
     if net is not None:
-        # the namespace's ports are all free, but a socket named for the same port may be in /tmp:
-        # another student's weed, whose socket ours would then dial
-        taken = {int(m.group(1)) for p in glob.glob("/tmp/seaweedfs-*.sock")
-                 if (m := re.search(r"-(\d+)\.sock$", p))}
-        ports = net.free_ports(n, grpc_offset=_GRPC_OFFSET, avoid=sorted(taken))
+        # its sockets go to the private network's own /tmp (see below): no name of anyone else's is in
+        # the way, whatever they put in the node's /tmp
+        ports = net.free_ports(n, grpc_offset=_GRPC_OFFSET)
     else:
-        ports = free_ports(n, grpc_offset=_GRPC_OFFSET)
         if port is not None:
             if port + _GRPC_OFFSET > 65535:
                 raise ValueError(f"SeaweedFS also needs port + {_GRPC_OFFSET}: give a port below "
                                  f"{65536 - _GRPC_OFFSET}")
             require_free(port + _GRPC_OFFSET, "SeaweedFS (its gRPC port is the S3 port + 10000)")
-            ports[_WEED_PORTS.index("s3")] = port
+
+        def pick() -> list[int]:
+            ps = free_ports(n, grpc_offset=_GRPC_OFFSET)
+            if port is not None:
+                ps[_WEED_PORTS.index("s3")] = port
+            return ps
+        ports = _ports_with_free_names(pick)
     # -logdir: weed's own log files (weed.<host>.<user>.log.INFO.*) go to /tmp otherwise, one per start
     argv = [exe, f"-logdir={d}", "mini", f"-dir={d / 'data'}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
             "-master.volumeSizeLimitMB=64", "-master.telemetry=false", *_WEED_OFF]
-    # its local sockets keep their default names (/tmp/seaweedfs-<component>-<port>.sock): a socket path
-    # inside a deep workspace can pass the 108-byte limit, and the filer then dies at start
+    # its local sockets keep their default names, /tmp/seaweedfs-<component>[-grpc]-<port>.sock (the gRPC
+    # ones cannot be moved: weed mini writes /tmp into them), which is the private network's own /tmp
     named = dict(zip(_WEED_PORTS, ports))
     for comp in _WEED_PORTS:
         argv += [f"-{comp}.port={named[comp]}", f"-{comp}.port.grpc={named[comp] + _GRPC_OFFSET}"]
     (d / "data").mkdir(exist_ok=True)
-    # SeaweedFS leaves /tmp/seaweedfs-<component>-grpc-<port>.sock behind when killed
-    socks = [f"/tmp/seaweedfs-*-{named[c] + off}.sock" for c in _WEED_PORTS for off in (0, _GRPC_OFFSET)]
+    # SeaweedFS leaves its sockets behind when killed: in the private /tmp (removed with the workspace),
+    # else these names in the node's /tmp (only files of ours are ever removed)
+    socks = [f"{net.tmp}/seaweedfs-*.sock"] if net is not None else _socket_names(named.values())
     svc = Service("SeaweedFS", net.argv(argv) if net else argv, log_path=d / "weed.log", cwd=d,
                   env={"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret},
                   ready=lambda: False, start_timeout=30, stop_grace=1.5, cleanup_globs=socks, umask=_UMASK)
@@ -222,3 +226,20 @@ def local_gcs(ws: _workspace.Workspace | None = None, *, port: int | None = None
                 svc.stop()
 
 
+def _socket_names(ports: Iterable[int]) -> list[str]:
+    """The names in the node's /tmp that weed mini gives its sockets for these (non-gRPC) ports."""
+    return [f"/tmp/seaweedfs-{c}{g}-{p + off}.sock" for p in ports for c in _WEED_PORTS
+            for g, off in (("", 0), ("-grpc", _GRPC_OFFSET))]
+
+
+def _ports_with_free_names(pick: Callable[[], list[int]], tries: int = 20) -> list[int]:
+    """Ports from pick() whose socket names in the node's /tmp nobody holds: weed would dial a socket
+    someone else put there. Only those few names are looked at, never anybody's other files."""
+    for _ in range(tries):
+        ports = pick()
+        if not any(os.path.lexists(p) for p in _socket_names(ports)):
+            return ports
+    raise PortTaken(f"SeaweedFS names its sockets in /tmp after its ports, and in {tries} tries every set of free "
+                    "ports had a name there taken already (by someone else, or runs that were killed). Without "
+                    "a private network (docs/jupyterhub.md, lesson 06) it cannot start safely: ask an admin to "
+                    "clear /tmp/seaweedfs-*.sock, or use server=\"moto\".")
