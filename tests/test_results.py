@@ -227,7 +227,7 @@ def test_recorded_class_data_loads_cleanly():
 
 # --- deployment (docs/jupyterhub.md) ------------------------------------------------------------
 
-CLASS_GROUP = "ioltclass"
+CLASS_GROUP = f"ioltc{os.getpid() % 100000}"
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,8 @@ def _take(path: Path, kind: str, target: Path | None = None):
 
 def _workspace_of_victim(candidates: list[str] | None = None):
     def fn():
-        if candidates is not None:
+        if candidates is not None:                    # the default place: no IOLAB_WORKDIR
+            os.environ.pop("IOLAB_WORKDIR", None)
             workspace._candidates = lambda: [Path(c) for c in candidates]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
