@@ -27,7 +27,7 @@ from .pagecache import parse_meminfo
 from .readahead import read_ahead_kb
 from .tools import darshan, ior, mdtest
 from .units import format_size
-from .workspace import base_dir
+from .workspace import base_dir, names_taken
 
 OK, MISSING, LIMITED = "OK", "MISSING", "LIMITED"
 
@@ -291,6 +291,9 @@ def filesystem_checks() -> list[Check]:
                              "set IOLAB_WORKDIR to a disk-backed directory"))
         else:
             out.append(Check("filesystems", r["label"], OK, detail))
+    for name, used in names_taken().items():
+        out.append(Check("filesystems", "a name taken", LIMITED, f"{name} was made by someone else; yours is {used}",
+                         "your files are private all the same; ask an admin to remove the name someone took"))
     if "$SCRATCH" not in {r["label"] for r in rows}:
         out.append(Check("filesystems", "$SCRATCH", LIMITED, "not set on this machine",
                          "lessons use the workspace (local scratch) instead"))

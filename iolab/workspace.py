@@ -70,7 +70,12 @@ class NameTaken(UserWarning):
     """A directory name iolab would use was taken by someone else; a private one is used instead."""
 
 
-_told: set[str] = set()
+_told: dict[str, str] = {}          # a name someone else took -> the private directory used instead
+
+
+def names_taken() -> dict[str, str]:
+    """The names this process found taken by someone else, and the private directory used for each."""
+    return dict(_told)
 
 
 def _taken(st: os.stat_result) -> str:
@@ -105,7 +110,7 @@ def _fallback(path: Path, why: str) -> Path:
     if chosen is None:
         chosen = Path(tempfile.mkdtemp(prefix=path.name + ".", dir=path.parent))
     if str(path) not in _told:
-        _told.add(str(path))
+        _told[str(path)] = str(chosen)
         warnings.warn(f"{path} is {why}: someone else made it first (anyone on this node can create that name), "
                       f"so it is not used. Your files go to {chosen} instead, a directory of yours alone; ask an "
                       f"admin to remove {path}.", NameTaken, stacklevel=3)

@@ -136,7 +136,7 @@ def test_a_default_base_someone_else_made_is_replaced_by_a_private_one(monkeypat
     os.chmod(shared, 0o1777)
     monkeypatch.delenv("IOLAB_WORKDIR", raising=False)
     monkeypatch.setattr(workspace, "_candidates", lambda: [shared])
-    monkeypatch.setattr(workspace, "_told", set())
+    monkeypatch.setattr(workspace, "_told", {})
     mine = shared / f"iolab-{workspace._user()}"
     mine.mkdir(mode=0o777)
     os.chmod(mine, 0o777)
@@ -150,6 +150,10 @@ def test_a_default_base_someone_else_made_is_replaced_by_a_private_one(monkeypat
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert workspace.base_dir() == got                                             # the same one, told once
+    from iolab import doctor
+
+    line = [c for c in doctor.filesystem_checks() if c.name == "a name taken"]         # and the doctor says so
+    assert len(line) == 1 and line[0].status == doctor.LIMITED and str(got) in line[0].detail
     # in a directory nobody else may write, an entry that is not ours is refused as before
     os.chmod(shared, 0o700)
     with pytest.raises(PermissionError, match="symlink"):
