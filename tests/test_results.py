@@ -362,7 +362,6 @@ def test_a_lock_file_someone_else_holds_does_not_block_a_save(klass, shared):
 
 
 def test_a_lock_held_too_long_times_out(tmp_path, monkeypatch):
-    import fcntl
 
     monkeypatch.setattr(results, "LOCK_TIMEOUT", 0.5)
     results.save(frame(1), tool="fio", directory=tmp_path, user="ann")
