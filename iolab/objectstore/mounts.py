@@ -17,6 +17,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ from typing import Any
 
 from .. import fsinfo, guard
 from .. import workspace as _workspace
-from ..errors import IolabError, ToolFailed, ToolMissing
+from ..errors import BudgetExceeded, IolabError, ToolFailed, ToolMissing
+from ..units import MiB
 from ._proc import Service, resolve
 from .endpoint import Endpoint
 
@@ -110,6 +112,29 @@ def unmount(path: str | os.PathLike[str], timeout: float = 15) -> None:
         time.sleep(0.05)
 
 
+def lists(path: str | os.PathLike[str], timeout: float = 30) -> bool:
+    """Whether a listing of path succeeds within timeout: the positive proof that a FUSE mount works.
+
+    A mount appears in the mount table before its client has checked anything: s3fs checks the bucket
+    in its FUSE init, and on a missing bucket or refused keys leaves its event loop (exit status 0)
+    moments later; under load, long after the mount point showed up. A listing of the root is served
+    only after that init, and it lists the bucket: it fails for a missing one. The listing runs in a
+    thread, so that a client that hangs cannot hang the caller."""
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            os.listdir(path)
+            result.append(True)
+        except OSError:
+            result.append(False)
+
+    t = threading.Thread(target=probe, name=f"list {path}", daemon=True)
+    t.start()
+    t.join(timeout)
+    return result == [True]
+
+
 def _check_mountpoint(mnt: Path) -> None:
     if is_mounted(mnt):
         raise MountError(f"{mnt} is already a mount point (busy): unmount it first (fusermount -u {mnt})")
@@ -153,7 +178,9 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
            cache: Path | None, options: dict[str, Any], env: Mapping[str, str | None] | None = None,
            start_timeout: float = 30, flush_timeout: float = 30) -> Iterator[Mount]:
     svc = Service(client, argv, log_path=private / f"{client}.log", env=env,
-                  ready=lambda: is_mounted(mnt), start_timeout=start_timeout, stop_grace=3)
+                  # ready: mounted, its root listed (the bucket is there, the keys work), the client alive
+                  ready=lambda: is_mounted(mnt) and lists(mnt, timeout=start_timeout) and svc.alive(),
+                  start_timeout=start_timeout, stop_grace=3)
     try:
         try:
             svc.start()
@@ -228,33 +255,70 @@ def s3fs_fuse(endpoint: Endpoint, bucket: str, *, cache: str | os.PathLike[str] 
     if endpoint.kind != "s3":
         raise ValueError("s3fs-fuse mounts S3 endpoints")
     exe = client_binary("s3fs")
-    _w, mnt, private = _prepare(ws, "s3fs", mountpoint)
+    w, mnt, private = _prepare(ws, "s3fs", mountpoint)
     cdir = _cache_dir(cache)
     passwd = endpoint.s3fs_passwd_file(private)
+    # its temporary files (uploads without a cache) in the workspace, not in the node's /tmp
     argv = [exe, bucket, str(mnt), "-f", "-o", f"url={endpoint.url}", "-o", "use_path_request_style",
-            "-o", f"passwd_file={passwd}", "-o", f"endpoint={endpoint.region}"]
+            "-o", f"passwd_file={passwd}", "-o", f"endpoint={endpoint.region}", "-o", f"tmpdir={private}"]
     if cdir is not None:
+        # s3fs has no cache size limit, only a free space it keeps on the cache's filesystem: what is
+        # free there now less what is left of the budget (and no less than the caller asked for)
+        opts = {**opts, "ensure_diskfree": max(ensure_diskfree_mb(cdir, w.left),
+                                               int(opts.get("ensure_diskfree") or 0))}
         argv += ["-o", f"use_cache={cdir}"]
     for k, v in opts.items():
         if v is False or v is None:
             continue
         argv += ["-o", k if v is True else f"{k}={v}"]
-    with _mount("s3fs", argv, endpoint=endpoint, bucket=bucket, mnt=mnt, private=private, cache=cdir,
-                options=dict(opts)) as m:
+    with _counted(w, cdir), _mount("s3fs", argv, endpoint=endpoint, bucket=bucket, mnt=mnt, private=private,
+                                   cache=cdir, options=dict(opts)) as m:
         yield m
+
+
+def ensure_diskfree_mb(cache: str | os.PathLike[str], left: int) -> int:
+    """s3fs's ``ensure_diskfree`` (MiB) that lets its cache at ``cache`` grow by ``left`` bytes at most."""
+    return max(shutil.disk_usage(cache).free - left, 0) // MiB + 1
+
+
+def cache_limit_mb(left: int) -> int:
+    """A cache size limit in MiB (gcsfuse ``--file-cache-max-size-mb``, rclone ``--vfs-cache-max-size``)
+    from what is left of the budget: at least 1."""
+    return max(left // MiB, 1)
+
+
+@contextlib.contextmanager
+def _counted(w: _workspace.Workspace, cache: Path | None) -> Iterator[None]:
+    """A cache outside the workspace's tree (in /dev/shm, say) counts against its budget while mounted."""
+    if cache is None or w.inside_tree(cache):
+        yield
+        return
+    w.count_dir(cache)
+    try:
+        yield
+    finally:
+        w.uncount_dir(cache)
 
 
 @contextlib.contextmanager
 def gcsfuse(endpoint: Endpoint, bucket: str, *, cache: str | os.PathLike[str] | None = None,
-            file_cache_max_size_mb: int = -1, metadata_cache_ttl_secs: int | None = None,
+            file_cache_max_size_mb: int | None = None, metadata_cache_ttl_secs: int | None = None,
             ws: _workspace.Workspace | None = None, mountpoint: str | os.PathLike[str] | None = None,
             extra: tuple[str, ...] = ()) -> Iterator[Mount]:
-    """Mount bucket with gcsfuse; cache: a directory for its file cache (``--cache-dir``)."""
+    """Mount bucket with gcsfuse; cache: a directory for its file cache (``--cache-dir``), at most
+    ``file_cache_max_size_mb`` (None: what is left of the workspace's budget; more is refused)."""
     if endpoint.kind != "gcs":
         raise ValueError("gcsfuse mounts GCS endpoints")
     exe = client_binary("gcsfuse")
-    _w, mnt, private = _prepare(ws, "gcsfuse", mountpoint)
+    w, mnt, private = _prepare(ws, "gcsfuse", mountpoint)
     cdir = _cache_dir(cache)
+    limit = cache_limit_mb(w.left)
+    if file_cache_max_size_mb is None or file_cache_max_size_mb < 0:
+        file_cache_max_size_mb = limit
+    elif file_cache_max_size_mb > limit:
+        _unprepare(mnt, private)
+        raise BudgetExceeded(f"a gcsfuse file cache of {file_cache_max_size_mb} MiB is more than is left of the "
+                             f"workspace budget ({limit} MiB)")
     argv = [exe, "--foreground", "--implicit-dirs", f"--temp-dir={private}",
             f"--custom-endpoint={endpoint.localhost_url}/storage/v1/", "--log-severity=warning"]
     argv += [f"--key-file={endpoint.token_file}"] if endpoint.token_file else ["--anonymous-access"]
@@ -265,8 +329,8 @@ def gcsfuse(endpoint: Endpoint, bucket: str, *, cache: str | os.PathLike[str] | 
     argv += [*extra, bucket, str(mnt)]
     opts = {"file_cache_max_size_mb": file_cache_max_size_mb if cdir else None,
             "metadata_cache_ttl_secs": metadata_cache_ttl_secs}
-    with _mount("gcsfuse", argv, endpoint=endpoint, bucket=bucket, mnt=mnt, private=private, cache=cdir,
-                options=opts) as m:
+    with _counted(w, cdir), _mount("gcsfuse", argv, endpoint=endpoint, bucket=bucket, mnt=mnt, private=private,
+                                   cache=cdir, options=opts) as m:
         yield m
 
 
@@ -274,29 +338,36 @@ def gcsfuse(endpoint: Endpoint, bucket: str, *, cache: str | os.PathLike[str] | 
 def rclone(endpoint: Endpoint, bucket: str, *, vfs_cache_mode: str = "off",
            cache: str | os.PathLike[str] | None = None, ws: _workspace.Workspace | None = None,
            mountpoint: str | os.PathLike[str] | None = None, extra: tuple[str, ...] = ()) -> Iterator[Mount]:
-    """Mount bucket with ``rclone mount`` and ``--vfs-cache-mode`` off / minimal / writes / full."""
+    """Mount bucket with ``rclone mount`` and ``--vfs-cache-mode`` off / minimal / writes / full; the
+    cache is held to what is left of the workspace's budget (``--vfs-cache-max-size``, checked every
+    ``--vfs-cache-poll-interval``, 5 s: rclone evicts no file that is open)."""
     if vfs_cache_mode not in ("off", "minimal", "writes", "full"):
         raise ValueError("vfs_cache_mode is off, minimal, writes or full")
     exe = client_binary("rclone")
-    _w, mnt, private = _prepare(ws, "rclone", mountpoint)
+    w, mnt, private = _prepare(ws, "rclone", mountpoint)
     try:
         _bucket_exists(endpoint, bucket)
     except MountError:
-        shutil.rmtree(private, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            mnt.rmdir()
+        _unprepare(mnt, private)
         raise
     cdir = _cache_dir(cache) or (private / "cache")
     conf = endpoint.rclone_config(private)
     argv = [exe, "mount", f"store:{bucket}", str(mnt), "--config", str(conf), "--vfs-cache-mode", vfs_cache_mode,
             "--cache-dir", str(cdir), "--dir-cache-time", "5s", "--vfs-write-back", "0s", "--log-level", "NOTICE",
-            *extra]
+            "--vfs-cache-max-size", f"{cache_limit_mb(w.left)}M", "--vfs-cache-poll-interval", "5s", *extra]
     # this environment's AWS_CA_BUNDLE breaks rclone's S3 backend on plain http
     env = {"AWS_CA_BUNDLE": None, "RCLONE_CONFIG": str(conf)}
-    with _mount("rclone", argv, endpoint=endpoint, bucket=bucket, mnt=mnt, private=private,
-                cache=cdir if vfs_cache_mode != "off" else None, options={"vfs_cache_mode": vfs_cache_mode},
-                env=env) as m:
+    with _counted(w, cdir), _mount("rclone", argv, endpoint=endpoint, bucket=bucket, mnt=mnt, private=private,
+                                   cache=cdir if vfs_cache_mode != "off" else None,
+                                   options={"vfs_cache_mode": vfs_cache_mode}, env=env) as m:
         yield m
+
+
+def _unprepare(mnt: Path, private: Path) -> None:
+    """Undo :func:`_prepare` for a mount that is refused before its client starts."""
+    shutil.rmtree(private, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        mnt.rmdir()
 
 
 def _bucket_exists(endpoint: Endpoint, bucket: str) -> None:
