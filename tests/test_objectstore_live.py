@@ -259,6 +259,50 @@ def test_s3fs_missing_bucket(lws):
                 pass
 
 
+def test_a_mount_whose_client_gives_up_never_looks_ready(lws, monkeypatch):
+    # what s3fs does on a missing bucket, slowed down as under load: the mount point is in the mount
+    # table (here: while a flag file exists), its root cannot be listed, and the client then exits with
+    # status 0. Ready used to mean "in the mount table": the mount was handed out, and no MountError.
+    import sys
+
+    mnt, private = lws.mkdir("mnt"), lws.mkdir("private")
+    flag = lws.path("in-the-mount-table")
+    client = [sys.executable, "-c", "import os, sys, time; open(sys.argv[1], 'w').close(); time.sleep(1.5); "
+              "os.remove(sys.argv[1]); print('bucket or key not found')", str(flag)]
+    monkeypatch.setattr(mounts, "is_mounted", lambda p: os.path.realpath(p) == str(mnt) and flag.exists())
+    monkeypatch.setattr(mounts, "lists", lambda p, timeout=30: False, raising=False)   # its root: no listing
+    ep = Endpoint("s3", "http://127.0.0.1:1", "k", "s")
+    with pytest.raises(mounts.MountError, match="does not exist"):
+        with mounts._mount("s3fs", client, endpoint=ep, bucket="gone", mnt=mnt, private=private, cache=None,
+                           options={}):
+            pass
+
+
+def test_lists_is_the_proof_of_a_working_mount(tmp_path):
+    assert mounts.lists(tmp_path) is True
+    assert mounts.lists(tmp_path / "not-there") is False
+
+
+@needs_s3
+@needs_fuse
+@needs_toxiproxy
+@_client("s3fs")
+@pytest.mark.parametrize("bucket", ["no-such-bucket", "lesson06"])
+def test_s3fs_mount_is_ready_only_once_it_works(lws, bucket):
+    # every reply of the store 1.5 s late: s3fs's check of the bucket (in its FUSE init) ends long after
+    # the mount point shows in the mount table, as under load. A mount that will fail never looks
+    # mounted; one that works is ready with its objects listed.
+    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=1500, rate_kbps=None)) as st:
+        st.direct.filesystem().pipe(f"{st.bucket}/here.txt", b"here")
+        if bucket != st.bucket:
+            with pytest.raises(mounts.MountError, match="does not exist"):
+                with mounts.s3fs_fuse(st.remote, bucket, ws=lws):
+                    pass
+        else:
+            with mounts.s3fs_fuse(st.remote, bucket, ws=lws) as m:
+                assert m.alive() and os.listdir(m.path) == ["here.txt"]
+
+
 @needs_s3
 @needs_fuse
 @_client("rclone")

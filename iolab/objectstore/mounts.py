@@ -211,7 +211,8 @@ def _diagnose(log: str) -> str:
     if "signaturedoesnotmatch" in low or "invalidaccesskeyid" in low or "access denied" in low or \
             "accessdenied" in low or "403" in low:
         return "the store refused the credentials"
-    if "nosuchbucket" in low or "bucket not found" in low or "404" in low or "does not exist" in low:
+    if "nosuchbucket" in low or "bucket not found" in low or "404" in low or "does not exist" in low or \
+            "bucket or key not found" in low:
         return "the bucket does not exist"
     if "connection refused" in low or "couldn't connect" in low or "could not connect" in low:
         return "nothing answers at that address (is the server running?)"
