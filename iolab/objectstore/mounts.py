@@ -12,6 +12,7 @@ uses fsspec instead.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -171,6 +172,42 @@ class Mount:
 
     def alive(self) -> bool:
         return self.service.alive() and is_mounted(self.path)
+
+    def pending_uploads(self) -> list[str]:
+        """Files written through the mount that the client has not uploaded yet, from its own record
+        (rclone: the ``Dirty`` flag of each file's metadata in ``<cache>/vfsMeta``, cleared once the
+        store has the file). Empty for a client that uploads before close returns (no such record)."""
+        if self.client != "rclone" or self.cache_dir is None:
+            return []
+        meta = self.cache_dir / "vfsMeta"
+        pending = []
+        for dirpath, _dirs, files in os.walk(meta):
+            for name in files:
+                p = Path(dirpath) / name
+                try:
+                    dirty = json.loads(p.read_text()).get("Dirty")
+                except (OSError, ValueError, AttributeError):
+                    dirty = True               # being rewritten: not known to be uploaded
+                if dirty:
+                    pending.append(str(p.relative_to(meta)))
+        return pending
+
+    def wait_uploaded(self, stall: float = 60) -> None:
+        """Wait until the client has uploaded every file written through the mount (rclone uploads
+        after close, in the background, and drops what is not uploaded when it is unmounted). Fails
+        with MountError only when no upload finishes for ``stall`` seconds, or the client is gone."""
+        last, changed = None, time.monotonic()
+        while True:
+            pending = self.pending_uploads()
+            if not pending:
+                return
+            if not self.service.alive():
+                raise MountError(f"{self.client} stopped before uploading {pending}:\n{self.log_tail()}")
+            if pending != last:
+                last, changed = pending, time.monotonic()
+            elif time.monotonic() - changed > stall:
+                raise MountError(f"{self.client} uploaded nothing of {pending} in {stall:.0f} s:\n{self.log_tail()}")
+            time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -362,6 +399,7 @@ def rclone(endpoint: Endpoint, bucket: str, *, vfs_cache_mode: str = "off",
                                    cache=cdir if vfs_cache_mode != "off" else None,
                                    options={"vfs_cache_mode": vfs_cache_mode}, env=env) as m:
         yield m
+        m.wait_uploaded()         # rclone drops what it has not uploaded when unmounted (rclone#7309)
 
 
 def _unprepare(mnt: Path, private: Path) -> None:
