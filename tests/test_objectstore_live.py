@@ -33,7 +33,7 @@ def lws(tmp_path):
     """A workspace, and a check that nothing outlives the test (also when the test failed)."""
     me = psutil.Process()
     started_before = len(_proc.STARTED)
-    shm_before = set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*"))
+    shm_before = _shm_caches()
     tmp_before = _tmp_logs()
     with workspace.Workspace(budget="1GiB", base=tmp_path) as w:
         yield w
@@ -47,8 +47,14 @@ def lws(tmp_path):
     # other users of this node may run SeaweedFS too: check only what our servers would leave
     left = [x for svc in _proc.STARTED[started_before:] for x in svc.leftovers()]
     assert left == [], f"left behind: {left}"
-    assert set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*")) - shm_before == set()
+    assert _shm_caches() - shm_before == set()
     assert _tmp_logs() - tmp_before == set(), "a server wrote its log outside the workspace"
+
+
+def _shm_caches() -> set[str]:
+    """RAM caches of this process's workspaces (named after the workspace: <prefix><host>-<pid>-...):
+    another test run beside this one, as the same user, makes its own in the same directory."""
+    return set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*-{os.getpid()}-*"))
 
 
 def _tmp_logs() -> set[str]:
@@ -443,7 +449,6 @@ def test_a_kernel_killed_with_servers_and_a_mount_leaves_nothing(tmp_path):
     import subprocess
     import sys
 
-    shm_before = set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*"))
     r = subprocess.run([sys.executable, "-c", KILLED_KERNEL], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "IOLAB_WORKDIR": str(tmp_path), "IOLAB_GUARD": "1"})
     assert r.returncode == -9, r.stderr
@@ -461,4 +466,5 @@ def test_a_kernel_killed_with_servers_and_a_mount_leaves_nothing(tmp_path):
     if "SeaweedFS" in seen["names"]:
         assert seen["sockets"], "SeaweedFS made no socket in /tmp? (the check below would prove nothing)"
     assert [p for p in seen["sockets"] if os.path.exists(p)] == [], "a server's socket file outlived the kernel"
-    assert set(glob.glob(f"/dev/shm/iolab-{os.getuid()}/*")) - shm_before == set()
+    # its RAM caches are named after its workspace (another run beside this one makes its own there)
+    assert glob.glob(f"/dev/shm/iolab-{os.getuid()}/{os.path.basename(seen['root'])}*") == []
