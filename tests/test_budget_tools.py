@@ -350,6 +350,7 @@ def test_a_directory_outside_the_tree_counts_while_counted(tmp_path):
 def mounts_capture(monkeypatch):
     """The FUSE clients' argv, captured instead of started."""
     import contextlib
+    import types
 
     from iolab.objectstore import mounts
 
@@ -358,7 +359,7 @@ def mounts_capture(monkeypatch):
     @contextlib.contextmanager
     def fake_mount(client, argv, **kw):
         seen["argv"], seen["kw"] = argv, kw
-        yield None
+        yield types.SimpleNamespace(wait_uploaded=lambda: None)
 
     monkeypatch.setattr(mounts, "fuse_problem", lambda: "")
     monkeypatch.setattr(mounts, "client_binary", lambda c: c)

@@ -251,6 +251,10 @@ def _diagnose(log: str) -> str:
     if "nosuchbucket" in low or "bucket not found" in low or "404" in low or "does not exist" in low or \
             "bucket or key not found" in low:
         return "the bucket does not exist"
+    if "no enough disk space" in low or "not enough disk space" in low:
+        return ("what is left of the workspace's budget is too small for s3fs's cache (ensure_diskfree keeps the "
+                "rest free, and s3fs wants room for parallel_count x multipart_size beyond it): free some of the "
+                "workspace or raise IOLAB_BUDGET")
     if "connection refused" in low or "couldn't connect" in low or "could not connect" in low:
         return "nothing answers at that address (is the server running?)"
     return "see the client's log below"
