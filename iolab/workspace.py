@@ -18,6 +18,7 @@ import tempfile
 import threading
 import warnings
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
@@ -280,10 +281,13 @@ def reap_orphans(parent: Path, prefixes: tuple[str, ...] = PREFIXES) -> list[Pat
 
 
 def holding(path: str | os.PathLike[str]) -> "Workspace | None":
-    """The open workspace of this process that ``path`` lies in (the innermost one), or None."""
+    """The open workspace of this process that ``path`` lies in (the innermost one), or None. A
+    directory outside every tree that a workspace counts (:meth:`Workspace.count_dir`: a cache in
+    /dev/shm) is held by that workspace."""
     p = Path(os.path.realpath(path))
-    found = [ws for ws in list(_open) if not ws._closed and (p == ws.root or ws.root in p.parents)]
-    return max(found, key=lambda ws: len(ws.root.parts), default=None)
+    found = [(r, ws) for ws in list(_open) if not ws._closed for r in (ws.root, *ws._counted)
+             if p == r or r in p.parents]
+    return max(found, key=lambda f: len(f[0].parts), default=(None, None))[1]
 
 
 def reserve_for(path: str | os.PathLike[str], nbytes: int | str) -> int:
@@ -293,8 +297,25 @@ def reserve_for(path: str | os.PathLike[str], nbytes: int | str) -> int:
     n = parse_size(nbytes)
     ws = holding(path)
     if ws is not None and n > 0:
-        ws.reserve(n)
+        ws.reserve(n, where=path)
     return n
+
+
+def reserve_all(writes: "Iterable[tuple[str | os.PathLike[str], int | str]]") -> int:
+    """:func:`reserve_for` of several writes of one run at once: those that fall in the same workspace
+    are reserved together (each may fit alone and all of them not). Returns the bytes in all."""
+    per: dict[int, tuple[Workspace, int, str | os.PathLike[str]]] = {}
+    total = 0
+    for path, nbytes in writes:
+        n = parse_size(nbytes)
+        total += n
+        ws = holding(path)
+        if ws is not None and n > 0:
+            _ws, before, _p = per.get(id(ws), (ws, 0, path))
+            per[id(ws)] = (ws, before + n, path)
+    for ws, n, path in per.values():
+        ws.reserve(n, where=path)
+    return total
 
 
 class Workspace:
@@ -313,6 +334,10 @@ class Workspace:
         # the owner's host and pid in the name let a later session remove it if its process was killed
         self.root = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=parent)).resolve()
         self._closed = False
+        # what counts against the budget besides the tree: directories outside it (a FUSE client's
+        # cache in /dev/shm) and bytes in no file of ours (the objects of a store that keeps them in memory)
+        self._counted: list[Path] = []
+        self._held: dict[str, int] = {}
         _open.add(self)
         guard.watch_dir(self.root)        # when this process has a guard: removed even if it is killed
 
@@ -327,6 +352,11 @@ class Workspace:
             raise OutsideWorkspace(f"{path} resolves to {resolved}, outside the workspace {self.root}")
         return resolved
 
+    def inside_tree(self, path: str | os.PathLike[str]) -> bool:
+        """Whether path lies in the workspace's own tree."""
+        p = Path(os.path.realpath(path))
+        return p == self.root or self.root in p.parents
+
     def path(self, name: str) -> Path:
         return self.inside(name)
 
@@ -338,10 +368,44 @@ class Workspace:
     # -- budget ------------------------------------------------------------------------------
     @property
     def used(self) -> int:
-        return disk_usage(self.root)
+        """Bytes this workspace holds: its tree, the directories it counts outside the tree, and the
+        bytes held for what keeps them elsewhere (:meth:`hold`)."""
+        outside = [d for d in self._counted if self.root not in d.parents]
+        return disk_usage(self.root) + sum(disk_usage(d) for d in outside) + sum(self._held.values())
 
-    def reserve(self, nbytes: int | str) -> int:
-        """Check that nbytes more fit in the budget and on the filesystem; return nbytes."""
+    @property
+    def left(self) -> int:
+        """Bytes of the budget not used yet (0 when over it)."""
+        return max(self.budget - self.used, 0)
+
+    def count_dir(self, path: str | os.PathLike[str]) -> Path:
+        """Count a directory outside the tree against this budget (e.g. a cache in /dev/shm) until
+        :meth:`uncount_dir`; a tool writing there reserves in this workspace (:func:`reserve_for`)."""
+        d = Path(os.path.realpath(path))
+        if d not in self._counted:
+            self._counted.append(d)
+        return d
+
+    def uncount_dir(self, path: str | os.PathLike[str]) -> None:
+        d = Path(os.path.realpath(path))
+        if d in self._counted:
+            self._counted.remove(d)
+
+    def hold(self, key: str, nbytes: int | str) -> int:
+        """Reserve nbytes (:meth:`reserve`) and count them from now on under key, for bytes that are in
+        no file this workspace can see (a store that keeps its objects in memory) until :meth:`release`.
+        Holding a key again adds to it."""
+        n = self.reserve(nbytes)
+        self._held[key] = self._held.get(key, 0) + n
+        return n
+
+    def release(self, key: str) -> int:
+        """Stop counting what was held under key; returns those bytes."""
+        return self._held.pop(key, 0)
+
+    def reserve(self, nbytes: int | str, where: str | os.PathLike[str] | None = None) -> int:
+        """Check that nbytes more fit in the budget and on the filesystem (of ``where``, when they go
+        to a directory the workspace counts outside its tree; else of the tree); return nbytes."""
         n = parse_size(nbytes)
         used = self.used
         if used + n > self.budget:
@@ -349,11 +413,14 @@ class Workspace:
                 f"writing {format_size(n)} would take the workspace to {format_size(used + n)}, over its "
                 f"budget of {format_size(self.budget)}. Remove files (ws.remove(...)) or raise the budget "
                 f"with IOLAB_BUDGET.")
-        free = shutil.disk_usage(self.root).free
+        fs = Path(where) if where is not None else self.root
+        while not fs.exists() and fs != fs.parent:
+            fs = fs.parent
+        free = shutil.disk_usage(fs).free
         if free - n < FREE_MARGIN:
             raise BudgetExceeded(
                 f"writing {format_size(n)} would leave {format_size(max(free - n, 0))} free on the filesystem "
-                f"of {self.root}; iolab keeps {format_size(FREE_MARGIN)} free for everyone else.")
+                f"of {fs}; iolab keeps {format_size(FREE_MARGIN)} free for everyone else.")
         return n
 
     def make_file(self, name: str, size: int | str, *, chunk: int | str = "4MiB", seed: int = 0,

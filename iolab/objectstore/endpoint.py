@@ -55,6 +55,7 @@ class Endpoint:
     server: str = ""                            # what serves it: "SeaweedFS 4.48 (local)", "toxiproxy -> ..."
     token_file: str = field(default="", repr=False)   # GCS service-account key, for a real store
     local: bool = True
+    memory: bool = False                        # the store keeps its objects in memory (moto, fake-gcs-server)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -32,6 +32,9 @@ from .servers import local_gcs, local_s3
 # the lesson's objects: small enough to fit the lesson in a minute, big enough to time over the link
 OBJECT_SIZE = "2MiB"
 
+# what SeaweedFS stores besides an object's bytes (its needle header, index entry, filer entry), at most
+OBJECT_OVERHEAD = 64 * 1024
+
 # A believable remote store, as slow as seed 000's uncached s3fs mount (about 10 MB/s): every
 # response waits 20 ms and the link carries 12 MB/s.
 DEFAULT_LINK = slowlink.LinkSpec(latency_ms=20, rate_kbps=12_000)
@@ -50,6 +53,7 @@ class Store:
     direct: Endpoint
     remote: Endpoint
     link: slowlink.SlowLink | None
+    ws: _workspace.Workspace | None = None     # whose budget the objects count against
 
     @property
     def link_bps(self) -> float | None:
@@ -83,12 +87,26 @@ def remote_store(kind: str = "s3", *, ws: _workspace.Workspace | None = None,
             raise ValueError("kind is 's3' or 'gcs'")
         direct.make_bucket(bucket)
         link = stack.enter_context(slowlink.open_slow_link(direct, spec, ws=w, listen_port=q)) if slow else None
-        yield Store(kind, bucket, direct, link.endpoint if link else direct, link)
+        stack.callback(w.release, _held_key(direct))      # a store in memory: its objects go with it
+        yield Store(kind, bucket, direct, link.endpoint if link else direct, link, w)
+
+
+def _held_key(ep: Endpoint) -> str:
+    return f"objects in {ep.server} at {ep.url}"
 
 
 def put_files(store: Store, prefix: str, *, n: int, size: int | str, seed: int = 6) -> list[str]:
-    """Put n objects of random bytes under prefix (over the fast way in); return their keys."""
+    """Put n objects of random bytes under prefix (over the fast way in); return their keys.
+
+    They count against the budget of the store's workspace, reserved before the first is put
+    (BudgetExceeded if they do not fit): SeaweedFS keeps them in the workspace (plus
+    :data:`OBJECT_OVERHEAD` each); a store in memory (moto, fake-gcs-server) has them held until it stops."""
     nbytes = parse_size(size)
+    w = store.ws if store.ws is not None else _workspace.session()
+    if store.direct.memory:
+        w.hold(_held_key(store.direct), n * nbytes)
+    elif store.direct.local:
+        w.reserve(n * (nbytes + OBJECT_OVERHEAD))
     fs = store.direct.filesystem()
     rng = np.random.default_rng(seed)
     keys = []

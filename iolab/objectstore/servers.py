@@ -5,6 +5,10 @@
     with local_gcs(ws) as ep:         # fake-gcs-server, memory backend
         ...
 
+SeaweedFS keeps its objects in the workspace (its ``data`` directory: counted by the workspace's
+budget); moto and fake-gcs-server keep them in memory (``Endpoint.memory``: what
+:func:`~iolab.objectstore.lab.put_files` puts there is held against the budget until the store stops).
+
 Each yields an :class:`~iolab.objectstore.endpoint.Endpoint` and stops its server (process group,
 stray sockets) on exit, on error and on KeyboardInterrupt.
 
@@ -106,7 +110,8 @@ def local_s3(ws: _workspace.Workspace | None = None, *, server: str = "auto", po
         with _exposed(net, inner, port) as s3_port:
             url = f"http://{LOOPBACK}:{s3_port}"
             name = {"seaweedfs": "SeaweedFS", "moto": "moto"}[server]
-            ep = Endpoint("s3", url, key, secret, server=f"{name} {_version(server, exe)} {_where(net)}")
+            ep = Endpoint("s3", url, key, secret, server=f"{name} {_version(server, exe)} {_where(net)}",
+                          memory=server == "moto")
             svc.ready = _ready_at(s3_port, "/" if server == "seaweedfs" else "/moto-api/")
             try:
                 with svc:
@@ -218,7 +223,7 @@ def local_gcs(ws: _workspace.Workspace | None = None, *, port: int | None = None
                     "-log-level", "warn"]
             svc = Service("fake-gcs-server", net.argv(argv) if net else argv, log_path=d / "fake-gcs.log", cwd=d,
                           ready=_ready_at(p, "/storage/v1/b"), start_timeout=30, stop_grace=3, umask=_UMASK)
-            ep = Endpoint("gcs", f"http://localhost:{p}", server=f"fake-gcs-server {_where(net)}")
+            ep = Endpoint("gcs", f"http://localhost:{p}", server=f"fake-gcs-server {_where(net)}", memory=True)
             try:
                 with svc:
                     yield ep

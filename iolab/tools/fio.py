@@ -161,8 +161,7 @@ def run(jobs: Job | Iterable[Job], *, workdir: str | os.PathLike[str], timeout: 
     """
     wd = Path(workdir)
     jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
-    for where, nbytes in bytes_to_lay_out(jobs, wd, global_options):
-        workspace.reserve_for(where, nbytes)
+    workspace.reserve_all([*bytes_to_lay_out(jobs, wd, global_options), *bytes_of_logs(jobs, wd, global_options)])
     path = write_jobfile(jobs, wd / f"{name}.fio", global_options)
     r = _run(argv(path, output_format=output_format), timeout=timeout, cwd=wd, env=env,
              witness=_witness_path(jobs, wd, global_options))
@@ -185,15 +184,12 @@ def bytes_to_lay_out(jobs: Iterable[Job], workdir: str | os.PathLike[str],
     out = []
     for j in jobs:
         o = {**(global_options or {}), **j.options}
-        kb_base = int(o.get("kb_base") or 1024)
-        nrfiles = int(o.get("nrfiles") or 1)
-        numjobs = int(o.get("numjobs") or 1)
-        if o.get("filesize") is not None:
-            per_job = size_in_bytes(str(o["filesize"]).split("-")[-1], kb_base) * nrfiles
-        elif o.get("size") is not None and not str(o["size"]).endswith("%"):
-            per_job = size_in_bytes(o["size"], kb_base)
-        else:
-            continue
+        kb_base = _int(o, "kb_base", 1024)
+        nrfiles = _int(o, "nrfiles", 1)
+        numjobs = _int(o, "numjobs", 1)
+        for refused in ("fill_device", "fill_fs"):
+            if refused in o and str(o[refused]) not in ("0", "false"):
+                raise ValueError(f"fio {refused}: it writes until the filesystem is full; iolab cannot reserve that")
         directory = str(o.get("directory") or "").split(":")[0]
         where = Path(directory) if directory else Path(workdir)
         if o.get("filename"):
@@ -202,8 +198,117 @@ def bytes_to_lay_out(jobs: Iterable[Job], workdir: str | os.PathLike[str],
             existing = first if first.is_absolute() else where
             if existing.exists() and not existing.is_file():
                 continue                                 # a device: nothing is laid out
+        if o.get("filesize") is not None:
+            per_job = _size(o, "filesize", kb_base, last=True) * nrfiles
+        elif o.get("size") is not None:
+            per_job = _size(o, "size", kb_base)
+        else:
+            continue
+        if o.get("offset") is not None:          # fio lays a file out from 0 to offset + size
+            per_job += _size(o, "offset", kb_base) * nrfiles
         out.append((where, per_job * numjobs))
     return out
+
+
+def _int(o: Mapping[str, Any], key: str, default: int) -> int:
+    v = o.get(key)
+    if v is None or v == "":
+        return default
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if not re.fullmatch(r"\s*\d+\s*", str(v)):
+        raise ValueError(f"fio {key}={v!r}: iolab cannot read this number, so cannot count what the job writes")
+    return int(v)
+
+
+def _size(o: Mapping[str, Any], key: str, kb_base: int, *, last: bool = False) -> int:
+    """A size option read as fio does: of a range or a list (``bs=4k,8k``, ``filesize=1M-2M``,
+    ``bssplit=4k/10:64k/90``) the largest with ``last``, else the smallest; ValueError naming the option
+    when iolab cannot read it (a percentage of a device, say): what the job writes could not be counted."""
+    v = o[key]
+    parts = [p.split("/")[0] for p in re.split(r"[-,:]", str(v)) if p.strip()] if not isinstance(v, int) else [v]
+    try:
+        sizes = [size_in_bytes(p, kb_base) for p in parts]
+    except ValueError:
+        raise ValueError(f"fio {key}={v!r}: iolab cannot read this size, so cannot count what the job writes; "
+                         "give a number of bytes (with k, m or g)") from None
+    if not sizes:
+        raise ValueError(f"fio {key}={v!r}: an empty size")
+    return max(sizes) if last else min(sizes)
+
+
+# per-I/O log entries (fio 3.x flush_samples: "msec, value, ddir, bs[, offset], prio"): an upper bound of a
+# line, every number at its widest; the lat log is three files (lat, clat, slat)
+LOG_LINE = 64
+LOG_LINE_OFFSET = 24
+LOG_FILES = {"write_bw_log": 1, "write_iops_log": 1, "write_lat_log": 3}
+
+
+def bytes_of_logs(jobs: Iterable[Job], workdir: str | os.PathLike[str],
+                  global_options: Mapping[str, str | int | None] | None = None) -> list[tuple[Path, int]]:
+    """(where, bytes) that each job's logs will take: ``write_bw_log``/``write_iops_log``/``write_lat_log``
+    (one line per I/O, or per ``log_avg_msec`` window of a ``time_based`` job's ``runtime``) and
+    ``write_iolog`` (one line per I/O), at the path each names (relative to workdir; a bare option: the
+    job's name). I/Os: ``io_size`` (or the size laid out) x ``loops`` / the smallest block size, x
+    ``numjobs``. A log iolab cannot bound (``write_hist_log``; a per-I/O log of a ``time_based`` job)
+    raises ValueError."""
+    out = []
+    wd = Path(workdir)
+    for j in jobs:
+        o = {**(global_options or {}), **j.options}
+        logs = [k for k in (*LOG_FILES, "write_iolog") if k in o]
+        if "write_hist_log" in o:
+            raise ValueError("fio write_hist_log: a line of ~1,200 bins per interval, its size bounded by nothing "
+                             "iolab can read; use write_lat_log with log_avg_msec")
+        if not logs:
+            continue
+        kb_base = _int(o, "kb_base", 1024)
+        numjobs = _int(o, "numjobs", 1)
+        avg = _int(o, "log_avg_msec", 0)
+        timed = "time_based" in o and str(o["time_based"]) not in ("0", "false")
+        if timed:
+            runtime = o.get("runtime")
+            if not avg or runtime is None:
+                raise ValueError("fio: a per-I/O log of a time_based job has no size bound: give runtime and "
+                                 "log_avg_msec")
+            ms = _duration_ms(runtime)
+            entries = (ms // avg + 2) * len(DIRECTIONS) * numjobs
+        else:
+            if o.get("io_size") is not None or o.get("io_limit") is not None:
+                io_bytes = _size(o, "io_size" if o.get("io_size") is not None else "io_limit", kb_base)
+            elif o.get("size") is not None:
+                io_bytes = _size(o, "size", kb_base, last=True)
+            elif o.get("filesize") is not None:
+                io_bytes = _size(o, "filesize", kb_base, last=True) * _int(o, "nrfiles", 1)
+            else:
+                raise ValueError(f"fio job {j.name!r} logs its I/O but has no size: iolab cannot count its log")
+            bs = min(_size(o, k, kb_base) for k in ("bs", "blocksize", "bsrange", "blocksize_range", "bssplit")
+                     if o.get(k) is not None) if any(o.get(k) is not None for k in (
+                        "bs", "blocksize", "bsrange", "blocksize_range", "bssplit")) else 4096
+            loops = _int(o, "loops", 1)
+            entries = -(-io_bytes // max(bs, 1)) * loops * numjobs
+        line = LOG_LINE + (LOG_LINE_OFFSET if str(o.get("log_offset") or "0") not in ("0", "false") else 0)
+        for k in logs:
+            prefix = str(o[k]) if o[k] not in (None, "", 1, "1") else j.name
+            where = Path(prefix) if Path(prefix).is_absolute() else wd / prefix
+            if k == "write_iolog":      # "filename op offset length" per I/O (timed: bounded by nothing)
+                if timed:
+                    raise ValueError("fio write_iolog of a time_based job: one line per I/O, bounded by nothing")
+                nbytes = entries * (len(str(o.get("filename") or o.get("directory") or wd)) + 64)
+            else:
+                nbytes = entries * line * LOG_FILES[k]
+            out.append((where.parent, nbytes))
+    return out
+
+
+def _duration_ms(value: str | int) -> int:
+    """fio's time: seconds by default, or with a unit (us, ms, s, m, h, d)."""
+    m = re.fullmatch(r"\s*(\d+)\s*(us|usec|ms|msec|s|sec|m|min|h|d)?\s*", str(value))
+    if not m:
+        raise ValueError(f"fio runtime={value!r}: iolab cannot read this duration")
+    scale = {"us": 0.001, "usec": 0.001, "ms": 1, "msec": 1, None: 1000, "s": 1000, "sec": 1000, "m": 60_000,
+             "min": 60_000, "h": 3_600_000, "d": 86_400_000}[m.group(2)]
+    return max(int(int(m.group(1)) * scale), 1)
 
 
 # --- parsing ------------------------------------------------------------------------------------

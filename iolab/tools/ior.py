@@ -228,6 +228,141 @@ class Options:
         return argv
 
 
+# --- what a command line writes -------------------------------------------------------------------
+
+# IOR 3.3.0 and 4.0.0 (parse_options.c createGlobalOptions): options that take a value, and flags
+# (3.3.0's own: -J -U with a value, -H -I -n -p -P -q -S -V flags; 3.2's -B for O_DIRECT)
+_ARG_OPTS = set("aAbdDfGijlMNoOQstTXJU")
+_FLAG_OPTS = set("cCeEFgkKmrRuvwWxyYzZ" "HInpPqSVB")
+_LONG_VALUE = {"dataPacketType", "randomPrefill", "random-offset-seed"}
+_LONG_FLAGS = {"collective", "warningAsErrors", "dryRun", "gpuDirect"}
+# -O directives (parse_options.c DecodeDirective), lower case: those that set what is written ...
+_DIRECTIVES = {"blocksize": "b", "transfersize": "t", "segmentcount": "s", "repetitions": "i",
+               "numtasks": "N", "multifile": "m", "keepfile": "k", "writefile": "w", "readfile": "r",
+               "fileperproc": "F", "testfile": "o", "memorypernode": "M"}
+# ... and those that do not (a directive iolab does not know is refused: it could set a size)
+_OTHER_DIRECTIVES = {
+    "api", "summaryfile", "saverankperformancedetailscsv", "summaryformat", "refnum", "debug", "platform",
+    "dualmount", "allocatebufferongpu", "gpuid", "gpudirect", "deadlineforstonewalling", "stonewallingwearout",
+    "stonewallingwearoutiterations", "stonewallingstatusfile", "maxtimeduration", "mintimeduration",
+    "outlierthreshold", "numnodes", "numtasksonnode0", "intertestdelay", "interiodelay", "taskpernodeoffset",
+    "reordertasksconstant", "reordertasksrandom", "reordertasksrandomseed", "reordertasks", "checkwrite",
+    "checkread", "keepfilewitherror", "warningaserrors", "singlexferattempt", "intratestbarriers", "verbose",
+    "collective", "settimestampsignature", "datapackettype", "uniquedir", "useexistingtestfile",
+    "fsyncperwrite", "fsync", "randomoffset", "memorypertask", "summaryalways", "useo_direct",
+    "storefileoffset", "randomprefill", "random-offset-seed"}
+
+
+def _size(value: str, what: str) -> int:
+    """IOR's string_to_bytes: a number with an optional k/m/g/t/p (binary) suffix."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*", value)
+    if not m:
+        raise ValueError(f"IOR {what} {value!r}: iolab cannot read this size, so cannot reserve what the run "
+                         "writes; write it as a whole number with k, m or g")
+    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
+
+
+def read_argv(argv: Sequence[str]) -> dict[str, Any]:
+    """What an IOR command line (``ior`` and its arguments, ``extra`` included) sets, the last one
+    winning as in IOR: ``{"b": bytes, "t": bytes, "s": n, "i": n, "N": n, "flags": set of flags}``.
+
+    Short options alone, grouped (``-mk``), with their value glued (``-b16m``), after ``=`` or as the
+    next item; long options; ``-O`` directives (comma-separated, case-insensitive keys). An option or a
+    directive iolab does not know, a size it cannot read, or a script (``-f``) raises ValueError: what
+    the run writes could not be counted."""
+    out: dict[str, Any] = {"flags": set()}
+    items = [str(a) for a in argv[1:]]
+
+    def setting(key: str, value: str, what: str) -> None:
+        if key in ("b", "t"):
+            out[key] = _size(value, what)
+        elif key in ("s", "i", "N"):
+            if not re.fullmatch(r"\s*-?\d+\s*", value):
+                raise ValueError(f"IOR {what} {value!r} is not a whole number")
+            out[key] = int(value)
+        elif key in ("m", "k", "w", "r", "F"):
+            on = value.strip() not in ("0", "")
+            (out["flags"].add if on else out["flags"].discard)(key)
+        elif key == "f":
+            raise ValueError("IOR -f (a script of tests): iolab cannot count what its tests write; give the "
+                             "options instead")
+        else:
+            out[key] = value
+
+    def directives(text: str) -> None:
+        for part in text.split(","):
+            key, eq, value = part.partition("=")
+            k = key.strip().lower()
+            if k in _DIRECTIVES:
+                setting(_DIRECTIVES[k], value, f"-O {key.strip()}")
+            elif k not in _OTHER_DIRECTIVES and "." not in k:     # api.option: a backend's own option
+                raise ValueError(f"IOR directive -O {part!r}: not one iolab knows, so what the run writes "
+                                 "could not be counted")
+
+    i = 0
+    while i < len(items):
+        tok = items[i]
+        i += 1
+        if tok.startswith("--"):
+            name, eq, value = tok[2:].partition("=")
+            if name in _LONG_VALUE:
+                if not eq:
+                    if i >= len(items):
+                        raise ValueError(f"IOR option {tok} needs a value")
+                    value, i = items[i], i + 1
+                if name == "randomPrefill":
+                    _size(value, tok)
+            elif name in _LONG_FLAGS or "." in name:
+                pass                  # a backend's option (--posix.odirect, --mpiio.hintsFileName=...)
+            else:
+                raise ValueError(f"IOR option {tok}: not one iolab knows, so what the run writes could not be "
+                                 "counted")
+            continue
+        if not tok.startswith("-") or tok == "-":
+            raise ValueError(f"IOR argument {tok!r} belongs to no option: iolab cannot read this command line")
+        body, eq, value = tok[1:].partition("=")
+        for j, c in enumerate(body):
+            if c in _ARG_OPTS:
+                if eq and j == len(body) - 1:
+                    pass
+                elif j < len(body) - 1:
+                    value = body[j + 1:]
+                elif i < len(items):
+                    value, i = items[i], i + 1
+                else:
+                    raise ValueError(f"IOR option -{c} needs a value")
+                if c == "O":
+                    directives(value)
+                else:
+                    setting(c, value, f"-{c}")
+                break
+            if c not in _FLAG_OPTS:
+                raise ValueError(f"IOR option -{c} (in {tok!r}): not one iolab knows, so what the run writes "
+                                 "could not be counted")
+            if eq and j == len(body) - 1:
+                setting(c, value, f"-{c}")         # -k=0, as IOR reads a flag given a value
+            else:
+                out["flags"].add(c)
+    return out
+
+
+def bytes_to_write(argv: Sequence[str], tasks: int) -> int:
+    """The most an IOR command line leaves on disk at once, read from the whole argv (options and
+    ``extra``): blockSize x segmentCount x the tasks that write (``-N`` when it is given, else the
+    launched ranks), once per repetition when ``-m`` keeps a file per repetition (``-k``), none
+    without a write phase (``-r`` without ``-w``). ValueError when argv cannot be read (:func:`read_argv`)."""
+    o = read_argv(argv)
+    flags = o["flags"]
+    writes = "w" in flags or "r" not in flags          # neither -w nor -r: IOR writes and reads
+    if not writes:
+        return 0
+    b, s = o.get("b", 1024 * 1024), o.get("s", 1)      # IOR's defaults: -b 1m, -s 1
+    n = o.get("N", -1)
+    ranks = n if 0 < n <= tasks else tasks
+    reps = max(o.get("i", 1), 1) if {"m", "k"} <= flags else 1
+    return max(b, 0) * max(s, 0) * ranks * reps
+
+
 # --- running ------------------------------------------------------------------------------------
 
 @dataclass
@@ -294,9 +429,8 @@ def run(options: Options, tasks: int = 2, *, launcher: str = "mpirun", fmt: str 
         else:
             test_file = ws.inside(options.test_file)      # its directory must exist, as for IOR
             options = replace(options, test_file=str(test_file))
-        if options.write:
-            ws.reserve(options.total_bytes(tasks))
         argv = options.argv(version, exe=exe)
+        ws.reserve(bytes_to_write(argv, tasks), where=test_file.parent)
         summary_file = own_dir / "summary.json"
         if fmt == "json":
             argv += ["-O", "summaryFormat=JSON", "-O", f"summaryFile={summary_file}"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -95,6 +95,87 @@ class Options:
         return argv + [str(a) for a in self.extra]
 
 
+# mdtest 3.3.0 and 4.0.0 (src/mdtest.c): options that take a value, flags, long options
+_ARG_OPTS = set("abdBefGiIlnNpsVwWxz")
+_FLAG_OPTS = set("CTErDFgkLPRSctuvXyYZ")
+_LONG_VALUE = {"random-seed", "dataPacketType", "run-cmd-before-phase", "run-cmd-after-phase",
+               "saveRankPerformanceDetails"}
+_LONG_FLAGS = {"print-all-procs", "verify-write", "verify-read", "allocateBufferOnGPU", "warningAsErrors",
+               "showRankStatistics"}
+_NUMBERS = {"n": "files", "i": "iterations", "I": "items_per_dir", "z": "depth", "b": "branching",
+            "w": "write_bytes"}
+
+
+def _count(value: str, what: str) -> int:
+    """mdtest's string_to_bytes: a whole number with an optional k/m/g/t/p (binary) suffix."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*", value)
+    if not m:
+        raise ValueError(f"mdtest {what} {value!r}: iolab cannot read this number, so cannot reserve what the "
+                         "run writes; write it as a whole number (with k, m or g)")
+    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
+
+
+def _walk(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """(option letter or long name, its value or None) for each option of an mdtest argv (without the
+    program): alone, grouped (``-FL``), glued to its value (``-n10``), after ``=`` or before its value.
+    ValueError for an option iolab does not know or an item that belongs to no option."""
+    items = [str(a) for a in items]
+    i = 0
+    while i < len(items):
+        tok = items[i]
+        i += 1
+        if tok.startswith("--"):
+            name, eq, value = tok[2:].partition("=")
+            if name in _LONG_VALUE and not eq:
+                if i >= len(items):
+                    raise ValueError(f"mdtest option {tok} needs a value")
+                value, i = items[i], i + 1
+            elif name not in _LONG_VALUE and name not in _LONG_FLAGS and "." not in name:   # api.option
+                raise ValueError(f"mdtest option {tok}: not one iolab knows, so what the run writes could not "
+                                 "be counted")
+            yield name, value if eq or name in _LONG_VALUE else None
+            continue
+        if not tok.startswith("-") or tok == "-":
+            raise ValueError(f"mdtest argument {tok!r} belongs to no option: iolab cannot read this command line")
+        body, eq, value = tok[1:].partition("=")
+        for j, c in enumerate(body):
+            if c in _ARG_OPTS:
+                if eq and j == len(body) - 1:
+                    pass
+                elif j < len(body) - 1:
+                    value = body[j + 1:]
+                elif i < len(items):
+                    value, i = items[i], i + 1
+                else:
+                    raise ValueError(f"mdtest option -{c} needs a value")
+                yield c, value
+                break
+            if c not in _FLAG_OPTS:
+                raise ValueError(f"mdtest option -{c} (in {tok!r}): not one iolab knows, so what the run writes "
+                                 "could not be counted")
+            yield c, None
+
+
+def effective(options: Options) -> Options:
+    """What the whole command line asks for, for counting (``extra`` included, the last value winning
+    as in mdtest): -n -i -I -z -b -w and -D/-F/-L given through ``extra`` replace the fields (``extra``
+    keeps only -L). An option iolab does not know, or a number it cannot read, raises ValueError: what
+    mdtest writes could not be counted."""
+    fields: dict[str, Any] = {}
+    flags: set[str] = set()
+    for c, value in _walk(options.argv()[1:]):
+        if c in _NUMBERS and value is not None:
+            fields[_NUMBERS[c]] = _count(value, f"-{c}")
+        elif value is None:
+            flags.add(c)
+    fields["dirs_only"] = options.dirs_only or "D" in flags
+    fields["files_only"] = (options.files_only or "F" in flags) and not fields["dirs_only"]
+    fields["extra"] = ("-L",) if "L" in flags else ()
+    fields["files"] = max(fields.get("files", options.files), 1)
+    fields["iterations"] = max(fields.get("iterations", options.iterations), 1)
+    return replace(options, **fields)
+
+
 def items_per_rank(options: Options) -> int:
     """Files and directories one rank makes per iteration, as mdtest 3.3/4.0 counts them (``items`` in
     src/mdtest.c, times the tree's directories when both -n and -I are given, as its "N tasks, M files"
@@ -116,7 +197,9 @@ def items_per_rank(options: Options) -> int:
 
 def bytes_to_write(options: Options, tasks: int) -> int:
     """What an mdtest run writes at most: every file of every rank and iteration gets ``-w`` bytes
-    (``create_file`` in src/mdtest.c); directories (-D) and files without -w get none."""
+    (``create_file`` in src/mdtest.c); directories (-D) and files without -w get none. Read from the
+    whole command line, ``extra`` included (:func:`effective`)."""
+    options = effective(options)
     if not options.write_bytes or options.dirs_only:
         return 0
     return tasks * items_per_rank(options) * options.iterations * options.write_bytes
@@ -148,11 +231,15 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
         raise ToolMissing(exe, runner.install_hint(exe))
     if keep and on is not None:
         raise ValueError("keep=True keeps the tree in ws: give ws (and options.directory in it), not on")
+    if any(c == "d" for c, _ in _walk(options.extra)):
+        raise ValueError("mdtest -d in extra would put the tree where no budget counts it: give "
+                         "options.directory (or on=) instead")
     owner = ws or workspace.session()          # whose budget the files count against, wherever they go
     nbytes = bytes_to_write(options, tasks)
     if on is not None and owner.used + nbytes > owner.budget:
-        raise BudgetExceeded(f"mdtest would write {format_size(nbytes)} ({nbytes // options.write_bytes:,} files "
-                             f"x -w {options.write_bytes}) on {on}, over what is left of the workspace budget "
+        w = effective(options).write_bytes or 1
+        raise BudgetExceeded(f"mdtest would write {format_size(nbytes)} ({nbytes // w:,} files "
+                             f"x -w {w}) on {on}, over what is left of the workspace budget "
                              f"({format_size(max(owner.budget - owner.used, 0))} of {format_size(owner.budget)}). "
                              "Use fewer files or a smaller -w, or raise the budget with IOLAB_BUDGET.")
     private = workspace.Workspace(budget=owner.budget, base=on, prefix=".iolab-mdtest-") if on is not None else None
