@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -76,11 +77,30 @@ class Runner:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@contextlib.contextmanager
+def _top() -> Iterator[Path]:
+    """A directory of the test's own in /tmp (not pytest's tmp_path: /tmp/pytest-of-root is 0700, and
+    other pytest runs of root remove old ones with rmtree, which walks into a mount a failed test left),
+    removed afterwards without walking into any mount."""
+    top = Path(tempfile.mkdtemp(prefix="iolab-rm-", dir="/tmp"))
+    try:
+        os.chmod(top, 0o711)
+        yield top
+    finally:
+        for m in guard.mountpoints_under(top):
+            for pid in guard.fuse_daemons(m):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            subprocess.run(["umount", "-l", m], capture_output=True, timeout=30)
+        guard.remove_tree(top)
+
+
 @pytest.fixture
-def as_root(tmp_path):
-    base = tmp_path / "t"
-    base.mkdir()
-    yield Runner(base)
+def as_root():
+    with _top() as top:
+        base = top / "t"
+        base.mkdir(mode=0o700)
+        yield Runner(base)
 
 
 @pytest.fixture
@@ -98,27 +118,24 @@ def as_student():
     subprocess.run(["useradd", "--system", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
                    check=True, capture_output=True, timeout=30)
     uid = pwd.getpwnam(name).pw_uid
-    # not pytest's tmp_path: /tmp/pytest-of-root is 0700 and shared with every other pytest run of root
-    top = Path(tempfile.mkdtemp(prefix="iolab-rm-", dir="/tmp"))
     acl = None
     try:
-        os.chmod(top, 0o711)
-        base = top / "t"
-        base.mkdir(mode=0o700)
-        shutil.chown(base, name, name)
-        acl = _let_open(Path("/dev/fuse"), uid)
-        yield Runner(base, name)
+        with _top() as top:
+            base = top / "t"
+            base.mkdir(mode=0o700)
+            shutil.chown(base, name, name)
+            acl = _let_open(Path("/dev/fuse"), uid)
+            try:
+                yield Runner(base, name)
+            finally:
+                for p in psutil.process_iter(["uids"]):
+                    if p.info["uids"] and p.info["uids"].real == uid:
+                        with contextlib.suppress(psutil.Error):
+                            p.kill()
     finally:
         if acl is not None:
             _unlet(Path("/dev/fuse"), acl)
-        for p in psutil.process_iter(["uids"]):
-            if p.info["uids"] and p.info["uids"].real == uid:
-                with contextlib.suppress(psutil.Error):
-                    p.kill()
-        for m in guard.mountpoints_under(top):
-            subprocess.run(["umount", "-l", m], capture_output=True, timeout=30)
         subprocess.run(["userdel", name], capture_output=True, timeout=30)
-        guard.remove_tree(top)
 
 
 def _let_open(dev: Path, uid: int) -> int | None:
@@ -216,15 +233,6 @@ def test_clean_all_keeps_the_bucket_behind_a_live_mount(as_root, client):
     assert "removed 1 workspace(s)" in seen["said"], seen["said"]
 
 
-def test_clean_all_says_what_it_removed(as_root):
-    # no mount needed: the count was wrong only because the mount made rmtree fail
-    code = ("from iolab import cli, workspace; cli.candidate_dirs = lambda: {}; w = workspace.session();"
-            "w.make_file('x', '1MiB'); cli.main(['clean', '--all'])")
-    r = subprocess.run(as_root.argv(code), env=as_root.env(), capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "removed 1 workspace(s)" in r.stdout
-
-
 DEAD_KERNEL = STORE + r"""
 client, = sys.argv[1:2]
 ep = __import__("iolab.objectstore", fromlist=["Endpoint"]).Endpoint(**json.loads(os.environ["ENDPOINT"]))
@@ -287,3 +295,157 @@ def test_as_a_student_clean_all_and_reaping_keep_the_bucket(as_student):
     seen = _result(as_student.popen(REAP, "s3fs", str(as_student.store), "0", DEAD_KERNEL=DEAD_KERNEL))
     assert seen["kept"], "reap_orphans (as a student) deleted the bucket's object through the mount"
     assert not seen["mounted"] and not seen["root"] and not seen["daemon"]
+
+
+# --- item 6: a gcsfuse mount whose store stops answering during a read does not hang the cleanup ------
+
+DEAD_STORE = r"""
+import json, os, signal, sys, threading, time
+from iolab import guard, workspace
+from iolab.objectstore import _proc, lab, mounts
+how = sys.argv[1]
+ws = workspace.session()
+store_cm = lab.remote_store("gcs", ws=ws)
+s = store_cm.__enter__()
+(key,) = lab.put_files(s, "data", n=1, size="4MiB")
+# no metadata cache: what the kernel knew of the mount's root expires at once, as it does after a minute
+# of a lesson (gcsfuse's default TTL), and a stat of the mount point asks gcsfuse again
+cm = mounts.gcsfuse(s.remote, s.bucket, ws=ws, metadata_cache_ttl_secs=0)
+m = cm.__enter__()
+for svc in _proc.STARTED:                       # the store and the slow link stop answering
+    if svc.name in ("fake-gcs-server", "toxiproxy"):
+        os.killpg(svc.pid, signal.SIGSTOP)
+tid = []
+def read():
+    tid.append(threading.get_native_id())
+    try:
+        (m.path / key).read_bytes()
+    except OSError:
+        pass
+reader = threading.Thread(target=read, daemon=True)
+reader.start()
+# the read waits in the kernel, in a call on the mount (open, stat or read), for the daemon's answer
+FUSE_CALLS = {"0", "4", "6", "17", "257", "262", "332"}
+calls, deadline = [], time.monotonic() + 60
+while time.monotonic() < deadline and reader.is_alive() and calls[-20:].count(calls[-1:] and calls[-1]) < 20:
+    try:
+        call = open(f"/proc/self/task/{tid[0]}/syscall").read().split()[0]
+    except (OSError, IndexError):
+        call = "running"
+    calls.append(call if call in FUSE_CALLS else "other")
+    time.sleep(0.1)
+print(json.dumps({"root": str(ws.root), "mount": str(m.path), "guard": guard.pid(),
+                  "blocked": reader.is_alive() and calls[-1:] != ["other"],
+                  "pids": [svc.pid for svc in _proc.STARTED], "names": [svc.name for svc in _proc.STARTED],
+                  "sockets": [p for svc in _proc.STARTED for g in svc.cleanup_globs for p in __import__("glob").glob(g)]}),
+      flush=True)
+if how == "with":                               # the cell is interrupted: its with-blocks end
+    try:
+        cm.__exit__(KeyboardInterrupt, KeyboardInterrupt(), None)
+    finally:
+        store_cm.__exit__(KeyboardInterrupt, KeyboardInterrupt(), None)
+print(json.dumps({"reader_done": not reader.is_alive()}), flush=True)
+sys.exit(0)                                      # the kernel exits: its exit handlers clean up the rest
+"""
+
+
+def _live(pids) -> list[int]:
+    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+def _rescue(seen: dict, wd: Path) -> None:
+    """After a hung cleanup: kill what the kernel started (gcsfuse first: that frees whatever waits on
+    its mount), so that the test run goes on."""
+    for pid in _live(seen.get("pids", [])):
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGCONT)
+    for m in guard.mountpoints_under(wd):
+        subprocess.run(["umount", "-l", m], capture_output=True, timeout=30)
+
+
+def _dead_store(runner: Runner, how: str) -> None:
+    p = runner.popen(DEAD_STORE, how)
+    first = p.stdout.readline()
+    assert first.startswith("{"), f"{first}{p.communicate(timeout=60)}"
+    seen = json.loads(first)
+    assert seen["blocked"], "the read through gcsfuse did not wait for the stopped store: nothing to test"
+    try:
+        out, err = p.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        _rescue(seen, runner.wd)
+        p.kill()
+        p.communicate(timeout=60)
+        pytest.fail("the kernel's cleanup hung on the gcsfuse mount of a store that stopped answering")
+    try:
+        assert p.returncode == 0, f"{out[-2000:]}\n{err[-3000:]}"
+        deadline = time.monotonic() + 60          # the guard finishes what is left, if anything
+        while seen["guard"] and _live([seen["guard"]]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert guard.mountpoints_under(runner.wd) == [], "a mount outlived the kernel"
+        assert _live(seen["pids"]) == [], f"processes outlived the kernel: {seen['names']}"
+        assert [s for s in seen["sockets"] if os.path.exists(s)] == [], "a socket outlived the kernel"
+        assert not os.path.lexists(seen["root"]), "the workspace outlived the kernel"
+    finally:
+        _rescue(seen, runner.wd)
+
+
+needs_gcs = pytest.mark.skipif(
+    not (shutil.which("gcsfuse") or (Path(sys.executable).parent / "gcsfuse").exists()) or not slowlink.available(),
+    reason="needs gcsfuse and toxiproxy (make setup builds them with Go)")
+
+
+@needs_fuse
+@needs_gcs
+@pytest.mark.parametrize("how", ["with", "exit"])
+def test_a_store_that_stops_answering_does_not_hang_the_cleanup(as_root, how):
+    # the store and the proxy stopped while a read through gcsfuse waits: the kernel's cleanup used to
+    # wait with it, in an lstat of the mount point, beyond the reach of SIGKILL
+    _dead_store(as_root, how)
+
+
+@needs_fuse
+@needs_gcs
+def test_as_a_student_a_store_that_stops_answering_does_not_hang_the_cleanup(as_student):
+    _dead_store(as_student, "with")
+
+
+# --- item 7: a kernel killed during the doctor's IOR probe leaves no workspace -------------------------
+
+FAKE_IOR = """#!/bin/sh
+echo $$ > "$IOLAB_TEST_MARK"
+exec sleep 600
+"""
+
+
+def test_a_kernel_killed_during_the_ior_probe_leaves_no_workspace(as_root):
+    # a lesson's first cell runs the doctor, which probes IOR's banner in a private workspace: a kernel
+    # killed then (nbval, a restart) left that ws-* directory, made before any guard existed
+    bin_dir = as_root.base / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ior").write_text(FAKE_IOR)
+    (bin_dir / "ior").chmod(0o755)
+    mark = as_root.base / "ior.pid"
+    env = as_root.env(IOLAB_TEST_MARK=str(mark))
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    p = subprocess.Popen(as_root.argv("from iolab import doctor; doctor.tool_version('ior')"), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (mark.exists() and mark.read_text().strip()) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), f"the probe did not run the fake ior: {p.communicate(timeout=30)}"
+        assert list(as_root.wd.glob("ws-*")), "the probe made no workspace: nothing to test"
+        p.kill()                                   # SIGKILL, mid-probe
+        p.wait(timeout=30)
+    finally:
+        if mark.exists() and mark.read_text().strip():
+            with contextlib.suppress(OSError):
+                os.kill(int(mark.read_text()), signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    deadline = time.monotonic() + 30               # the guard removes it once the kernel is gone
+    while list(as_root.wd.glob("ws-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(as_root.wd.glob("ws-*")) == [], "the probe's workspace outlived the killed kernel"
