@@ -30,6 +30,7 @@ def clean(args: argparse.Namespace) -> int:
     for place, prefixes in dict.fromkeys(places):
         if args.all:
             for p in ours(place, prefixes):
+                p = Path(os.path.realpath(p.parent)) / p.name     # $HOME may be a symlink: not a swap
                 left = remove_tree(p)       # mounts inside are ended first, never emptied through
                 for m in left:
                     print(f"left {m} in place: it is still a mount point (fusermount -u -z {m})")

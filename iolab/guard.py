@@ -30,6 +30,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -43,6 +44,7 @@ _lock = threading.Lock()
 _fd: int | None = None
 _owner: int | None = None      # the pid that started the guard: a forked child must not talk to it
 _pid: int | None = None        # the guard's own pid
+_DAEMONS: dict[str, tuple[int, str | None]] = {}   # mount point -> (pid, start) of its daemon, this process's
 
 
 def enabled() -> bool:
@@ -158,7 +160,6 @@ def forget_files(pattern: str) -> None:
 # and the file is ours) and its daemon killed. Only then is the tree removed, and never inside a path
 # that is still a mount point: such a path is skipped and reported.
 
-_DAEMONS: dict[str, tuple[int, str | None]] = {}   # mount point -> (pid, start) of its daemon, this process's
 
 
 def _unescape(field: str) -> str:
@@ -291,8 +292,11 @@ def release_mount(path: str | os.PathLike[str], *, daemons: tuple[int, ...] = ()
     known = [pid for pid, start in [_DAEMONS.get(p, (0, None))] if pid and start_time(pid) in (None, start)]
     pids = list(dict.fromkeys([*daemons, *known, *fuse_daemons(p)]))
     _run_bounded([fm, "-u", p], deadline - time.monotonic())
-    if mounted(p):
-        _run_bounded([fm, "-u", "-z", p], deadline - time.monotonic())
+    if not mounted(p):
+        # unmounted: its daemon ends by itself, after uploading what is left (never cut short here)
+        _DAEMONS.pop(p, None)
+        return True
+    _run_bounded([fm, "-u", "-z", p], deadline - time.monotonic())     # busy: detached from the tree
     if pids:
         # the daemon ends by itself once the last user of the mount lets go; one waiting for a dead
         # store never does (and holds every reader with it)
@@ -311,7 +315,7 @@ def release_mount(path: str | os.PathLike[str], *, daemons: tuple[int, ...] = ()
                 end = min(time.monotonic() + wait, max(deadline, time.monotonic() + 1))
                 while any(_alive(q) for q in pids) and time.monotonic() < end:
                     time.sleep(0.05)
-    elif mounted(p):
+    else:
         _abort_connection(dev)
     if mounted(p):                 # the daemon is gone now: a dead mount unmounts
         _run_bounded([fm, "-u", "-z", p], max(deadline - time.monotonic(), 1.0))
@@ -455,7 +459,43 @@ def cleanup(dirs: dict[str, None], procs: dict[int, str | None], mounts: dict[st
             pass
 
 
+def killed_but_waiting(pid: int) -> bool:
+    """Whether process pid was killed (SIGKILL pending) but a thread of it still waits in the kernel:
+    for the answer of a FUSE daemon whose store is dead, which SIGKILL cannot cut short. Until that
+    thread ends, the process holds its end of the guard's pipe: the guard must end the mounts first."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith("SigPnd:") and int(line.split()[1], 16) & (1 << (signal.SIGKILL - 1)):
+                        return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
+
+
+def _take(tables: dict[str, dict], raw: bytes) -> None:
+    try:
+        kind, *args = json.loads(raw)
+        if kind == "forget":
+            key = int(args[1]) if args[0] == "proc" else args[1]
+            tables[args[0]].pop(key, None)
+        elif kind == "proc":
+            tables["proc"][int(args[0])] = args[1]
+        elif kind == "mount":
+            tables["mount"][args[0]] = (int(args[1]), args[2]) if len(args) > 2 else None
+        else:
+            tables[kind][args[0]] = None
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        pass
+
+
 def main() -> None:
+    owner = os.getppid()          # the launcher's parent: the process this guard cleans up after
     child = os.fork()
     if child > 0:                 # the launcher returns at once: the guard is nobody's child
         os.write(1, f"{child}\n".encode())
@@ -467,20 +507,29 @@ def main() -> None:
         signal.signal(sig, signal.SIG_IGN)
     os.chdir("/")
     tables: dict[str, dict] = {"dir": {}, "proc": {}, "mount": {}, "files": {}, "emptydir": {}}
-    for raw in sys.stdin.buffer:
-        try:
-            kind, *args = json.loads(raw)
-            if kind == "forget":
-                key = int(args[1]) if args[0] == "proc" else args[1]
-                tables[args[0]].pop(key, None)
-            elif kind == "proc":
-                tables["proc"][int(args[0])] = args[1]
-            elif kind == "mount":
-                tables["mount"][args[0]] = (int(args[1]), args[2]) if len(args) > 2 else None
-            else:
-                tables[kind][args[0]] = None
-        except (ValueError, KeyError, IndexError, TypeError):
+    fd, buf, waiting_since = sys.stdin.fileno(), b"", None
+    while True:
+        ready, _, _ = select.select([fd], [], [], 2.0)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break             # the process is gone, however it ended
+            *lines, buf = (buf + chunk).split(b"\n")
+            for raw in lines:
+                _take(tables, raw)
             continue
+        # killed, yet one of its threads waits on a mount: end the mounts (their daemons), and the
+        # process can die; then the pipe ends and the rest is cleaned up as always
+        if tables["mount"] and killed_but_waiting(owner):
+            waiting_since = waiting_since or time.monotonic()
+            if time.monotonic() - waiting_since > 4:
+                for m, daemon in list(tables["mount"].items()):
+                    pid, start = daemon if daemon else (None, None)
+                    release_mount(m, daemons=(pid,) if pid and start_time(pid) in (None, start) else (),
+                                  grace=0)
+                waiting_since = None
+        else:
+            waiting_since = None
     cleanup(tables["dir"], tables["proc"], tables["mount"], tables["files"], tables["emptydir"])
 
 

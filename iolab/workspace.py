@@ -187,6 +187,7 @@ def reap_orphans(parent: Path, prefixes: tuple[str, ...] = PREFIXES) -> list[Pat
     for d in ours(parent, prefixes):
         who = owner_of(d.name, prefixes)
         if who is not None and not _alive(who[1]):
+            d = Path(os.path.realpath(d.parent)) / d.name     # $HOME may be a symlink: not a swap
             guard.remove_tree(d)
             if not os.path.lexists(d):
                 removed.append(d)

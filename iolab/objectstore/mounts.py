@@ -15,6 +15,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -161,6 +162,9 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
             # flush_timeout s for that; one waiting for a dead store is killed then. The mount point is
             # never stat'ed meanwhile.
             unmount(mnt, daemons=(svc.pid,) if svc.pid else (), grace=flush_timeout)
+            if svc.proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    svc.proc.wait(timeout=flush_timeout)
         finally:
             svc.stop()
             unmount(mnt)   # the daemon is gone: a dead mount ("Transport endpoint is not connected") goes too
