@@ -17,6 +17,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,26 @@ def unmount(path: str | os.PathLike[str], timeout: float = 15, *, daemons: tuple
     return guard.release_mount(path, daemons=daemons, grace=grace, timeout=timeout + grace)
 
 
+def _answers(path: Path, timeout: float = 5.0) -> bool:
+    """Whether a new mount's client answers a stat of it (s3fs checks the bucket and the keys only then,
+    and exits when they are wrong). The stat runs in a thread of its own, waited for timeout s: a client
+    that never answers would hold the caller in the kernel; the thread is let go when the client that
+    failed to start is stopped."""
+    answer: list[bool] = []
+
+    def probe() -> None:
+        try:
+            os.stat(path)
+            answer.append(True)
+        except OSError:
+            answer.append(False)
+
+    t = threading.Thread(target=probe, name="iolab-mount-probe", daemon=True)
+    t.start()
+    t.join(timeout)
+    return answer == [True]
+
+
 def _check_mountpoint(mnt: Path) -> None:
     if is_mounted(mnt):
         raise MountError(f"{mnt} is already a mount point (busy): unmount it first (fusermount -u {mnt})")
@@ -147,7 +168,7 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
            cache: Path | None, options: dict[str, Any], env: Mapping[str, str | None] | None = None,
            start_timeout: float = 30, flush_timeout: float = 30) -> Iterator[Mount]:
     svc = Service(client, argv, log_path=private / f"{client}.log", env=env,
-                  ready=lambda: is_mounted(mnt), start_timeout=start_timeout, stop_grace=3)
+                  ready=lambda: is_mounted(mnt) and _answers(mnt), start_timeout=start_timeout, stop_grace=3)
     try:
         try:
             svc.start()
