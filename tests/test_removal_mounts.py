@@ -212,6 +212,10 @@ with stack:
     import io
     with contextlib.redirect_stdout(io.StringIO()) as said:
         cli.main(["clean", "--all"])
+    import time
+    deadline = time.monotonic() + 30            # unmounted, the client ends by itself
+    while m.service.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
     seen = {"kept": kept(ep), "mounted": mounts.is_mounted(m.path), "root": os.path.lexists(kernel.root),
             "daemon": m.service.alive(), "said": said.getvalue()}
     cm.__exit__(None, None, None)
@@ -261,8 +265,13 @@ with stack:
     else:                                    # no guard: the mount and its daemon outlived the kernel
         assert mounts.is_mounted(dead["mount"]), "the dead kernel's mount is not there: nothing to test"
         workspace.Workspace(budget="1MiB").close()      # a new Workspace reaps the dead kernel's
-    import psutil
-    daemon = psutil.pid_exists(dead["daemon"]) and psutil.Process(dead["daemon"]).status() != "zombie"
+    import psutil, time
+    def running(pid):
+        return psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+    deadline = time.monotonic() + 30            # unmounted, the client ends by itself
+    while running(dead["daemon"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    daemon = running(dead["daemon"])
     seen = {"kept": kept(ep), "mounted": mounts.is_mounted(dead["mount"]), "root": os.path.lexists(dead["root"]),
             "daemon": daemon}
     if daemon:
