@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import shutil
+import os
 import sys
 from pathlib import Path
 from . import doctor as d
 from .doctor import candidate_dirs
+from .guard import remove_tree
 from .workspace import PREFIXES, SCRATCH_PREFIXES, base_dir, ours, reap_orphans
 
 
@@ -29,8 +30,11 @@ def clean(args: argparse.Namespace) -> int:
     for place, prefixes in dict.fromkeys(places):
         if args.all:
             for p in ours(place, prefixes):
-                shutil.rmtree(p, ignore_errors=True)
-                if not p.exists():
+                p = Path(os.path.realpath(p.parent)) / p.name     # $HOME may be a symlink: not a swap
+                left = remove_tree(p)       # mounts inside are ended first, never emptied through
+                for m in left:
+                    print(f"left {m} in place: it is still a mount point (fusermount -u -z {m})")
+                if not os.path.lexists(p):
                     gone.append(p)
         else:
             gone += reap_orphans(place, prefixes)

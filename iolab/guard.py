@@ -13,7 +13,8 @@ tells it what to clean as it goes, one JSON line each::
     ["dir", path]            remove this directory tree (a workspace, a cache in /dev/shm)
     ["proc", pid, start]     SIGTERM, then SIGKILL, this process group (start: its start time, so a
                              reused pid is never hit)
-    ["mount", path]          unmount this FUSE mount point (fusermount -u, then -uz)
+    ["mount", path, pid, start]  end this FUSE mount (fusermount -u, -uz; its daemon pid killed if it
+                             hangs on a dead store; see remove_tree)
     ["files", pattern]       remove the files matching this glob (stray sockets)
     ["emptydir", path]       remove this directory if it is empty by then (a parent shared by sessions)
     ["forget", kind, key]    the process cleaned it itself
@@ -29,8 +30,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -41,6 +44,7 @@ _lock = threading.Lock()
 _fd: int | None = None
 _owner: int | None = None      # the pid that started the guard: a forked child must not talk to it
 _pid: int | None = None        # the guard's own pid
+_DAEMONS: dict[str, tuple[int, str | None]] = {}   # mount point -> (pid, start) of its daemon, this process's
 
 
 def enabled() -> bool:
@@ -119,12 +123,17 @@ def forget_process_group(pid: int) -> None:
     _send("forget", "proc", int(pid))
 
 
-def watch_mount(path: str | os.PathLike[str]) -> None:
-    _send("mount", os.fspath(path))
+def watch_mount(path: str | os.PathLike[str], daemon: int | None = None) -> None:
+    """A FUSE mount, and the pid of the daemon that serves it (killed if the mount will not end)."""
+    p = os.path.abspath(path)
+    if daemon is not None:
+        _DAEMONS[p] = (int(daemon), start_time(daemon))
+    _send("mount", p, *(_DAEMONS[p] if daemon is not None else ()))
 
 
 def forget_mount(path: str | os.PathLike[str]) -> None:
-    _send("forget", "mount", os.fspath(path))
+    _DAEMONS.pop(os.path.abspath(path), None)
+    _send("forget", "mount", os.path.abspath(path))
 
 
 def watch_empty_dir(path: str | os.PathLike[str]) -> None:
@@ -141,8 +150,26 @@ def forget_files(pattern: str) -> None:
 
 
 # --- removing a tree that may hold FUSE mounts (here and in the guard process) -------------------
+#
+# Every removal of a directory tree goes through remove_tree(). It finds the mounts under the tree in
+# /proc/self/mountinfo, as text: it never stats a mount point, because a stat of a FUSE mount whose
+# daemon waits for a dead store waits too, uninterruptibly (D state: not even SIGKILL ends it). Each
+# FUSE mount is unmounted (fusermount -u, which stats nothing either), lazily when busy (-u -z: the
+# tree below no longer leads into it); a connection that still stands after a grace period (a daemon
+# that will never answer) is aborted (/sys/fs/fuse/connections/<dev>/abort, where fusectl is mounted
+# and the file is ours) and its daemon killed. Only then is the tree removed, and never inside a path
+# that is still a mount point: such a path is skipped and reported.
 
-def _mountinfo_points() -> list[str]:
+
+
+def _unescape(field: str) -> str:
+    return (field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
+            .replace("\\134", "\\"))
+
+
+def mount_table() -> list[tuple[str, str, str]]:
+    """(mount point, device "major:minor", filesystem type) of every mount this process sees, read from
+    /proc/self/mountinfo (never by stat'ing a mount point)."""
     try:
         with open("/proc/self/mountinfo") as f:
             lines = f.read().splitlines()
@@ -151,39 +178,156 @@ def _mountinfo_points() -> list[str]:
     out = []
     for line in lines:
         fields = line.split()
-        if len(fields) > 4:
-            out.append(fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
-                       .replace("\\134", "\\"))
+        if len(fields) < 5:
+            continue
+        try:
+            fstype = fields[fields.index("-", 6) + 1]
+        except (ValueError, IndexError):
+            fstype = ""
+        out.append((_unescape(fields[4]), fields[2], fstype))
     return out
 
 
+def _mountinfo_points() -> list[str]:
+    return [m for m, _dev, _type in mount_table()]
+
+
 def mounted(path: str | os.PathLike[str]) -> bool:
-    return os.fspath(path) in _mountinfo_points()
+    """Whether path (absolute, as mountinfo spells it) is a mount point; stats nothing."""
+    return os.path.abspath(path) in _mountinfo_points()
 
 
 def mountpoints_under(root: str | os.PathLike[str]) -> list[str]:
-    """Mount points at or below root, deepest first."""
-    r = os.path.realpath(root)
-    found = {m for m in _mountinfo_points() if m == r or m.startswith(r.rstrip("/") + "/")}
+    """Mount points at or below root, deepest first. Only the directories above root are looked at
+    (to resolve a symlink among them), never root nor anything below it."""
+    a = os.path.abspath(root)
+    r = os.path.join(os.path.realpath(os.path.dirname(a)), os.path.basename(a)) if a != "/" else a
+    found = {m for m in _mountinfo_points() for x in {a, r} if m == x or m.startswith(x.rstrip("/") + "/")}
     return sorted(found, key=lambda m: (-m.count("/"), m))
 
 
-def unmount(path: str | os.PathLike[str], *, lazy: bool = False, timeout: float = 30) -> bool:
-    """Unmount a FUSE mount of this user (``fusermount -u``, then ``-uz`` when busy or dead).
-    True when it is not mounted any more."""
-    p = os.fspath(path)
-    fm = shutil.which("fusermount3") or shutil.which("fusermount")
-    if fm is None or not mounted(p):
-        return not mounted(p)
-    for flag in (["-uz"] if lazy else ["-u", "-uz"]):
+def fuse_connection(dev: str) -> str:
+    """The fusectl directory of the FUSE connection of a mount's device ("0:53" -> .../connections/53)."""
+    major, minor = (int(x) for x in dev.split(":"))
+    return f"/sys/fs/fuse/connections/{(major << 20) | minor}"
+
+
+def fuse_daemons(mountpoint: str) -> list[int]:
+    """The processes of this user that serve the FUSE mount at mountpoint: they hold /dev/fuse open and
+    name the mount point in their argv (s3fs, gcsfuse and rclone all do)."""
+    me, found = os.geteuid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
         try:
-            subprocess.run([fm, flag, p], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=timeout)
-        except (OSError, subprocess.SubprocessError):
+            if me != 0 and os.stat(f"/proc/{name}").st_uid != me:
+                continue
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = [os.path.normpath(a.decode(errors="replace")) for a in f.read().split(b"\0") if a]
+            if mountpoint not in argv:
+                continue
+            if any(os.readlink(f"/proc/{name}/fd/{fd}") == "/dev/fuse" for fd in os.listdir(f"/proc/{name}/fd")):
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _run_bounded(argv: list[str], timeout: float) -> None:
+    """Run argv for at most timeout seconds; a child that will not die is left, never waited for."""
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    except OSError:
+        return
+    try:
+        p.wait(timeout=max(timeout, 0.1))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        try:
+            p.wait(timeout=1)
+        except subprocess.TimeoutExpired:
             pass
-        if not mounted(p):
-            return True
-    return False
+
+
+def _abort_connection(dev: str) -> bool:
+    """Abort a FUSE connection through fusectl; False where that cannot be done (fusectl not mounted,
+    the connection not ours)."""
+    try:
+        with open(os.path.join(fuse_connection(dev), "abort"), "w") as f:
+            f.write("1")
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def release_mount(path: str | os.PathLike[str], *, daemons: tuple[int, ...] = (), grace: float = 3.0,
+                  timeout: float = 20.0) -> bool:
+    """End the FUSE mount at path, in bounded time, without stat'ing it; True when it is no longer a
+    mount point of this namespace (the directory can then be removed like any other).
+
+    ``fusermount -u``; if busy or dead, ``fusermount -u -z`` (detached from the tree at once); then, if
+    its daemon has not ended within grace seconds (one that waits for a dead store never does, and
+    every process that reads through the mount waits with it), the connection is aborted where fusectl
+    allows and the daemon (given, or found holding /dev/fuse with the mount point in its argv) is
+    killed. A mount of another kind is left in place.
+    """
+    p = os.path.abspath(path)
+    entry = next(((dev, t) for m, dev, t in mount_table() if m == p), None)
+    if entry is None:
+        return True
+    dev, fstype = entry
+    fm = shutil.which("fusermount3") or shutil.which("fusermount")
+    if not fstype.startswith("fuse") or fm is None:
+        return False
+    deadline = time.monotonic() + timeout
+    known = [pid for pid, start in [_DAEMONS.get(p, (0, None))] if pid and start_time(pid) in (None, start)]
+    pids = list(dict.fromkeys([*daemons, *known, *fuse_daemons(p)]))
+    _run_bounded([fm, "-u", p], deadline - time.monotonic())
+    if not mounted(p):
+        # unmounted: its daemon ends by itself, after uploading what is left (never cut short here)
+        _DAEMONS.pop(p, None)
+        return True
+    _run_bounded([fm, "-u", "-z", p], deadline - time.monotonic())     # busy: detached from the tree
+    if pids:
+        # the daemon ends by itself once the last user of the mount lets go; one waiting for a dead
+        # store never does (and holds every reader with it)
+        end = min(time.monotonic() + grace, deadline)
+        while any(_alive(q) for q in pids) and time.monotonic() < end:
+            time.sleep(0.05)
+        if any(_alive(q) for q in pids):
+            _abort_connection(dev)
+            for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 3.0)):
+                for q in pids:
+                    if _alive(q):
+                        try:
+                            os.kill(q, sig)
+                        except OSError:
+                            pass
+                end = min(time.monotonic() + wait, max(deadline, time.monotonic() + 1))
+                while any(_alive(q) for q in pids) and time.monotonic() < end:
+                    time.sleep(0.05)
+    else:
+        _abort_connection(dev)
+    if mounted(p):                 # the daemon is gone now: a dead mount unmounts
+        _run_bounded([fm, "-u", "-z", p], max(deadline - time.monotonic(), 1.0))
+    gone = not mounted(p)
+    if gone:
+        _DAEMONS.pop(p, None)
+    return gone
+
+
+def unmount(path: str | os.PathLike[str], *, lazy: bool = False, timeout: float = 30) -> bool:
+    """End a FUSE mount of this user (see :func:`release_mount`). True when it is not mounted any more."""
+    return release_mount(path, timeout=timeout)
 
 
 def _remove_except(path: str, keep: set[str], dir_fd: int | None = None) -> None:
@@ -211,32 +355,57 @@ def _remove_except(path: str, keep: set[str], dir_fd: int | None = None) -> None
         os.close(fd)
 
 
-def remove_tree(root: str | os.PathLike[str]) -> list[str]:
+def remove_tree(root: str | os.PathLike[str], *, grace: float = 3.0) -> list[str]:
     """Remove a directory tree without ever descending into a mount point inside it.
 
     ``shutil.rmtree`` walks into a FUSE mount like into any directory: through a mount of a bucket it
-    deletes the bucket's objects. So the mounts under root are unmounted first; one that cannot be
-    is left in place (with the directories above it). Returns the mount points left.
+    deletes the bucket's objects. So the mounts under root are ended first (:func:`release_mount`:
+    bounded in time, never a stat of a mount point); one that cannot be is left in place, with the
+    directories above it. Returns the paths left in place.
     """
-    r = os.path.abspath(root)
-    if not os.path.lexists(r):
-        return []
-    if os.path.islink(r):
-        os.unlink(r)              # swapped for a symlink: remove the link, never what it points to
-        return []
-    if os.path.realpath(r) != r:
+    a = os.path.abspath(root)
+    parent = os.path.dirname(a)
+    if os.path.realpath(parent) != parent:
         # a directory above it was swapped for a symlink since the tree was made: removing through it
         # would remove something else
-        warnings.warn(f"iolab left {r} in place: a directory on its path is now a symlink (it leads to "
-                      f"{os.path.realpath(r)}), and removing through it would remove something else")
-        return [r]
-    left = [m for m in mountpoints_under(r) if not unmount(m)]
-    if not left:
-        shutil.rmtree(r, ignore_errors=True)
+        if not os.path.lexists(a):
+            return []
+        warnings.warn(f"iolab left {a} in place: a directory on its path is now a symlink (it leads to "
+                      f"{os.path.realpath(parent)}), and removing through it would remove something else")
+        return [a]
+    left = [m for m in mountpoints_under(a) if not release_mount(m, grace=grace)]
+    if a in left:
+        return left
+    if not os.path.lexists(a):
+        return left
+    if os.path.islink(a):
+        os.unlink(a)              # swapped for a symlink: remove the link, never what it points to
         return []
-    if r not in left:
-        _remove_except(r, set(left))  # the directories above a mount that stayed are not empty: kept
+    left += [m for m in mountpoints_under(a) if m not in left]     # mounted meanwhile: kept too
+    if not left:
+        shutil.rmtree(a, ignore_errors=True)
+    else:
+        _remove_except(a, set(left))  # the directories above a mount that stayed are not empty: kept
     return left
+
+
+def remove_path(path: str | os.PathLike[str], *, grace: float = 3.0) -> list[str]:
+    """Remove a file or a directory tree (:func:`remove_tree`); a symlink is removed, never followed.
+    Returns the paths left in place (mount points that could not be ended)."""
+    a = os.path.abspath(path)
+    if mountpoints_under(a):
+        return remove_tree(a, grace=grace)
+    try:
+        st = os.lstat(a)
+    except OSError:
+        return []
+    if stat.S_ISDIR(st.st_mode):
+        return remove_tree(a, grace=grace)
+    try:
+        os.unlink(a)
+    except FileNotFoundError:
+        pass
+    return []
 
 
 # --- the guard process ---------------------------------------------------------------------------
@@ -251,11 +420,13 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def cleanup(dirs: dict[str, None], procs: dict[int, str | None], mounts: dict[str, None],
+def cleanup(dirs: dict[str, None], procs: dict[int, str | None], mounts: dict[str, tuple[int, str | None] | None],
             files: dict[str, None], empty_dirs: dict[str, None] | None = None, grace: float = 5.0) -> None:
     """What the guard does at end of file; idempotent, so also safe when nothing is left."""
-    for m in mounts:
-        unmount(m)                # a FUSE client exits by itself once unmounted
+    for m, daemon in mounts.items():
+        # a FUSE client exits by itself once unmounted; one waiting for a dead store is killed
+        pid, start = daemon if daemon else (None, None)
+        release_mount(m, daemons=(pid,) if pid and start_time(pid) in (None, start) else ())
     # a pid whose process has another start time now is not ours any more; one whose leader is gone
     # may still have group members, and its number cannot be reused while the group exists
     groups = [pid for pid, start in procs.items() if start_time(pid) in (None, start)]
@@ -271,7 +442,7 @@ def cleanup(dirs: dict[str, None], procs: dict[int, str | None], mounts: dict[st
             groups = [g for g in groups if _group_alive(g)]
             time.sleep(0.05)
     for m in mounts:
-        unmount(m, lazy=True)     # its daemon is dead: "Transport endpoint is not connected"
+        release_mount(m)          # its daemon is dead: "Transport endpoint is not connected"
     for pattern in files:
         for p in glob.glob(pattern):
             try:
@@ -288,7 +459,43 @@ def cleanup(dirs: dict[str, None], procs: dict[int, str | None], mounts: dict[st
             pass
 
 
+def killed_but_waiting(pid: int) -> bool:
+    """Whether process pid was killed (SIGKILL pending) but a thread of it still waits in the kernel:
+    for the answer of a FUSE daemon whose store is dead, which SIGKILL cannot cut short. Until that
+    thread ends, the process holds its end of the guard's pipe: the guard must end the mounts first."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith("SigPnd:") and int(line.split()[1], 16) & (1 << (signal.SIGKILL - 1)):
+                        return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
+
+
+def _take(tables: dict[str, dict], raw: bytes) -> None:
+    try:
+        kind, *args = json.loads(raw)
+        if kind == "forget":
+            key = int(args[1]) if args[0] == "proc" else args[1]
+            tables[args[0]].pop(key, None)
+        elif kind == "proc":
+            tables["proc"][int(args[0])] = args[1]
+        elif kind == "mount":
+            tables["mount"][args[0]] = (int(args[1]), args[2]) if len(args) > 2 else None
+        else:
+            tables[kind][args[0]] = None
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        pass
+
+
 def main() -> None:
+    owner = os.getppid()          # the launcher's parent: the process this guard cleans up after
     child = os.fork()
     if child > 0:                 # the launcher returns at once: the guard is nobody's child
         os.write(1, f"{child}\n".encode())
@@ -300,18 +507,29 @@ def main() -> None:
         signal.signal(sig, signal.SIG_IGN)
     os.chdir("/")
     tables: dict[str, dict] = {"dir": {}, "proc": {}, "mount": {}, "files": {}, "emptydir": {}}
-    for raw in sys.stdin.buffer:
-        try:
-            kind, *args = json.loads(raw)
-            if kind == "forget":
-                key = int(args[1]) if args[0] == "proc" else args[1]
-                tables[args[0]].pop(key, None)
-            elif kind == "proc":
-                tables["proc"][int(args[0])] = args[1]
-            else:
-                tables[kind][args[0]] = None
-        except (ValueError, KeyError, IndexError, TypeError):
+    fd, buf, waiting_since = sys.stdin.fileno(), b"", None
+    while True:
+        ready, _, _ = select.select([fd], [], [], 2.0)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break             # the process is gone, however it ended
+            *lines, buf = (buf + chunk).split(b"\n")
+            for raw in lines:
+                _take(tables, raw)
             continue
+        # killed, yet one of its threads waits on a mount: end the mounts (their daemons), and the
+        # process can die; then the pipe ends and the rest is cleaned up as always
+        if tables["mount"] and killed_but_waiting(owner):
+            waiting_since = waiting_since or time.monotonic()
+            if time.monotonic() - waiting_since > 4:
+                for m, daemon in list(tables["mount"].items()):
+                    pid, start = daemon if daemon else (None, None)
+                    release_mount(m, daemons=(pid,) if pid and start_time(pid) in (None, start) else (),
+                                  grace=0)
+                waiting_since = None
+        else:
+            waiting_since = None
     cleanup(tables["dir"], tables["proc"], tables["mount"], tables["files"], tables["emptydir"])
 
 

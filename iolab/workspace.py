@@ -268,14 +268,16 @@ def reap_orphans(parent: Path, prefixes: tuple[str, ...] = PREFIXES) -> list[Pat
     """Remove workspaces under parent whose process on this host no longer runs (a killed kernel's).
 
     Workspaces of other hosts (a shared IOLAB_WORKDIR), of other users and of live processes are left
-    alone.
+    alone. A mount still inside (a FUSE client outlives its kernel) is ended first, never walked into
+    (:func:`iolab.guard.remove_tree`); one that will not end is left in place, with its workspace.
     """
     removed = []
     for d in ours(parent, prefixes):
         who = owner_of(d.name, prefixes)
         if who is not None and not _alive(who[1]):
-            shutil.rmtree(d, ignore_errors=True)
-            if not d.exists():
+            d = Path(os.path.realpath(d.parent)) / d.name     # $HOME may be a symlink: not a swap
+            guard.remove_tree(d)
+            if not os.path.lexists(d):
                 removed.append(d)
     return removed
 
@@ -330,6 +332,7 @@ class Workspace:
         self.budget = parse_size(budget if budget is not None else os.environ.get("IOLAB_BUDGET", DEFAULT_BUDGET))
         parent = Path(base) if base is not None else base_dir()
         parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        guard.ensure()                    # before the directory exists: a kill right after leaves nothing
         reap_orphans(parent, tuple(dict.fromkeys((*PREFIXES, prefix))))
         # the owner's host and pid in the name let a later session remove it if its process was killed
         self.root = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=parent)).resolve()
@@ -447,13 +450,11 @@ class Workspace:
     def remove(self, name: str | os.PathLike[str]) -> None:
         """Remove a file or a directory tree of the workspace. A FUSE mount inside is unmounted, never
         walked into: removing the files of a mounted bucket would delete its objects."""
-        p = self.inside(name)
+        plain = Path(os.path.abspath(self.root / name))      # a mount point is never stat'ed (resolved)
+        p = plain if self.root in plain.parents and guard.mountpoints_under(plain) else self.inside(name)
         if p == self.root:
             raise OutsideWorkspace("refusing to remove the workspace root; use close()")
-        if p.is_dir() and not p.is_symlink():
-            guard.remove_tree(p)
-        else:
-            p.unlink(missing_ok=True)
+        guard.remove_path(p)
 
     # -- life cycle --------------------------------------------------------------------------
     def close(self) -> None:

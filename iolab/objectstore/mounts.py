@@ -90,27 +90,22 @@ def clients_here() -> dict[str, bool]:
 
 
 def is_mounted(path: str | os.PathLike[str]) -> bool:
-    p = os.path.realpath(path)
-    return any(m.mountpoint == p for m in fsinfo.mounts())
+    """Whether path is a mount point, from the mount table: a mount point is never stat'ed (a stat of a
+    FUSE mount whose daemon waits for a dead store waits with it, beyond the reach of SIGKILL)."""
+    return guard.mounted(path)
 
 
 def mounts_under(root: str | os.PathLike[str]) -> list[fsinfo.Mount]:
-    r = os.path.realpath(root)
-    return [m for m in fsinfo.mounts() if m.mountpoint == r or m.mountpoint.startswith(r.rstrip("/") + "/")]
+    under = set(guard.mountpoints_under(root))
+    return [m for m in fsinfo.mounts() if m.mountpoint in under]
 
 
-def unmount(path: str | os.PathLike[str], timeout: float = 15) -> None:
-    """``fusermount -u``; if busy (or the daemon is gone), ``fusermount -uz`` (lazy)."""
-    fm = fusermount()
-    p = os.fspath(path)
-    if fm is None or not is_mounted(p):
-        return
-    r = subprocess.run([fm, "-u", p], capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0 and is_mounted(p):
-        subprocess.run([fm, "-uz", p], capture_output=True, text=True, timeout=timeout)
-    deadline = time.monotonic() + timeout
-    while is_mounted(p) and time.monotonic() < deadline:
-        time.sleep(0.05)
+def unmount(path: str | os.PathLike[str], timeout: float = 15, *, daemons: tuple[int, ...] = (),
+            grace: float = 3.0) -> bool:
+    """``fusermount -u``; if busy (or the daemon is gone), ``fusermount -uz`` (lazy); a daemon that does
+    not end within grace seconds (waiting for a dead store) is killed (:func:`iolab.guard.release_mount`).
+    True when it is no longer mounted."""
+    return guard.release_mount(path, daemons=daemons, grace=grace, timeout=timeout + grace)
 
 
 def lists(path: str | os.PathLike[str], timeout: float = 30) -> bool:
@@ -224,12 +219,14 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
         except ToolFailed as e:
             raise MountError(f"{client} could not mount bucket {bucket!r} from {endpoint.url}: "
                              f"{_diagnose(svc.log_tail())}\n{e}") from None
-        guard.watch_mount(mnt)
+        guard.watch_mount(mnt, daemon=svc.pid)
         yield Mount(client, bucket, mnt, endpoint, cache, options, svc, private)
     finally:
         try:
-            unmount(mnt)
-            # a client exits by itself once unmounted, after uploading what is still dirty: let it
+            # a client exits by itself once unmounted, after uploading what is still dirty: it is given
+            # flush_timeout s for that; one waiting for a dead store is killed then. The mount point is
+            # never stat'ed meanwhile.
+            unmount(mnt, daemons=(svc.pid,) if svc.pid else (), grace=flush_timeout)
             if svc.proc is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     svc.proc.wait(timeout=flush_timeout)
@@ -237,9 +234,9 @@ def _mount(client: str, argv: list[str], *, endpoint: Endpoint, bucket: str, mnt
             svc.stop()
             unmount(mnt)   # the daemon is gone: a dead mount ("Transport endpoint is not connected") goes too
             guard.remove_tree(private)
-            with contextlib.suppress(OSError):
-                mnt.rmdir()
             if not is_mounted(mnt):
+                with contextlib.suppress(OSError):
+                    mnt.rmdir()
                 guard.forget_mount(mnt)
 
 
@@ -408,7 +405,7 @@ def rclone(endpoint: Endpoint, bucket: str, *, vfs_cache_mode: str = "off",
 
 def _unprepare(mnt: Path, private: Path) -> None:
     """Undo :func:`_prepare` for a mount that is refused before its client starts."""
-    shutil.rmtree(private, ignore_errors=True)
+    guard.remove_tree(private)
     with contextlib.suppress(OSError):
         mnt.rmdir()
 

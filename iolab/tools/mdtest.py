@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from . import failure, first_line
-from .. import mpi, runner, workspace
+from .. import guard, mpi, runner, workspace
 from ..errors import BudgetExceeded, ParseError, ToolMissing
 from ..runner import Run
 from ..units import format_size
@@ -261,8 +261,7 @@ def run(options: Options, tasks: int = 2, *, on: str | Path | None = None, launc
         return r
     finally:
         if runtime_dir is not None:
-            import shutil
-            shutil.rmtree(runtime, ignore_errors=True)
+            guard.remove_tree(runtime)
         if private is not None:
             private.close()
         else:
