@@ -14,11 +14,20 @@ german_locale() {
   locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$' && return 0
   command -v localedef >/dev/null && localedef -i de_DE -f UTF-8 de_DE.UTF-8 2>/dev/null || true
 }
+# Students mount FUSE file systems (lessons 06, 08) with the setuid fusermount3, which opens /dev/fuse as
+# the student: Debian's udev rule makes it 0666, some VMs create it 0600. Set Debian's mode once here, so
+# that no test has to change a node-wide mode while another run beside it relies on it.
+fuse_mode() {
+  [ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || return 0
+  [ "$(stat -c %a /dev/fuse)" = 666 ] && return 0
+  echo "/dev/fuse: mode $(stat -c %a /dev/fuse) -> 0666 (Debian's default; students' FUSE mounts need it)"
+  chmod 0666 /dev/fuse || true
+}
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then german_locale; exit 0; fi
+if [ ${#missing[@]} -eq 0 ]; then german_locale; fuse_mode; exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing system packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -29,6 +38,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     for p in "${missing[@]}"; do apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "$p" >>/tmp/iolab-apt.log 2>&1 || echo "  not installed: $p"; done
   fi
   german_locale
+  fuse_mode
 else
   echo "not root (or no apt): these system packages are missing: ${missing[*]}"
   echo "the lessons that need them replay recorded outputs; run 'iolab doctor' to see what each one changes"
