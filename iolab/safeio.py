@@ -132,7 +132,9 @@ def loads(text: str, *, what: str = "JSON document", max_depth: int = MAX_DEPTH,
     try:
         doc, end = dec.raw_decode(text, start)
     except json.JSONDecodeError as e:
-        raise ParseError(f"the {what} is not valid JSON ({e.msg})", line_no=e.lineno,
+        early = e.pos >= len(text.rstrip())
+        raise ParseError(f"the {what} ends early (cut short?)" if early else
+                         f"the {what} is not valid JSON ({e.msg})", line_no=e.lineno,
                          line=_line(text, e.lineno)) from None
     except RecursionError:
         raise ParseError(f"the {what} nests too deep to read") from None

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import mpi as _mpi
-from . import runner
+from . import runner, safeio
 from .errors import IolabError, ParseError, ToolFailed, ToolTimeout
 from .tools import fio, ior, mdtest
 
@@ -268,9 +268,13 @@ def read_manifest(script: str) -> list[tuple[str, dict[str, Any]]]:
         if line.startswith(MANIFEST):
             name, _, rest = line[len(MANIFEST):].partition(" ")
             try:
-                steps.append((name, json.loads(rest)))
-            except json.JSONDecodeError as e:
-                raise ParseError(f"a step manifest line is not JSON ({e.msg})", line_no=no, line=line) from None
+                manifest = safeio.loads(rest, what="step manifest")
+            except ParseError as e:
+                raise ParseError(f"a step manifest line is not JSON ({str(e).split(' (line ')[0]})", line_no=no,
+                                 line=line) from None
+            if not isinstance(manifest, dict):
+                raise ParseError("a step manifest is a JSON object", line_no=no, line=line)
+            steps.append((name, manifest))
     return steps
 
 
@@ -450,12 +454,14 @@ class Job:
 
     # -- results --------------------------------------------------------------------------------
     def script(self) -> str:
-        return self.script_path.read_text()
+        return safeio.read_text(self.script_path, what="sbatch script")
 
     def texts(self) -> list[dict[str, Any]]:
         """Every step's raw result text: one dict per task (or per result file) with its step and node."""
         out = []
         for name, man in read_manifest(self.script()):
+            if not isinstance(man.get("result") or "", str):
+                raise ParseError(f"the manifest of step {name} names a result that is not a file name")
             if man.get("result"):
                 paths = [self.outdir / man["result"].replace("{step}", name)]
             else:
@@ -465,7 +471,7 @@ class Job:
                 m = re.fullmatch(re.escape(name) + r"\.(\d+)\.(.+)\.(\d+)\.out", p.name)
                 if m:
                     node, host, task = int(m.group(1)), m.group(2), int(m.group(3))
-                text = p.read_text(errors="replace") if p.exists() else None
+                text = safeio.read_text(p, what="job output", errors="replace") if p.exists() else None
                 out.append({"step": name, "node": node, "host": host, "task": task, "path": p, "text": text,
                             "manifest": man})
         return out

@@ -23,7 +23,6 @@ What differs between versions, and is handled here:
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import re
@@ -36,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from . import failure, first_line, strace
-from .. import mpi, runner, units, workspace
+from .. import mpi, runner, safeio, units, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
 
@@ -415,12 +414,13 @@ def _parse_json(text: str) -> dict[str, Any]:
         raise ParseError("no JSON object in this text", line_no=1, line=lines[0] if lines else "")
     offset_lines = text[:start].count("\n")
     try:
-        data = json.loads(text[start:])
-    except json.JSONDecodeError as e:
-        no = e.lineno + offset_lines
+        data = safeio.loads(text[start:], what="IOR's JSON summary")
+    except ParseError as e:
+        no = (e.line_no or 1) + offset_lines
         where = lines[no - 1] if 0 < no <= len(lines) else (lines[-1] if lines else "")
-        what = "IOR's JSON summary ends early (a failed or interrupted run)" if e.pos >= len(text[start:].rstrip()) \
-            else f"IOR's JSON summary is malformed ({e.msg})"
+        what = str(e).split(" (line ")[0]
+        what = ("IOR's JSON summary ends early (a failed or interrupted run)" if "ends early" in what
+                else f"IOR's JSON summary is malformed ({what})")
         raise ParseError(what, line_no=min(no, len(lines)), line=where) from None
     if not isinstance(data, dict) or "tests" not in data:
         raise ParseError("not an IOR JSON summary: no 'tests'", line_no=1, line=lines[0] if lines else "")
