@@ -168,6 +168,15 @@ def _check_meta(meta: dict[str, Any], path: Path) -> None:
                              f"{' or '.join(t.__name__ for t in types if t is not type(None))}")
     if not all(isinstance(a, str) for a in meta.get("argv", [])):
         raise ParseError(f"the recording's meta {path}: 'argv' holds something that is not a string")
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in meta.items() if k != "returncode"]
+    while stack:                                  # counts, sizes, times: none is negative (a signal is)
+        key, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{key}.{k}", x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{key}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            raise ParseError(f"the recording's meta {path}: {key} is {v}, and nothing a recording counts is negative")
     for label, w in (meta.get("witness") or {}).items():
         try:
             if not isinstance(w, dict):

@@ -318,15 +318,21 @@ def parse_scontrol(text: str) -> dict[str, str]:
     if no == len(lines) and not text.endswith(("\n", "\r")):
         raise ParseError("the scontrol output ends inside its line (no newline after it): cut short", line_no=no,
                          line=line)
+    more = next((i for i, ln in enumerate(lines[no:], no + 1) if ln.strip()), None)
+    if more is not None:
+        raise ParseError("a second line after the job's: `scontrol show job -o` prints one line per job, and this "
+                         "reads one job", line_no=more, line=lines[more - 1])
     marks = list(_KEY.finditer(line))
-    out = {}
+    out: dict[str, str] = {}
     for m, nxt in zip(marks, marks[1:] + [None]):
+        if m.group(1) in out:
+            raise ParseError(f"{m.group(1)}= twice in one job's line", line_no=no, line=line)
         out[m.group(1)] = line[m.end():nxt.start() if nxt else len(line)].strip()
     return out
 
 
 def _exit_code(text: str) -> tuple[int | None, int | None]:
-    m = re.fullmatch(r"\s*(\d+):(\d+)\s*", text or "")
+    m = re.fullmatch(r"\s*(\d{1,9}):(\d{1,9})\s*", text or "")
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
