@@ -418,7 +418,7 @@ def targets() -> list[Target]:
                key='[{"id":4164,"state":"'),
         Target("darshan.read_log", _darshan_view, _whole,
                [(r, recordings.load(r).path.read_bytes()) for r in logs], binary=True, special=_darshan_special,
-               concat="free"),
+               concat="free", isolate=not hasattr(darshan, "read_report")),   # a reader that is not its own child
         Target("bpftrace.parse", bpftrace.parse, rec, texts(by_tool["bpftrace"]), key="W 10545804093202 ",
                suffix=" 4 3 0"),
         Target("slowlink.parse_metrics", slowlink.parse_metrics, _traffic, _toxiproxy_texts(refs), ordered=False,

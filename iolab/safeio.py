@@ -89,21 +89,21 @@ def read_text(path: str | os.PathLike[str], *, limit: int = LIMIT, what: str = "
 
 
 def _no_constant(name: str) -> Any:
-    raise ParseError(f"JSON with {name} in it: not a number iolab reads")
+    raise ParseError(f"{name}, not a number iolab reads")
 
 
 def _int(s: str) -> int:
     if len(s) > MAX_DIGITS:
-        raise ParseError(f"a JSON number of {len(s):,} digits (more than {MAX_DIGITS})")
+        raise ParseError(f"a number of {len(s):,} digits (more than {MAX_DIGITS})")
     return int(s)
 
 
 def _float(s: str) -> float:
     if len(s) > MAX_DIGITS:
-        raise ParseError(f"a JSON number of {len(s):,} characters (more than {MAX_DIGITS})")
+        raise ParseError(f"a number of {len(s):,} characters (more than {MAX_DIGITS})")
     v = float(s)
     if not math.isfinite(v):
-        raise ParseError(f"a JSON number out of range ({s[:40]})")
+        raise ParseError(f"a number out of range ({s[:40]})")
     return v
 
 
@@ -138,6 +138,8 @@ def loads(text: str, *, what: str = "JSON document", max_depth: int = MAX_DEPTH,
                          line=_line(text, e.lineno)) from None
     except RecursionError:
         raise ParseError(f"the {what} nests too deep to read") from None
+    except ParseError as e:                           # from the number hooks, which know no position
+        raise ParseError(f"the {what} holds {e}") from None
     if not trailing and text[end:].strip():
         line_no = text.count("\n", 0, end) + 1
         raise ParseError(f"the {what} goes on after its end (a second document, or text after it)",

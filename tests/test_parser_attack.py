@@ -37,6 +37,33 @@ def _subset(t, rnd: random.Random):
     return by_size[:2] + rnd.sample(rest, min(2, len(rest)))
 
 
+# defects of iolab/tools/strace_calls.py (another change owns that file; issue 21 names them): a pid or
+# a time stamp's hour of over 4,300 digits is a ValueError from int(), a duration "<inf>" is taken
+STRACE_CALLS_PARSERS = {"strace.parse_calls", "mdtest.one_file_calls", "mdtest.removal_calls", "ior.parse_opens"}
+
+
+def test_every_parser_is_attacked():
+    """Every function of iolab that reads a tool's text or a file others can shape is a target of the
+    attack: the parse*/read* functions of the tools, the ground and the lessons, and the loaders."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "iolab"
+    found = set()
+    for path in root.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and re.match(r"parse|read_manifest|clat_histogram|summary_total"
+                                                              r"|reorder_facts|command_flags|window$|mounts$"
+                                                              r"|implementations$|one_file_calls|sync_counts"
+                                                              r"|removal_calls|read_log$|load$", node.name):
+                found.add(f"{path.stem}.{node.name}")
+    named = {n.replace("mdtest.one_file", "metadata.one_file").replace("mdtest.sync", "metadata.sync")
+             .replace("mdtest.removal", "metadata.removal") for n in TARGETS}
+    named |= {"strace_calls.parse_calls"}                 # strace.parse_calls is it, under the same name
+    not_parsers = {"readahead.window"}                    # a measurement, named like mdtest.window
+    outside = found - named - not_parsers - {"results.load"}   # results.load: being rewritten (h21-names)
+    assert not outside, f"parsers outside benchmarks/attack_parsers.py: {sorted(outside)}"
+
+
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_attack_subset_finds_no_wrong_answer_and_no_foreign_exception(name):
     t = TARGETS[name]
@@ -44,12 +71,18 @@ def test_attack_subset_finds_no_wrong_answer_and_no_foreign_exception(name):
     small = attack.Target(**{**t.__dict__, "inputs": _subset(t, rnd)})
     bad = []
     n = 0
-    for case in attack.cases(small, seed=1, line_cuts=30, byte_cuts=6, mutations=8, garbage=8):
-        outcome, _, detail = attack.judge_in_child(small, case, 60) if t.isolate else attack.judge(small, case)
+    kinds = set()
+    for case in attack.cases(small, seed=1, line_cuts=30, byte_cuts=6, mutations=8, garbage=8, families=2):
+        isolate = t.isolate or case.kind.startswith(("special", "nest", "digits"))
+        outcome, _, detail = attack.judge_in_child(small, case, 60) if isolate else attack.judge(small, case)
         n += 1
+        kinds.add(case.kind.split("-")[0])
         if outcome in ("WRONG", "FOREIGN", "timeout"):
             bad.append(f"{outcome} {case.kind} {case.label}: {detail}")
     assert n > 10
+    assert "concat" in kinds and (t.binary or kinds & {"digits", "impossible"} or name == "strace.parse_version")
+    if bad and name in STRACE_CALLS_PARSERS and all(" digits " in b or " impossible-" in b for b in bad):
+        pytest.xfail(f"iolab/tools/strace_calls.py: {bad[0][:200]}")
     assert not bad, "\n".join(bad[:10])
 
 
