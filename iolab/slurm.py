@@ -274,6 +274,11 @@ def read_manifest(script: str) -> list[tuple[str, dict[str, Any]]]:
                                  line=line) from None
             if not isinstance(manifest, dict):
                 raise ParseError("a step manifest is a JSON object", line_no=no, line=line)
+            for key in ("nodes", "tasks_per_node"):
+                v = manifest.get(key, 1)
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise ParseError(f"a step manifest's {key} is a count of at least 1, not {v!r}", line_no=no,
+                                     line=line)
             steps.append((name, manifest))
     return steps
 

@@ -490,7 +490,18 @@ def _is_json(text: str) -> bool:
     return False
 
 
-def parse(text: str) -> list[dict[str, Any]]:
+def _possible(rows: list[dict[str, Any]], what: str) -> list[dict[str, Any]]:
+    """ParseError when a row holds a number no run of IOR prints: NaN, an infinity, or a negative rate,
+    time, size or count (the seed alone may be negative)."""
+    for row in rows:
+        for k, v in row.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "seed" and \
+                    not (math.isfinite(v) and v >= 0):
+                raise ParseError(f"{what}: {k} is {v!r}, which no IOR run prints (a negative or non-finite number)")
+    return rows
+
+
+def _parse(text: str) -> list[dict[str, Any]]:
     """IOR output (text or JSON summary, auto-detected) -> one row per access per iteration per test.
 
     Row keys: test, iteration, access (write/read/remove), bw_mib, iops, latency_s, block_kib,
@@ -596,7 +607,7 @@ def parse(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def summary(text: str) -> list[dict[str, Any]]:
+def _summary(text: str) -> list[dict[str, Any]]:
     """The "Summary of all tests" rows (text) or ``summary[]`` (JSON), with the keys of SUMMARY_KEYS.
 
     A row the text ends inside (no newline after it: cut short), a count that is not a whole number,
@@ -675,6 +686,18 @@ def summary(text: str) -> list[dict[str, Any]]:
 
 
 # --- -C: the shift IOR applies, and which file each rank really opened ----------------------------
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """IOR output (text or JSON summary, auto-detected) -> one row per access per iteration per test:
+    see :func:`_parse`. A number no IOR run prints (negative, NaN, infinite) raises ParseError."""
+    return _possible(_parse(text), "an IOR Results row")
+
+
+def summary(text: str) -> list[dict[str, Any]]:
+    """The "Summary of all tests" rows: see :func:`_summary`. A number no IOR run prints (negative, NaN,
+    infinite) raises ParseError."""
+    return _possible(_summary(text), "an IOR summary row")
+
 
 def reorder_facts(text: str) -> dict[str, Any]:
     """What IOR says about the layout -C works on, from its Options (JSON summary or text):
