@@ -314,7 +314,7 @@ def parse_meminfo(text: str) -> dict[str, int]:
             continue
         name, sep, rest = line.partition(":")
         parts = rest.split()
-        if not sep or not name.strip() or not parts or not re.fullmatch(r"[0-9]+", parts[0]) or len(parts) > 2 or \
+        if not sep or not name.strip() or not parts or not re.fullmatch(r"[0-9]{1,20}", parts[0]) or len(parts) > 2 or \
                 (len(parts) == 2 and parts[1] != "kB"):
             raise ParseError("expected 'Name:   <number> [kB]'", line_no=no, line=line)
         if no == len(lines) and not text.endswith(("\n", "\r")):

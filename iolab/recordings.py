@@ -32,8 +32,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import fsinfo
-from .errors import ToolMissing
+from . import fsinfo, safeio
+from .errors import ParseError, ToolMissing
 from .runner import Run, install_hint, which
 from .witness import Witness, Witnessed
 
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MODES = ("auto", "live", "replay")
+META_LIMIT = 1024 * 1024          # bytes a recording's .meta.json may have (they have < 4 KiB)
+RAW_LIMIT = 64 * 1024 * 1024      # bytes of a recording (the largest has < 2 MiB)
 RUN = "run"             # the label of a recording's one witness
 NO_WITNESS = ("this recording was made before iolab kept the kernel's witnesses: it has no count of the "
               "bytes that came from storage or the device, so what served it can only be inferred "
@@ -87,9 +89,9 @@ class Recording:
     @property
     def provenance(self) -> str:
         m = self.meta
-        host = m.get("host", {})
-        fs = m.get("filesystem", {})
-        bits = [f"recorded {m.get('date', '?')[:10]}", f"on {host.get('description') or host.get('hostname', '?')}"]
+        host = m.get("host") or {}
+        fs = m.get("filesystem") or {}
+        bits = [f"recorded {(m.get('date') or '?')[:10]}", f"on {host.get('description') or host.get('hostname', '?')}"]
         if fs.get("fstype"):
             bits.append(f"{fs['fstype']} filesystem")
         if m.get("tool_version"):
@@ -140,7 +142,48 @@ def load(ref: str) -> Recording:
         have = sorted(p.name.split(".")[0] for p in tool_dir.glob("*.meta.json")) if tool_dir.is_dir() else []
         raise FileNotFoundError(f"no recording {ref!r} in {data_dir()} (with a .meta.json); "
                                 f"{tool} has: {', '.join(have) or 'none'}")
-    return Recording(ref=ref, path=raw, text=raw.read_text(errors="replace"), meta=json.loads(meta_path.read_text()))
+    meta = safeio.read_json(meta_path, limit=META_LIMIT, what="recording's meta")
+    if not isinstance(meta, dict):
+        raise ParseError(f"the recording's meta {meta_path} is not a JSON object")
+    _check_meta(meta, meta_path)
+    text = safeio.read_text(raw, limit=RAW_LIMIT, what="recording", errors="replace")
+    return Recording(ref=ref, path=raw, text=text, meta=meta)
+
+
+# the keys of a recording's meta and the JSON types they may have (None: null is allowed too)
+_META_TYPES: dict[str, tuple[type, ...]] = {
+    "argv": (list,), "tool": (str, type(None)), "tool_version": (str, type(None)), "stream": (str, type(None)),
+    "returncode": (int, type(None)), "date": (str, type(None)), "host": (dict,),
+    "filesystem": (dict,), "notes": (str, type(None)), "witness": (dict, type(None)),
+}
+
+
+def _check_meta(meta: dict[str, Any], path: Path) -> None:
+    """Refuse a meta whose known keys have values of another type (ParseError naming the file and key),
+    so that the provenance, the argv and the witnesses read from it cannot fail later with a TypeError."""
+    for key, types in _META_TYPES.items():
+        v = meta.get(key)
+        if key in meta and (not isinstance(v, types) or isinstance(v, bool) and bool not in types):
+            raise ParseError(f"the recording's meta {path}: {key!r} is a {type(v).__name__}, not a "
+                             f"{' or '.join(t.__name__ for t in types if t is not type(None))}")
+    if not all(isinstance(a, str) for a in meta.get("argv", [])):
+        raise ParseError(f"the recording's meta {path}: 'argv' holds something that is not a string")
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in meta.items() if k != "returncode"]
+    while stack:                                  # counts, sizes, times: none is negative (a signal is)
+        key, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{key}.{k}", x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{key}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            raise ParseError(f"the recording's meta {path}: {key} is {v}, and nothing a recording counts is negative")
+    for label, w in (meta.get("witness") or {}).items():
+        try:
+            if not isinstance(w, dict):
+                raise ValueError(f"a {type(w).__name__}, not an object")
+            Witnessed.from_meta(w)
+        except (ValueError, TypeError) as e:
+            raise ParseError(f"the recording's meta {path}: its witness {label!r} is not one ({e})") from None
 
 
 def available(tool: str | None = None) -> list[str]:

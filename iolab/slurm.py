@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import mpi as _mpi
-from . import runner
+from . import runner, safeio
 from .errors import IolabError, ParseError, ToolFailed, ToolTimeout
 from .tools import fio, ior, mdtest
 
@@ -268,9 +268,18 @@ def read_manifest(script: str) -> list[tuple[str, dict[str, Any]]]:
         if line.startswith(MANIFEST):
             name, _, rest = line[len(MANIFEST):].partition(" ")
             try:
-                steps.append((name, json.loads(rest)))
-            except json.JSONDecodeError as e:
-                raise ParseError(f"a step manifest line is not JSON ({e.msg})", line_no=no, line=line) from None
+                manifest = safeio.loads(rest, what="step manifest")
+            except ParseError as e:
+                raise ParseError(f"a step manifest line is not JSON ({str(e).split(' (line ')[0]})", line_no=no,
+                                 line=line) from None
+            if not isinstance(manifest, dict):
+                raise ParseError("a step manifest is a JSON object", line_no=no, line=line)
+            for key in ("nodes", "tasks_per_node"):
+                v = manifest.get(key, 1)
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise ParseError(f"a step manifest's {key} is a count of at least 1, not {v!r}", line_no=no,
+                                     line=line)
+            steps.append((name, manifest))
     return steps
 
 
@@ -314,15 +323,21 @@ def parse_scontrol(text: str) -> dict[str, str]:
     if no == len(lines) and not text.endswith(("\n", "\r")):
         raise ParseError("the scontrol output ends inside its line (no newline after it): cut short", line_no=no,
                          line=line)
+    more = next((i for i, ln in enumerate(lines[no:], no + 1) if ln.strip()), None)
+    if more is not None:
+        raise ParseError("a second line after the job's: `scontrol show job -o` prints one line per job, and this "
+                         "reads one job", line_no=more, line=lines[more - 1])
     marks = list(_KEY.finditer(line))
-    out = {}
+    out: dict[str, str] = {}
     for m, nxt in zip(marks, marks[1:] + [None]):
+        if m.group(1) in out:
+            raise ParseError(f"{m.group(1)}= twice in one job's line", line_no=no, line=line)
         out[m.group(1)] = line[m.end():nxt.start() if nxt else len(line)].strip()
     return out
 
 
 def _exit_code(text: str) -> tuple[int | None, int | None]:
-    m = re.fullmatch(r"\s*(\d+):(\d+)\s*", text or "")
+    m = re.fullmatch(r"\s*(\d{1,9}):(\d{1,9})\s*", text or "")
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
@@ -450,12 +465,14 @@ class Job:
 
     # -- results --------------------------------------------------------------------------------
     def script(self) -> str:
-        return self.script_path.read_text()
+        return safeio.read_text(self.script_path, what="sbatch script")
 
     def texts(self) -> list[dict[str, Any]]:
         """Every step's raw result text: one dict per task (or per result file) with its step and node."""
         out = []
         for name, man in read_manifest(self.script()):
+            if not isinstance(man.get("result") or "", str):
+                raise ParseError(f"the manifest of step {name} names a result that is not a file name")
             if man.get("result"):
                 paths = [self.outdir / man["result"].replace("{step}", name)]
             else:
@@ -465,7 +482,7 @@ class Job:
                 m = re.fullmatch(re.escape(name) + r"\.(\d+)\.(.+)\.(\d+)\.out", p.name)
                 if m:
                     node, host, task = int(m.group(1)), m.group(2), int(m.group(3))
-                text = p.read_text(errors="replace") if p.exists() else None
+                text = safeio.read_text(p, what="job output", errors="replace") if p.exists() else None
                 out.append({"step": name, "node": node, "host": host, "task": task, "path": p, "text": text,
                             "manifest": man})
         return out

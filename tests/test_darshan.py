@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import struct
+import subprocess
 import sys
 
 import pytest
@@ -60,6 +63,53 @@ def test_a_log_the_reader_refuses_is_a_parse_error_naming_it():
         darshan.read_log(path)
     assert str(path) in str(e.value) and "Run scripts from files" in str(e.value)
     assert e.value.__cause__ is None and e.value.__suppress_context__     # no chained traceback
+
+
+def _without_job_region(src, dst):
+    """A copy of a real log whose job region is empty: the regions after it moved up, every offset in the
+    header changed to match, so the header check finds nothing cut off or damaged (issue 21, item 8)."""
+    data = src.read_bytes()
+    start, length = darshan.check_header(src).regions["job"]
+    out = bytearray(data[:start] + data[start + length:])
+    maps = list(struct.unpack_from("<130Q", data, 32))                  # 3.41: name map + 64 module maps
+    for i in range(0, len(maps), 2):
+        if maps[i + 1]:
+            maps[i] -= length
+    struct.pack_into("<130Q", out, 32, *maps)
+    dst.write_bytes(bytes(out))
+    return dst
+
+
+def test_a_log_with_an_empty_job_region_is_a_parse_error_not_an_abort(tmp_path):
+    bad = _without_job_region(_log("dd-1m-16mib-tmpfs"), tmp_path / "nojob.darshan")
+    assert darshan.check_header(bad).regions["job"][1] == 0            # the header check cannot see it
+    # read in this process, PyDarshan's C reader fails an assertion and aborts the whole interpreter
+    old = subprocess.run([sys.executable, "-c", "import sys; from iolab.tools import darshan; "
+                          "darshan.read_report(sys.argv[1])", str(bad)], capture_output=True, text=True, timeout=120)
+    assert old.returncode == -signal.SIGABRT and "Assertion" in old.stderr
+    with pytest.raises(ParseError, match=r"nojob\.darshan: the process reading it was killed by SIGABRT"):
+        darshan.read_log(bad)
+    assert darshan.read_log(_log("dd-1m-16mib-tmpfs")).job["nprocs"] == 1     # the reader goes on
+
+
+def test_the_reader_stops_at_its_time_and_memory_limits():
+    path = _log("both-read-4k-ext4")
+    with pytest.raises(ParseError, match="did not finish reading the Darshan log .* in 0 s"):
+        darshan.read_log(path, timeout=0)
+    with pytest.raises(ParseError, match="both-read-4k-ext4.darshan"):
+        darshan.read_log(path, memory=0)                 # no address space to spare: any allocation fails
+    assert darshan.read_log(path).job["nprocs"] == 1
+
+
+def test_only_a_regular_file_is_read_as_a_log(tmp_path):
+    fifo = tmp_path / "fifo.darshan"
+    os.mkfifo(fifo)
+    with pytest.raises(ParseError, match="not a regular file"):         # was a read blocked for ever
+        darshan.read_log(fifo)
+    link = tmp_path / "zero.darshan"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(ParseError, match="symbolic link"):               # was a read until memory ran out
+        darshan.read_log(link)
 
 
 def test_a_cut_off_log_is_refused_before_pydarshan_sees_it(tmp_path):

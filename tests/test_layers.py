@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "iolab"
 # what a tool module may import of iolab: the runner and what it stands on, and other tool modules.
 # guard is below workspace (workspace imports it): a tool that owns a process group tells it too.
-TOOLS_MAY_IMPORT = {"runner", "mpi", "workspace", "units", "errors", "guard", "tools"}
+TOOLS_MAY_IMPORT = {"runner", "mpi", "workspace", "units", "errors", "safeio", "guard", "tools"}
 
 
 def iolab_imports(path: Path) -> set[str]:

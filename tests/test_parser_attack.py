@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab import ParseError, fsinfo, pagecache, recordings, slurm
-from iolab.tools import darshan, dd, fio, ior, mdtest, strace
+from iolab import ParseError, fsinfo, pagecache, recordings, slurm, units
+from iolab.labs import page_cache
+from iolab.objectstore import slowlink
+from iolab.tools import bpftrace, darshan, dd, fio, ior, mdtest, strace
 
 _SPEC = importlib.util.spec_from_file_location(
     "attack_parsers", Path(__file__).resolve().parents[1] / "benchmarks" / "attack_parsers.py")
@@ -37,6 +39,39 @@ def _subset(t, rnd: random.Random):
     return by_size[:2] + rnd.sample(rest, min(2, len(rest)))
 
 
+# defects of iolab/tools/strace_calls.py (another change owns that file; issue 21 names them): a pid or
+# a time stamp's hour of over 4,300 digits is a ValueError from int(), a duration "<inf>" is taken
+STRACE_CALLS_PARSERS = {"strace.parse_calls", "mdtest.one_file_calls", "mdtest.removal_calls", "ior.parse_opens"}
+
+
+def test_every_parser_is_attacked():
+    """Every function of iolab that reads a tool's text or a file others can shape is a target of the
+    attack: the parse*/read* functions of the tools, the ground and the lessons, and the loaders."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "iolab"
+    found = set()
+    for path in root.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and re.match(r"parse|read_manifest|clat_histogram|summary_total"
+                                                              r"|reorder_facts|command_flags|window$|mounts$"
+                                                              r"|implementations$|one_file_calls|sync_counts"
+                                                              r"|removal_calls|read_log$|load$", node.name):
+                found.add(f"{path.stem}.{node.name}")
+    named = {n.replace("mdtest.one_file", "metadata.one_file").replace("mdtest.sync", "metadata.sync")
+             .replace("mdtest.removal", "metadata.removal") for n in TARGETS}
+    named |= {"strace_calls.parse_calls"}                 # strace.parse_calls is it, under the same name
+    not_parsers = {"readahead.window"}                    # a measurement, named like mdtest.window
+    # landed on main while issue 21 was done (lesson 08, strace -ff): not attacked yet, named here so
+    # that the next parser to land cannot slip past unseen
+    not_yet = {"parallel_fs.parse_caches", "parallel_fs.parse_coherence", "parallel_fs.parse_layouts",
+               "parallel_fs.parse_metadata", "parallel_fs.parse_replication", "parallel_fs.parse_shared",
+               "strace_calls.parse_call_files"}
+    not_parsers |= not_yet
+    outside = found - named - not_parsers - {"results.load"}   # results.load: being rewritten (h21-names)
+    assert not outside, f"parsers outside benchmarks/attack_parsers.py: {sorted(outside)}"
+
+
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_attack_subset_finds_no_wrong_answer_and_no_foreign_exception(name):
     t = TARGETS[name]
@@ -44,12 +79,18 @@ def test_attack_subset_finds_no_wrong_answer_and_no_foreign_exception(name):
     small = attack.Target(**{**t.__dict__, "inputs": _subset(t, rnd)})
     bad = []
     n = 0
-    for case in attack.cases(small, seed=1, line_cuts=30, byte_cuts=6, mutations=8, garbage=8):
-        outcome, _, detail = attack.judge_in_child(small, case, 60) if t.isolate else attack.judge(small, case)
+    kinds = set()
+    for case in attack.cases(small, seed=1, line_cuts=30, byte_cuts=6, mutations=8, garbage=8, families=2):
+        isolate = t.isolate or case.kind.startswith(("special", "nest", "digits"))
+        outcome, _, detail = attack.judge_in_child(small, case, 60) if isolate else attack.judge(small, case)
         n += 1
+        kinds.add(case.kind.split("-")[0])
         if outcome in ("WRONG", "FOREIGN", "timeout"):
             bad.append(f"{outcome} {case.kind} {case.label}: {detail}")
     assert n > 10
+    assert "concat" in kinds and (t.binary or kinds & {"digits", "impossible"} or name == "strace.parse_version")
+    if bad and name in STRACE_CALLS_PARSERS and all(" digits " in b or " impossible-" in b for b in bad):
+        pytest.xfail(f"iolab/tools/strace_calls.py: {bad[0][:200]}")
     assert not bad, "\n".join(bad[:10])
 
 
@@ -317,3 +358,120 @@ def test_dd_patterns_are_linear_below_the_line_cap():
         except ParseError:
             pass
         assert time.perf_counter() - t0 < 1          # before: 0.4 s and 10 s at 20,000 characters
+
+
+# --- the cases issue 21 (item 10) names: each failed before its fix -------------------------------------
+
+BIG = "9" * 4400
+
+
+@pytest.mark.parametrize("name,ref,at", [
+    ("mdtest.parse", "mdtest/home-4.0.0", "was launched with "),
+    ("mdtest.parse", "mdtest/home-4.0.0", "File creation"),
+    ("dd.parse", "dd/read-4k-direct-c", ""),
+    ("dd.parse_all", "dd/read-4k-direct-c", ""),
+    ("fio.parse", "fio/seed000-readwrite-local", '"io_bytes" : '),
+    ("ior.parse", "ior/fpp-4.0.0-summary", '"bwMiB": '),
+])
+def test_a_number_of_4400_digits_is_a_parse_error(name, ref, at):
+    text = _text(ref)
+    m = re.compile(r"\d+").search(text, text.index(at) + len(at))        # the first number after ``at``
+    with pytest.raises(ParseError):                     # was ValueError: Exceeds the limit (4300 digits)
+        TARGETS[name].call(text[:m.start()] + BIG + text[m.end():])
+
+
+def test_a_number_of_4400_digits_in_the_ground_parsers():
+    with pytest.raises(ParseError):                                        # was ValueError
+        pagecache.parse_meminfo(f"MemTotal: {BIG} kB\n")
+    with pytest.raises(ParseError):                                        # was OverflowError
+        units.parse_size(BIG + "k")
+    with pytest.raises(ParseError):                                        # was OverflowError
+        slowlink.parse_metrics(f'toxiproxy_proxy_sent_bytes_total{{direction="downstream",proxy="store"}} {BIG}\n')
+    with pytest.raises(ParseError):
+        strace.parse_version(f"strace -- version {BIG}.1\n")
+    assert slurm._exit_code(BIG + ":0") == (None, None)                     # was ValueError
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_deeply_nested_json_is_a_parse_error(tmp_path, monkeypatch):
+    doc = json.loads(_text("fio/seed000-readwrite-local"))
+    text = json.dumps(doc, indent=2).replace('"jobs": [', '"deep": ' + DEEP + ', "jobs": [', 1)
+    with pytest.raises(ParseError, match="nests deeper"):                  # was RecursionError
+        fio.parse(text)
+    text = _text("ior/fpp-4.0.0-summary").replace('"tests":', '"deep": ' + DEEP + ', "tests":', 1)
+    with pytest.raises(ParseError, match="nests deeper"):                  # was RecursionError
+        ior.parse(text)
+    with pytest.raises(ParseError, match="nests deeper"):                  # was RecursionError
+        slurm.read_manifest(f'#!/bin/bash\n# iolab-step a {{"params": {DEEP}}}\n')
+
+
+def test_bpftrace_refuses_a_cut_last_line():
+    text = _text("bpftrace/readahead-growth-ext4-64m")
+    last = text.rstrip("\n").rsplit("\n", 1)[1]
+    assert last.startswith("W ") and last.endswith(" 11")                # order 11
+    with pytest.raises(ParseError, match="cut short"):                       # was a record with order 1
+        bpftrace.parse(text.rstrip("\n")[:-1])
+    assert bpftrace.parse(text)[-1]["order"] == 11
+
+
+def test_slowlink_refuses_a_cut_count():
+    text = ('toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.0.0.1:1",proxy="store",'
+            'upstream="127.0.0.1:2"} 7593\n')
+    assert slowlink.parse_metrics(text).down == 7593
+    with pytest.raises(ParseError, match="end inside a line"):               # was 759
+        slowlink.parse_metrics(text[:-2])
+    with pytest.raises(ParseError, match="twice"):
+        slowlink.parse_metrics(text + text)
+    with pytest.raises(ParseError, match="whole number"):
+        slowlink.parse_metrics(text.replace("7593", "-27"))
+
+
+def test_parse_hdparm_raises_parse_error():
+    good = ("\n/dev/sda:\n Timing cached reads:   14394 MB in  1.99 seconds = 7244.01 MB/sec\n"
+            " Timing buffered disk reads: 126 MB in  3.08 seconds = 40.89 MB/sec\n")
+    assert [r["mb_per_s"] for r in page_cache.parse_hdparm(good)] == [7244.01, 40.89]
+    for bad in ("", "hdparm: not found\n", good.replace("40.89 MB/sec", "40.8"),
+                good.replace("3.08 seconds", "0.00 seconds"), good.replace("126 MB", BIG + " MB")):
+        with pytest.raises(ParseError):                                      # was [] or a row, never an error
+            page_cache.parse_hdparm(bad)
+
+
+def test_two_strace_tables_or_fio_documents_are_refused():
+    text = _text("strace/count-columns-read-4k")
+    with pytest.raises(ParseError, match="second strace summary table"):     # was the first table alone
+        strace.parse_summary(text + text)
+    with pytest.raises(ParseError, match="second strace summary table"):
+        strace.summary_total(text + text)
+    fio_text = _text("fio/seed000-readwrite-local")
+    with pytest.raises(ParseError, match="goes on after its end"):           # was the first document alone
+        fio.parse(fio_text + fio_text)
+
+
+@pytest.mark.parametrize("old,new,match", [
+    (" 750 ", " -27 ", "not negative"),                 # calls -27
+    ("100.00", "   nan", "not negative"),               # a NaN share of the time
+])
+def test_strace_summary_impossible_values(old, new, match):
+    text = _text("strace/count-columns-read-4k")
+    lines = text.splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if ln.split()[:1] == ["total"])
+    assert old in lines[k]
+    lines[k] = lines[k].replace(old, new, 1)
+    with pytest.raises(ParseError, match=match):                             # was a total of -27 calls / NaN
+        strace.parse_summary("".join(lines))
+
+
+def test_mdtest_max_below_min_and_dd_at_0_s():
+    text = _text("mdtest/home-4.0.0")
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("File creation"))
+    nums = re.findall(r"\d+\.\d+", line)
+    mx, mn = nums[-4], nums[-3]
+    swapped = line.replace(mx, "@", 1).replace(mn, mx, 1).replace("@", mn, 1)
+    with pytest.raises(ParseError, match="Max below Min"):                   # was a row with max < min
+        mdtest.parse(text.replace(line, swapped, 1))
+    rec = dd.parse("1+0 records in\n1+0 records out\n512 bytes copied, 0 s, Infinity B/s\n")
+    assert rec["bytes_per_s"] is None                                        # was inf
+    with pytest.raises(ParseError):
+        dd.parse("1+0 records in\n1+0 records out\n512 bytes copied, inf s, 1 MB/s\n")

@@ -1,9 +1,10 @@
 import json
+import os
 import sys
 
 import pytest
 
-from iolab import ToolMissing, recordings, runner
+from iolab import ParseError, ToolMissing, recordings, runner
 
 
 @pytest.fixture
@@ -157,3 +158,70 @@ def test_combine_joins_runs_into_one_outcome(data, monkeypatch):
     assert list(both.frame["x"]) == [1]
     with pytest.raises(ValueError):
         recordings.combine([])
+
+
+# --- a broken .meta.json (issue 21, item 9): ParseError, never another error, a hang or a 20 GB read ----
+
+_META_CASES = {
+    "not JSON": b'{"argv": ["dd"], ',
+    "cut short": b'{"argv": ["dd"], "tool": "dd", "host": {"hostname": "x"}',
+    "not UTF-8": b'{"argv": ["dd"], "notes": "\xff\xfe"}',
+    "a list": b'["dd"]',
+    "a string": b'"dd"',
+    "null": b"null",
+    "two documents": b'{"argv": ["dd"]}{"argv": ["dd"]}',
+    "nested 100,000 deep": b'{"notes": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "a number of 5,000 digits": b'{"returncode": ' + b"9" * 5000 + b"}",
+    "NaN": b'{"returncode": NaN}',
+    "1e999": b'{"host": {"cpus": 1e999}}',
+    "argv a string": b'{"argv": "dd if=x"}',
+    "argv of numbers": b'{"argv": [1, 2]}',
+    "host a list": b'{"host": ["x"]}',
+    "host null": b'{"host": null}',
+    "filesystem a string": b'{"filesystem": "ext4"}',
+    "date a number": b'{"date": 20261122}',
+    "tool_version a dict": b'{"tool_version": {"v": 1}}',
+    "returncode true": b'{"returncode": true}',
+    "witness a list": b'{"witness": [1]}',
+    "witness entry a string": b'{"witness": {"run": "x"}}',
+    "witness count negative": b'{"witness": {"run": {"own_read_bytes": -1}}}',
+    "witness count text": b'{"witness": {"run": {"own_read_bytes": "many"}}}',
+    "a negative count": b'{"host": {"cpus": -27}}',
+}
+
+
+def _recording_with_meta(data, meta: bytes | None):
+    (data / "demo" / "bad.txt").write_text("recorded text\n")
+    if meta is not None:
+        (data / "demo" / "bad.meta.json").write_bytes(meta)
+    return data / "demo" / "bad.meta.json"
+
+
+@pytest.mark.parametrize("case", sorted(_META_CASES))
+def test_a_broken_meta_is_a_parse_error(data, case):
+    _recording_with_meta(data, _META_CASES[case])
+    with pytest.raises(ParseError, match="bad.meta.json"):     # were JSON, Unicode, Type and Value errors
+        rec = recordings.load("demo/bad")
+        rec.provenance, rec.witnesses                           # (or later, from the provenance)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "sparse-2g"])
+def test_a_meta_that_is_not_a_regular_file_of_sane_size_is_refused(data, kind):
+    p = _recording_with_meta(data, None)
+    if kind == "fifo":
+        os.mkfifo(p)                                  # was a read blocked for ever
+    elif kind == "dev-zero":
+        p.symlink_to("/dev/zero")                     # was a read until the OOM killer (20 GB)
+    elif kind == "directory":
+        p.mkdir()
+    else:
+        with open(p, "wb") as f:
+            f.truncate(2 * 1024 ** 3)
+    with pytest.raises(ParseError):
+        recordings.load("demo/bad")
+
+
+def test_every_recording_still_loads():
+    for ref in recordings.available():
+        rec = recordings.load(ref)
+        assert isinstance(rec.meta, dict) and rec.provenance.startswith("REPLAY of ")

@@ -642,12 +642,13 @@ def _io_args(case: Case) -> list[str]:
     return out
 
 
-_SELECTED = re.compile(r"io:base:file_select: Selected io (?:module|component) (\w+)")
+_SELECTED = re.compile(r"io:base:file_select: Selected io (?:module|component) (\w{1,100})\s*$", re.M)
 
 
 def implementations(stderr: str) -> list[str]:
-    """The MPI-IO components Open MPI selected (``--mca io_base_verbose``), e.g. ["ompio"]."""
-    return sorted(set(_SELECTED.findall(stderr)))
+    """The MPI-IO components Open MPI selected (``--mca io_base_verbose``), e.g. ["ompio"]. Only whole lines
+    count: a last line without its newline may hold a name cut short ("omp")."""
+    return sorted(set(_SELECTED.findall(stderr[:stderr.rfind("\n") + 1])))
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .. import explain, fsinfo, measure, pagecache, readahead as ra, recordings, runner, trials, witness, workspace
-from ..errors import ToolFailed, ToolMissing
+from ..errors import ParseError, ToolFailed, ToolMissing
 from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size, parse_size
@@ -495,15 +495,32 @@ def seed002_dd_read_verdict() -> measure.Verdict:
                          device_bps=float(pub.loc["hdparm -t", "mb_per_s"]) * 1e6)
 
 
-_HDPARM_RE = re.compile(r"Timing (cached|buffered disk) reads:\s+([\d.]+) MB in\s+([\d.]+) seconds = ([\d.]+) MB/sec")
+_HDPARM_RE = re.compile(r"\s*Timing (cached|buffered disk) reads:\s+(\d{1,15}(?:\.\d{1,6})?) MB in\s+"
+                        r"(\d{1,9}\.\d{1,6}) seconds = (\d{1,15}\.\d{1,6}) (k|M|G)B/sec\s*")
 
 
 def parse_hdparm(text: str) -> list[dict[str, Any]]:
-    """hdparm -T/-t lines -> [{"test": "hdparm -T"|"hdparm -t", "mb": .., "seconds": .., "mb_per_s": ..}]."""
+    """hdparm -T/-t lines -> [{"test": "hdparm -T"|"hdparm -t", "mb": .., "seconds": .., "mb_per_s": ..}].
+
+    Lines that are not timings (the device's name, hdparm's notes) are skipped; a timing line that
+    does not read whole (cut short, a number that is not one), a time of 0 seconds, or a text with no
+    timing at all raises ParseError."""
     out = []
-    for m in _HDPARM_RE.finditer(text):
-        out.append({"test": "hdparm -T" if m.group(1) == "cached" else "hdparm -t", "mb": float(m.group(2)),
-                    "seconds": float(m.group(3)), "mb_per_s": float(m.group(4))})
+    for no, line in enumerate(text.splitlines(), 1):
+        if "Timing" not in line[:40]:
+            continue
+        m = _HDPARM_RE.fullmatch(line) if len(line) < 200 else None
+        if not m:
+            raise ParseError("not a whole hdparm timing line (Timing ... reads: N MB in S seconds = R MB/sec)",
+                             line_no=no, line=line)
+        mb, seconds, rate = float(m.group(2)), float(m.group(3)), float(m.group(4))
+        rate *= {"k": 1e-3, "M": 1.0, "G": 1e3}[m.group(5)]
+        if seconds <= 0 or rate <= 0:
+            raise ParseError("an hdparm timing of no time or no rate", line_no=no, line=line)
+        out.append({"test": "hdparm -T" if m.group(1) == "cached" else "hdparm -t", "mb": mb,
+                    "seconds": seconds, "mb_per_s": rate})
+    if not out:
+        raise ParseError("no hdparm timing line (Timing cached reads / Timing buffered disk reads)")
     return out
 
 

@@ -511,7 +511,8 @@ def dd_frame(rows: Sequence[dict[str, Any]]):
         rec = dd.parse(r["dd"])
         w = link_witness(r.get("link_down"), r.get("link_up"))
         out.append({**{k: v for k, v in r.items() if k != "dd"}, "bytes": rec["bytes"], "seconds": rec["seconds"],
-                    "bytes_per_s": rec["bytes_per_s"], "mb_per_s": rec["bytes_per_s"] / 1e6,
+                    "bytes_per_s": rec["bytes_per_s"],
+                    "mb_per_s": rec["bytes_per_s"] / 1e6 if rec["bytes_per_s"] is not None else None,
                     "configuration": "s3fs, use_cache (warm)" if r["cached"] else "s3fs, no cache",
                     "device": w.device if w else None, "device_read_bytes": w.device_read if w else None,
                     "device_write_bytes": w.device_written if w else None,

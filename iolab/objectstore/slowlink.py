@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import workspace as _workspace
-from ..errors import IolabError
+from ..errors import IolabError, ParseError
 from . import netns
 from ._proc import LOOPBACK, Service, free_ports, http_ok, port_open, resolve
 from .endpoint import Endpoint
@@ -84,27 +84,40 @@ class Traffic:
         return Traffic(self.down - other.down, self.up - other.up)
 
 
-_METRIC = re.compile(r'^toxiproxy_proxy_sent_bytes_total\{(?P<labels>[^}]*)\}\s+(?P<value>[0-9.e+]+)\s*$')
+_METRIC = re.compile(r'^toxiproxy_proxy_sent_bytes_total\{(?P<labels>[^}]{0,1000})\}\s+(?P<value>\S{1,40})$')
+_VALUE = re.compile(r'\d{1,20}(?:\.0*)?|\d(?:\.\d{1,19})?e\+?\d{1,2}')     # a count: 7593, 7593.0, 7.593e+03
+_LABEL = re.compile(r'(\w{1,100})="([^"]{0,1000})"')
 
 
 def parse_metrics(text: str, proxy: str = "store") -> Traffic:
     """The bytes toxiproxy has sent on to each side for one proxy, from its Prometheus text.
 
     ``direction="downstream"`` is what it sent to the client (the store's responses), ``"upstream"``
-    what it sent to the store (the client's requests). No line yet (nothing passed): zero."""
-    down = up = 0
-    for line in text.splitlines():
-        m = _METRIC.match(line.strip())
+    what it sent to the store (the client's requests). No line yet (nothing passed): zero.
+    A line of that metric cut short (the text ends without its newline), a value that is not a
+    whole count of bytes, or the same proxy and direction twice raises ParseError."""
+    found: dict[str, int] = {}
+    lines = text.splitlines()
+    cut = bool(lines) and not text.endswith(("\n", "\r"))
+    for no, line in enumerate(lines, 1):
+        s = line.strip()
+        if not s.startswith("toxiproxy_proxy_sent_bytes_total"):
+            continue
+        if cut and no == len(lines):
+            raise ParseError("toxiproxy's metrics end inside a line (no newline at the end)", line_no=no, line=line)
+        m = _METRIC.match(s)
         if not m:
+            raise ParseError("not a line of toxiproxy_proxy_sent_bytes_total", line_no=no, line=line)
+        labels = dict(_LABEL.findall(m.group("labels")))
+        if labels.get("proxy") != proxy or labels.get("direction") not in ("downstream", "upstream"):
             continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group("labels")))
-        if labels.get("proxy") != proxy:
-            continue
-        if labels.get("direction") == "downstream":
-            down = int(float(m.group("value")))
-        elif labels.get("direction") == "upstream":
-            up = int(float(m.group("value")))
-    return Traffic(down, up)
+        value = m.group("value")
+        if not _VALUE.fullmatch(value) or not float(value).is_integer():
+            raise ParseError("a count of bytes that is not a whole number", line_no=no, line=line)
+        if labels["direction"] in found:
+            raise ParseError(f"proxy {proxy} {labels['direction']} appears twice", line_no=no, line=line)
+        found[labels["direction"]] = int(float(value)) if "e" in value else int(value.split(".")[0])
+    return Traffic(found.get("downstream", 0), found.get("upstream", 0))
 
 
 class _Api:

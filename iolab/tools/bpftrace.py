@@ -178,7 +178,11 @@ def parse(text: str) -> list[dict[str, Any]]:
     nothing was traced."""
     records: list[dict[str, Any]] = []
     ready = False
-    for no, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    if lines and not text.endswith(("\n", "\r")) and lines[-1].strip():
+        raise ParseError("the trace's last line is cut short (no newline at its end)",
+                         line_no=len(lines), line=lines[-1][:200])
+    for no, line in enumerate(lines, 1):
         s = line.strip()
         if not s or _ATTACHING.match(s):
             continue
@@ -191,7 +195,7 @@ def parse(text: str) -> list[dict[str, Any]]:
             raise ParseError(f"not a line of the readahead trace (expected one of {', '.join(_FIELDS)})",
                              line_no=no, line=line)
         names = _FIELDS[kind]
-        if len(parts) != len(names) + 1 or not all(p.isdigit() for p in parts[1:]):
+        if len(parts) != len(names) + 1 or not all(p.isascii() and p.isdigit() and len(p) <= 20 for p in parts[1:]):
             raise ParseError(f"a {KINDS[kind]} line has {' '.join(names)} (integers)", line_no=no, line=line)
         records.append({"kind": KINDS[kind], **dict(zip(names, map(int, parts[1:])))})
     if not ready:

@@ -17,6 +17,7 @@ The raw texts come from :class:`iolab.ceph.Cluster` (its ``ceph()``, ``daemon()`
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -161,12 +162,14 @@ def parse_perf(text: str) -> dict[str, float]:
         for name, value in counters.items():
             key = f"{section}.{name}"
             if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if not (math.isfinite(value) and value >= 0):      # Ceph's perf counters are unsigned
+                    raise ParseError(f"perf dump: counter {key!r} is {value!r}, not a count")
                 out[key] = value
             elif isinstance(value, dict) and "avgcount" in value and "sum" in value:
                 for part in ("avgcount", "sum"):
                     v = value[part]
-                    if not isinstance(v, (int, float)) or isinstance(v, bool):
-                        raise ParseError(f"perf dump: {key}.{part} is not a number")
+                    if not isinstance(v, (int, float)) or isinstance(v, bool) or not (math.isfinite(v) and v >= 0):
+                        raise ParseError(f"perf dump: {key}.{part} is not a count or a time")
                     out[f"{key}.{part}"] = v
             elif isinstance(value, dict) and "avgcount" in value:
                 continue               # a histogram's own shape: not read here

@@ -29,7 +29,10 @@ darshan-config.c, include/darshan-log-format.h, darshan-util/darshan-logutils.c)
   unseen: :func:`env` drops from the list the trees that hold the paths it is told to ``record``.
 * The log starts with an uncompressed header: an 8-byte format version, a magic number (6567223),
   and the offset and length of every region; :func:`check_header` checks it before PyDarshan reads
-  the rest (PyDarshan 3.5.0 accepts a truncated log and can then crash the process at exit).
+  the rest (PyDarshan 3.5.0 accepts a truncated log and can then crash the process at exit). No header
+  check foresees every inconsistency (a log whose job region is empty passes it and fails an assertion
+  in darshan-logutils.c), so :func:`read_log` runs PyDarshan in a child process with a time and memory
+  limit (:mod:`iolab.tools._darshan_reader`): its death is a ParseError, not the kernel's.
 * The command line is stored in one text with the mount table, one entry per line after it, and the
   reader parses every line after the first as a mount entry (darshan_log_get_mounts). A command line
   with a newline in it (``python -c`` with a multi-line script) gives it lines that are not: PyDarshan
@@ -39,20 +42,29 @@ darshan-config.c, include/darshan-log-format.h, darshan-util/darshan-logutils.c)
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.metadata
+import importlib.util
 import os
+import pickle
 import re
+import select
+import signal
 import stat
 import struct
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 
-from .. import runner, workspace
+from .. import runner, safeio, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
 
@@ -68,6 +80,7 @@ INSTALL_HINT = runner.install_hint("darshan")
 READABLE_FORMATS = ("3.00", "3.10", "3.20", "3.21", "3.41")
 MAGIC = 6567223
 MODULES = ("POSIX", "STDIO", "MPI-IO")
+LOG_LIMIT = 1024 ** 3                      # bytes of a log read_log reads (a course's logs have < 1 MiB)
 # paths Darshan does not record unless DARSHAN_EXCLUDE_DIRS says otherwise (darshan-config.c, 3.5.0)
 DEFAULT_EXCLUDES = ("/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/", "/sys/", "/proc/", "/var/")
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
@@ -386,10 +399,17 @@ def check_header(path: str | os.PathLike[str]) -> Header:
     not decompress whole (a damaged copy).
     """
     p = Path(path)
+    return _check(_read(p), p)
+
+
+def _read(p: Path) -> bytes:
     try:
-        data = p.read_bytes()
-    except OSError as e:
+        return safeio.read_bytes(p, limit=LOG_LIMIT, what="Darshan log")
+    except FileNotFoundError as e:
         raise ParseError(f"cannot read the Darshan log {p}: {e.strerror}") from None
+
+
+def _check(data: bytes, p: Path) -> Header:
     if len(data) < _HEADER_341.size:
         raise ParseError(f"{p} is not a Darshan log: {len(data)} bytes, shorter than a log header")
     raw_version, magic, comp, partial = _HEADER_341.unpack_from(data)
@@ -492,39 +512,191 @@ def _dxt_frame(report: Any, mod: str, names: Mapping[int, str]) -> pd.DataFrame:
     return df.sort_values(["start", "rank"], kind="stable").reset_index(drop=True)[cols]
 
 
-def read_log(path: str | os.PathLike[str]) -> Log:
-    """Read a Darshan log with PyDarshan into a :class:`Log`; ParseError (naming the log) if refused."""
+READ_TIMEOUT = 60.0            # seconds the reader may take on one log (the recorded ones take < 1)
+READ_MEMORY = 2 * 1024 ** 3    # bytes of address space the reader may add (one corrupt log asked for 145 PiB)
+
+
+def read_report(path: str) -> tuple[dict[str, Any], list[tuple[str, str]], list[str], dict[str, pd.DataFrame],
+                                    dict[str, pd.DataFrame], str]:
+    """PyDarshan's reading of one log, in this process: (job, mounts, modules, records, dxt, exe).
+
+    Unguarded: a corrupt log can abort this process. :func:`read_log` runs it in a child; the
+    benchmark (benchmarks/bench_darshan_read.py) calls it directly on the recorded logs to measure
+    what the child costs."""
+    from darshan.report import DarshanReport
+
+    with DarshanReport(path, read_all=True) as report:
+        meta = report.metadata
+        job = dict(meta.get("job", {}))
+        names = {int(k): v for k, v in report.name_records.items()}
+        mounts = [(m, fs) for m, fs in report.mounts]
+        modules = list(report.modules)
+        records = {m: _module_frame(report, m, names, mounts) for m in MODULES if m in report.records}
+        dxt = {m: _dxt_frame(report, m, names) for m in DXT_MODULES if m in report.records}
+        exe = meta.get("exe", "")
+    return job, mounts, modules, records, dxt, exe
+
+
+_LEN = struct.Struct("<Q")
+_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "NUMEXPR_MAX_THREADS": "1"}
+
+
+def send_message(f: BinaryIO, obj: Any) -> None:
+    body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(_LEN.pack(len(body)) + body)
+    f.flush()
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def receive_message(fd: int, deadline: float | None = None) -> Any:
+    """One message from ``fd``; None at end of file; TimeoutError past ``deadline`` (time.monotonic)."""
+    head = _read_exact(fd, _LEN.size, deadline)
+    if head is None:
+        return None
+    body = _read_exact(fd, _LEN.unpack(head)[0], deadline)
+    if body is None:
+        return None
+    return pickle.loads(body)
+
+
+_server: Any = None                    # the running reader (subprocess.Popen), started by the first read_log
+_server_lock = threading.Lock()
+
+
+def _reader() -> Any:
+    """The reader process (iolab.tools._darshan_reader), started on first use and again if it died."""
+    global _server
+    if _server is not None and _server.poll() is None:
+        return _server
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, **_THREAD_ENV,
+           "PYTHONPATH": os.pathsep.join([package_root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    proc = subprocess.Popen([sys.executable, "-m", "iolab.tools._darshan_reader"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=env, close_fds=True, start_new_session=True)
+    try:
+        hello = receive_message(proc.stdout.fileno(), time.monotonic() + 120)
+    except TimeoutError:
+        hello = None
+    if not (isinstance(hello, tuple) and hello[:1] == ("ready",)):
+        proc.kill()
+        proc.wait()
+        raise ToolFailed([sys.executable, "-m", "iolab.tools._darshan_reader"], proc.returncode, "",
+                         message="the Darshan log reader process did not start (is PyDarshan installed?)")
+    _server = proc
+    return proc
+
+
+def stop_reader() -> None:
+    """Stop the reader process (it also stops by itself when this process ends)."""
+    global _server
+    with _server_lock:
+        if _server is not None:
+            _server.stdin.close()
+            try:
+                _server.wait(10)
+            except subprocess.TimeoutExpired:
+                _server.kill()
+                _server.wait()
+            _server.stdout.close()
+            _server = None
+
+
+def _forget_reader_in_child() -> None:
+    """A forked copy of this process starts its own reader: the inherited pipes are the parent's, and
+    two processes asking one reader would read each other's answers."""
+    global _server, _server_lock
+    _server, _server_lock = None, threading.Lock()
+
+
+atexit.register(stop_reader)
+os.register_at_fork(after_in_child=_forget_reader_in_child)
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _ask_reader(data: bytes, memory: int, timeout: float) -> tuple[str, Any]:
+    global _server
+    with _server_lock:
+        proc = _reader()
+        try:
+            send_message(proc.stdin, (data, memory, timeout))
+            answer = receive_message(proc.stdout.fileno(), time.monotonic() + timeout + 60)
+        except (OSError, TimeoutError):
+            answer = None
+        if answer is None:                          # the server itself failed: the next read starts another
+            proc.kill()
+            proc.wait()
+            _server = None
+            return ("died", proc.returncode)
+        return answer
+
+
+def read_log(path: str | os.PathLike[str], *, timeout: float = READ_TIMEOUT, memory: int = READ_MEMORY) -> Log:
+    """Read a Darshan log with PyDarshan into a :class:`Log`; ParseError (naming the log) if refused.
+
+    The log is read as a regular file of at most LOG_LIMIT bytes, its header checked
+    (:func:`check_header`), and the same bytes handed to PyDarshan in a child process with ``timeout``
+    seconds and ``memory`` bytes of address space: PyDarshan's C reader aborts, crashes, loops or asks
+    for petabytes on some corrupt logs (issue 21), and a child's death, time-out or MemoryError is a
+    ParseError here, not the end of the kernel. The child is forked from a server that has PyDarshan
+    loaded (:mod:`iolab.tools._darshan_reader`): the first read starts it, the others cost a fork.
+    """
     p = Path(path)
-    header = check_header(p)
-    try:
-        import darshan  # noqa: F401  (PyDarshan)
-        from darshan.report import DarshanReport
-    except ImportError as e:
-        raise ToolMissing("PyDarshan (the darshan package)", "pip install -e '.[lab]' (or pip install darshan)") from e
-    try:
-        with DarshanReport(str(p), read_all=True) as report:
-            meta = report.metadata
-            job = dict(meta.get("job", {}))
-            names = {int(k): v for k, v in report.name_records.items()}
-            mounts = [(m, fs) for m, fs in report.mounts]
-            modules = list(report.modules)
-            records = {m: _module_frame(report, m, names, mounts) for m in MODULES if m in report.records}
-            dxt = {m: _dxt_frame(report, m, names) for m in DXT_MODULES if m in report.records}
-            exe = meta.get("exe", "")
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as e:                                   # noqa: BLE001 (any refusal becomes a ParseError)
-        cause = f"{type(e).__name__}: {e}"
+    data = _read(p)
+    header = _check(data, p)
+    if importlib.util.find_spec("darshan") is None:
+        raise ToolMissing("PyDarshan (the darshan package)", "pip install -e '.[lab]' (or pip install darshan)")
+    status, payload = _ask_reader(data, memory, timeout)
+    if status == "timeout":
+        raise ParseError(f"PyDarshan {reader_version() or ''} did not finish reading the Darshan log {p} in "
+                         f"{timeout:g} s (a corrupt log can send its C reader into a loop): stopped") from None
+    if status == "died":
+        how = (f"was killed by {_signal_name(payload)}" if isinstance(payload, int) and payload < 0
+               else f"exited with status {payload}")
+        raise ParseError(f"PyDarshan {reader_version() or ''} crashed on the Darshan log {p}: the process "
+                         f"reading it {how} (the log is corrupt in a way its header does not show)") from None
+    if status != "ok":
+        kind, message = payload
+        cause = f"{kind}: {message}"
         hint = ""
-        if isinstance(e, UnicodeDecodeError):
+        if kind == "UnicodeDecodeError":
             hint = (" Its command line or mount table is not valid UTF-8. A command line with a newline in it "
                     "(python -c with a multi-line script) does this: the reader takes every line after the first "
                     "for a mount entry. Run scripts from files.")
+        elif kind == "MemoryError":
+            hint = f" It asked for more than the {memory:,} bytes the reader may use: the log is corrupt."
+        elif kind == "KeyboardInterrupt":
+            raise KeyboardInterrupt
         raise ParseError(f"PyDarshan {reader_version() or ''} cannot read the Darshan log {p} ({cause}).{hint}") from None
+    job, mounts, modules, records, dxt, exe = pickle.loads(payload)
     lib_ver = job.get("metadata", {}).get("lib_ver") if isinstance(job.get("metadata"), dict) else None
-    info = {"exe": exe.strip(), "nprocs": int(job.get("nprocs", 0)), "run_time": float(job.get("run_time", 0.0)),
-            "lib_ver": lib_ver, "log_ver": job.get("log_ver", header.format), "jobid": job.get("jobid"),
-            "start_time": job.get("start_time_sec"), "uid": job.get("uid")}
+    try:
+        info = {"exe": str(exe).strip(), "nprocs": int(job.get("nprocs", 0)),
+                "run_time": float(job.get("run_time", 0.0)), "lib_ver": lib_ver,
+                "log_ver": job.get("log_ver", header.format), "jobid": job.get("jobid"),
+                "start_time": job.get("start_time_sec"), "uid": job.get("uid")}
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ParseError(f"the Darshan log {p} has a job record PyDarshan read as nonsense ({e})") from None
     return Log(p, info, mounts, modules, records, dxt, header.partial)
 
 

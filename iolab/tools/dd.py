@@ -18,6 +18,7 @@ recorded here and for any locale with ``.`` or ``,`` as the decimal mark. :func:
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -33,9 +34,9 @@ from . import rate_frame
 
 FLAGS = ("direct", "dsync", "sync", "fullblock", "nocache", "noatime", "count_bytes", "skip_bytes")
 
-_RECORDS = re.compile(r"^\s*(\d+)\+(\d+)\s+\S")
-_SUMMARY = re.compile(r"^\s*(\d+)\s+\S")
-_NUM = r"(\d+(?:[.,]\d+)?(?:e[-+]?\d+)?)"
+_RECORDS = re.compile(r"^\s*(\d{1,20})\+(\d{1,20})\s+\S")
+_SUMMARY = re.compile(r"^\s*(\d{1,20})\s+\S")
+_NUM = r"(\d{1,30}(?:[.,]\d{1,30})?(?:e[-+]?\d{1,3})?)"
 _NUM_RE = re.compile(_NUM, re.IGNORECASE)
 _SECONDS = re.compile(rf"{_NUM}\s*s")                                  # fullmatch
 _RATE = re.compile(r"(\S+)\s+([kKMGTPEZY]?i?B)/s", re.IGNORECASE)     # fullmatch: value, unit
@@ -148,10 +149,13 @@ def _summary_record(records: list[tuple[int, int, int]], no: int, line: str, err
     prefix = unit[:-1]
     if prefix not in _PREFIX:
         raise ParseError(f"unknown rate unit {unit}/s in dd's summary", line_no=no, line=line)
-    reported = _float(value) * _PREFIX[prefix] if _NUM_RE.fullmatch(value) else float("inf")
+    reported: float | None = _float(value) * _PREFIX[prefix] if _NUM_RE.fullmatch(value) else None
+    if not math.isfinite(seconds) or reported is not None and not math.isfinite(reported):
+        raise ParseError("a time or a rate in dd's summary that is not a finite number", line_no=no, line=line)
+    # dd measured no time (it prints "0 s, Infinity B/s"): no rate can be told, not an infinite one
     return {"records_in": rin, "records_in_partial": rin_p, "records_out": rout, "records_out_partial": rout_p,
             "bytes": nbytes, "seconds": seconds,
-            "bytes_per_s": nbytes / seconds if seconds > 0 else float("inf"),
+            "bytes_per_s": nbytes / seconds if seconds > 0 else None,
             "reported_bytes_per_s": reported, "error": error}
 
 

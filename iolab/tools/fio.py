@@ -18,7 +18,6 @@ so that no job built here is ambiguous.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import workspace
+from .. import safeio, workspace
 from ..errors import ParseError
 from ..runner import Run, run as _run, tool_version
 from . import rate_frame
@@ -320,11 +319,11 @@ def _document(text: str) -> dict[str, Any]:
     for line_no, line in enumerate(lines, 1):
         if line.startswith("{"):
             try:
-                doc, _end = json.JSONDecoder().raw_decode(text, offset)
-            except json.JSONDecodeError as e:
-                bad = text.splitlines()[e.lineno - 1] if e.lineno - 1 < len(lines) else None
-                raise ParseError(f"fio's JSON is broken ({e.msg}); was the run cut short?",
-                                 line_no=e.lineno, line=bad) from None
+                doc = safeio.loads(text[offset:], what="fio JSON document")
+            except ParseError as e:
+                no = e.line_no + line_no - 1 if e.line_no is not None else None
+                raise ParseError(f"fio's JSON is broken ({str(e).split(' (line ')[0]}); was the run cut short?",
+                                 line_no=no, line=e.line) from None
             if not isinstance(doc, dict) or "jobs" not in doc:
                 raise ParseError("expected fio's JSON output with a 'jobs' list", line_no=line_no, line=line)
             return doc
@@ -343,9 +342,8 @@ def _fail(text: str, what: str, key: str | None = None) -> ParseError:
 
 def _pct_key(prefix: str, pct: str, text: str = "") -> str:
     # "99.900000" -> "p99_9"; "50.000000" -> "p50"
-    try:
-        value = float(pct)
-    except ValueError:
+    value = float(pct) if re.fullmatch(r"\d{1,3}(?:\.\d{1,12})?", pct) else -1.0
+    if not 0 <= value <= 100:
         raise _fail(text, f"a {prefix} percentile should be named by a number, got {pct!r}", pct) from None
     num = f"{value:.6f}".rstrip("0").rstrip(".")
     return f"{prefix}_p{num.replace('.', '_')}_ns"
@@ -356,8 +354,9 @@ def _number(d: Mapping[str, Any], key: str, where: str, text: str = "", *, whole
     """d[key] as a finite number (a whole one when ``whole``); ParseError naming its line if it is not."""
     v = d.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")) \
-            or whole and v != int(v):
-        raise _fail(text, f"{where} has no {'whole ' if whole else ''}number {key!r} (got {v!r})", key)
+            or whole and v != int(v) or v < 0:
+        raise _fail(text, f"{where} has no {'whole ' if whole else ''}number {key!r} that is not negative "
+                          f"(got {v!r})", key)
     return v
 
 
@@ -440,7 +439,7 @@ def clat_histogram(text: str) -> list[dict[str, Any]]:
             found = True
             where = f"job {j['jobname']!r} {d} clat_ns bins"
             for ns in bins:
-                if not re.fullmatch(r"[0-9]+", ns):
+                if not re.fullmatch(r"[0-9]{1,20}", ns):
                     raise _fail(text, f"{where}: a bin is named by its latency in ns, got {ns!r}", ns)
             for ns, _ in sorted(bins.items(), key=lambda kv: int(kv[0])):
                 rows.append({"jobname": j["jobname"], "direction": d, "clat_ns": int(ns),

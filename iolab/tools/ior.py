@@ -23,7 +23,6 @@ What differs between versions, and is handled here:
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import re
@@ -36,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from . import failure, first_line, strace
-from .. import mpi, runner, units, workspace
+from .. import mpi, runner, safeio, units, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
 
@@ -549,12 +548,13 @@ def _parse_json(text: str) -> dict[str, Any]:
         raise ParseError("no JSON object in this text", line_no=1, line=lines[0] if lines else "")
     offset_lines = text[:start].count("\n")
     try:
-        data = json.loads(text[start:])
-    except json.JSONDecodeError as e:
-        no = e.lineno + offset_lines
+        data = safeio.loads(text[start:], what="IOR's JSON summary")
+    except ParseError as e:
+        no = (e.line_no or 1) + offset_lines
         where = lines[no - 1] if 0 < no <= len(lines) else (lines[-1] if lines else "")
-        what = "IOR's JSON summary ends early (a failed or interrupted run)" if e.pos >= len(text[start:].rstrip()) \
-            else f"IOR's JSON summary is malformed ({e.msg})"
+        what = str(e).split(" (line ")[0]
+        what = ("IOR's JSON summary ends early (a failed or interrupted run)" if "ends early" in what
+                else f"IOR's JSON summary is malformed ({what})")
         raise ParseError(what, line_no=min(no, len(lines)), line=where) from None
     if not isinstance(data, dict) or "tests" not in data:
         raise ParseError("not an IOR JSON summary: no 'tests'", line_no=1, line=lines[0] if lines else "")
@@ -624,7 +624,18 @@ def _is_json(text: str) -> bool:
     return False
 
 
-def parse(text: str) -> list[dict[str, Any]]:
+def _possible(rows: list[dict[str, Any]], what: str) -> list[dict[str, Any]]:
+    """ParseError when a row holds a number no run of IOR prints: NaN, an infinity, or a negative rate,
+    time, size or count (the seed alone may be negative)."""
+    for row in rows:
+        for k, v in row.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "seed" and \
+                    not (math.isfinite(v) and v >= 0):
+                raise ParseError(f"{what}: {k} is {v!r}, which no IOR run prints (a negative or non-finite number)")
+    return rows
+
+
+def _parse(text: str) -> list[dict[str, Any]]:
     """IOR output (text or JSON summary, auto-detected) -> one row per access per iteration per test.
 
     Row keys: test, iteration, access (write/read/remove), bw_mib, iops, latency_s, block_kib,
@@ -730,7 +741,7 @@ def parse(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def summary(text: str) -> list[dict[str, Any]]:
+def _summary(text: str) -> list[dict[str, Any]]:
     """The "Summary of all tests" rows (text) or ``summary[]`` (JSON), with the keys of SUMMARY_KEYS.
 
     A row the text ends inside (no newline after it: cut short), a count that is not a whole number,
@@ -809,6 +820,18 @@ def summary(text: str) -> list[dict[str, Any]]:
 
 
 # --- -C: the shift IOR applies, and which file each rank really opened ----------------------------
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """IOR output (text or JSON summary, auto-detected) -> one row per access per iteration per test:
+    see :func:`_parse`. A number no IOR run prints (negative, NaN, infinite) raises ParseError."""
+    return _possible(_parse(text), "an IOR Results row")
+
+
+def summary(text: str) -> list[dict[str, Any]]:
+    """The "Summary of all tests" rows: see :func:`_summary`. A number no IOR run prints (negative, NaN,
+    infinite) raises ParseError."""
+    return _possible(_summary(text), "an IOR summary row")
+
 
 def reorder_facts(text: str) -> dict[str, Any]:
     """What IOR says about the layout -C works on, from its Options (JSON summary or text):

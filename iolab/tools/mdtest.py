@@ -20,6 +20,7 @@ What the versions print (all handled by :func:`parse`):
 from __future__ import annotations
 
 import functools
+import math
 import re
 import uuid
 from collections.abc import Iterable, Iterator
@@ -36,11 +37,11 @@ from ..errors import BudgetExceeded, ParseError, ToolMissing
 from ..runner import Run
 from ..units import format_size
 
-_LAUNCHED = re.compile(r"mdtest-(\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)")
-_ITEMS = re.compile(r"^(\d+) tasks?, (\d+) (files/directories|files|directories)\b")
-_SUMMARY = re.compile(r"^SUMMARY (rate|time)(?: \(in ([^)]*)\))?: \(of (\d+) iterations?\)")
+_LAUNCHED = re.compile(r"mdtest-(\S{1,100}) was launched with (\d{1,9}) total task\(s\) on (\d{1,9}) node\(s\)")
+_ITEMS = re.compile(r"^(\d{1,9}) tasks?, (\d{1,18}) (files/directories|files|directories)\b")
+_SUMMARY = re.compile(r"^SUMMARY (rate|time)(?: \(in ([^)]{0,100})\))?: \(of (\d{1,9}) iterations?\)")
 _ERROR = re.compile(r"^ERROR\b|FAILED in |\bmdtest ERROR\b")
-_NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)"
+_NUMBER = r"[-+]?(?:\d{1,30}\.?\d{0,30}(?:[eE][-+]?\d{1,3})?|inf|nan)"
 _ROW = re.compile(rf"^([A-Za-z][A-Za-z ()]*?)\s*:?\s+((?:{_NUMBER}\s+)*{_NUMBER})\s*$")
 
 KEYS = ("operation", "max", "min", "mean", "stddev", "unit", "unit_printed", "iterations", "tasks", "items",
@@ -343,6 +344,13 @@ def parse(text: str) -> list[dict[str, Any]]:
             raise ParseError(f"an mdtest summary row has 4 numbers, this one has {len(values)} (cut short?)",
                              line_no=no, line=raw)
         mx, mn, mean, sd = values[-4:]
+        if not all(math.isfinite(v) and v >= 0 for v in values):
+            raise ParseError("an mdtest summary row with a number that cannot be a rate or a time (negative, "
+                             "infinite or not a number)", line_no=no, line=raw)
+        tol = 0.0011 + 1e-9 * mx                 # mdtest prints three decimals
+        if mx + tol < mn or not mn - tol <= mean <= mx + tol:
+            raise ParseError(f"an mdtest summary row whose Max {mx} / Min {mn} / Mean {mean} cannot all be "
+                             "true (Max below Min, or the Mean outside them)", line_no=no, line=raw)
         kind, printed, iterations = table
         rows.append({"operation": m.group(1).strip().lower(), "max": mx, "min": mn, "mean": mean, "stddev": sd,
                      "unit": "ops/s" if kind == "rate" else "s", "unit_printed": printed,
@@ -367,11 +375,15 @@ _STAMP = re.compile(r"^-- (started|finished) at (\d\d/\d\d/\d{4} \d\d:\d\d:\d\d)
 
 def window(text: str) -> tuple[datetime | None, datetime | None]:
     """When the run started and finished, from mdtest's ``-- started at MM/DD/YYYY HH:MM:SS --`` and
-    ``-- finished at ... --`` lines (local time of the machine that ran it, 1 s resolution)."""
+    ``-- finished at ... --`` lines (local time of the machine that ran it, 1 s resolution). A second
+    line of either (two outputs one after the other) raises ParseError."""
     found: dict[str, datetime] = {}
     for no, line in enumerate(text.splitlines(), 1):
         m = _STAMP.match(line.strip())
-        if m and m.group(1) not in found:
+        if m and m.group(1) in found:
+            raise ParseError(f"a second '-- {m.group(1)} at' line: two mdtest outputs one after the other",
+                             line_no=no, line=line)
+        if m:
             try:
                 found[m.group(1)] = datetime.strptime(m.group(2), "%m/%d/%Y %H:%M:%S")
             except ValueError:

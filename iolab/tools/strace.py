@@ -26,6 +26,7 @@ The per-call trace parser (:func:`parse_calls`, :func:`calls_frame`) is in
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import shutil
@@ -46,15 +47,20 @@ TOOL = "strace"
 # version and features
 # ------------------------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(r"version\s+(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION_RE = re.compile(r"version\s+(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?![\d.])")
 
 
 def parse_version(text: str) -> tuple[int, ...]:
     """``"strace -- version 6.1"`` -> ``(6, 1)``; also the 4.x/5.x spellings."""
-    m = _VERSION_RE.search(text)
-    if not m:
+    found = list(_VERSION_RE.finditer(text[:100_000]))
+    if not found:
         raise ParseError("no version number in strace -V output", line_no=1,
                          line=text.splitlines()[0] if text else "")
+    if len(found) > 1:
+        no = text.count("\n", 0, found[1].start()) + 1
+        raise ParseError("two version numbers: two outputs one after the other?", line_no=no,
+                         line=text.splitlines()[no - 1])
+    m = found[0]
     return tuple(int(g) for g in m.groups() if g is not None)
 
 
@@ -304,6 +310,15 @@ def _row(cells: dict[str, str], line_no: int, line: str) -> dict[str, Any]:
         row["errors"] = row["errors"] or 0
     if row["syscall"] is None:
         raise ParseError("a summary row has no syscall name", line_no, line)
+    for key in ("calls", "errors", "seconds", "usecs_per_call", "percent_time", "min_seconds", "max_seconds"):
+        v = row[key]
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise ParseError(f"column {key!r} holds {v!r}: a count, a time or a share is a finite number, "
+                             "not negative", line_no, line)
+    if row["percent_time"] is not None and row["percent_time"] > 100.005:
+        raise ParseError(f"a share of the time over 100% ({row['percent_time']})", line_no, line)
+    if row["errors"] and row["calls"] is not None and row["errors"] > row["calls"]:
+        raise ParseError(f"more errors ({row['errors']}) than calls ({row['calls']})", line_no, line)
     return row
 
 
@@ -348,6 +363,10 @@ def parse_summary(text: str) -> Summary:
         if titles is None:
             i += 1
             continue
+        if tables and (not personality or personality in {name for name, _ in tables}):
+            raise ParseError("a second strace summary table that is not another personality's (no 'System call "
+                             "usage summary for ... mode:' line before it): two outputs one after the other?",
+                             i + 1, line)
         if i + 1 >= len(lines) or not _DASHES_RE.match(lines[i + 1]):
             raise ParseError("a strace summary header must be followed by a line of dashes", i + 2,
                              lines[i + 1] if i + 1 < len(lines) else "")
