@@ -237,7 +237,6 @@ SPECIALS = ("fifo", "dev-zero", "directory", "sparse-2g")
 
 def _load_meta(meta: str) -> dict:
     """recordings.load of a recording whose .meta.json holds ``meta`` (its raw text a real one)."""
-    import os
 
     with tempfile.TemporaryDirectory(prefix="iolab-attack-") as d:
         (Path(d) / "t").mkdir()

@@ -55,7 +55,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
-from . import doctor, fsinfo
+from . import doctor, fsinfo, safeio
 from .errors import BudgetExceeded, IolabError, ParseError
 from .units import MiB, format_size
 
@@ -191,32 +191,9 @@ def _open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> in
 
 
 def _read_bounded(path: Path) -> tuple[bytes, os.stat_result]:
-    """The bytes of a regular file of at most MAX_BYTES with one link, and its status (ValueError if not)."""
-    try:
-        fd = _open_regular(path)
-    except OSError as e:
-        raise ValueError(e.strerror if e.strerror and path.name in e.strerror else str(e)) from None
-    try:
-        st = os.fstat(fd)
-        if st.st_nlink > 1:             # 0: replaced by a newer save while open, still whole
-            raise ValueError(f"it has {st.st_nlink} hard links (a results file has one; a link to another file "
-                             "is not read)")
-        if st.st_size > MAX_BYTES:
-            raise ValueError(f"it holds {format_size(st.st_size)}, more than a results file may "
-                             f"({format_size(MAX_BYTES)}, results.MAX_BYTES)")
-        chunks, left = [], MAX_BYTES + 1
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        data = b"".join(chunks)
-        if len(data) > MAX_BYTES:
-            raise ValueError(f"it grew past {format_size(MAX_BYTES)} while being read")
-        return data, st
-    finally:
-        os.close(fd)
+    """The bytes of a regular file of at most MAX_BYTES with one link, and its status, read through
+    :func:`iolab.safeio.read_regular` (ParseError, a ValueError, if not)."""
+    return safeio.read_regular(path, limit=MAX_BYTES, what="results file", max_links=1)
 
 
 def _check(ok: bool, what: str) -> None:
@@ -258,12 +235,7 @@ def _valid_measurement(m: Any) -> str:
 
 def _parse_doc(data: bytes) -> dict[str, Any]:
     """A results file's bytes as a dict at the current schema; ParseError (a ValueError) if unusable."""
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise ParseError("not an iolab results file: its JSON nests too deep") from None
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ParseError(f"not readable JSON ({e})") from None
+    doc = safeio.loads(safeio.decode(data, what="results file"), what="results file")
     _check(isinstance(doc, dict) and isinstance(doc.get("schema_version"), int)
            and not isinstance(doc.get("schema_version"), bool) and isinstance(doc.get("measurements"), list),
            "no schema_version / measurements")

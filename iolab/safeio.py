@@ -37,6 +37,15 @@ def read_bytes(path: str | os.PathLike[str], *, limit: int = LIMIT, what: str = 
     a device or a FIFO is the attack, and the course's own files are never links. A missing file is
     FileNotFoundError, as ``open`` would raise it.
     """
+    return read_regular(path, limit=limit, what=what)[0]
+
+
+def read_regular(path: str | os.PathLike[str], *, limit: int = LIMIT, what: str = "file",
+                 max_links: int | None = None) -> tuple[bytes, os.stat_result]:
+    """:func:`read_bytes`, and the status of the file those bytes were read from (its owner decides
+    whose a file is, where several users write into one directory: read it from the same descriptor,
+    not from a second look at the path). ``max_links``: refuse a file with more hard links (a link to
+    someone else's file)."""
     p = Path(path)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -51,6 +60,8 @@ def read_bytes(path: str | os.PathLike[str], *, limit: int = LIMIT, what: str = 
         if not stat.S_ISREG(st.st_mode):
             raise ParseError(f"the {what} {p} is not a regular file (a FIFO, a device or a directory): "
                              "iolab reads only regular files")
+        if max_links is not None and st.st_nlink > max_links:
+            raise ParseError(f"the {what} {p} has {st.st_nlink} hard links (a link to another file is not read)")
         if st.st_size > limit:
             raise ParseError(f"the {what} {p} has {st.st_size:,} bytes, more than the {limit:,} iolab reads")
         chunks, n = [], 0
@@ -62,7 +73,7 @@ def read_bytes(path: str | os.PathLike[str], *, limit: int = LIMIT, what: str = 
             n += len(chunk)
             if n > limit:                                   # it grew while we read it
                 raise ParseError(f"the {what} {p} has more than the {limit:,} bytes iolab reads")
-        return b"".join(chunks)
+        return b"".join(chunks), st
     except OSError as e:
         raise ParseError(f"cannot read the {what} {p}: {e.strerror}") from None
     finally:

@@ -21,6 +21,7 @@ import pickle
 import signal
 import sys
 import time
+from typing import Any
 
 from . import darshan
 
