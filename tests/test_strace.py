@@ -237,13 +237,33 @@ ODD_LINES = [
 ]
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch):
+# -ttt/-r (the fast path reads their time as whole microseconds over 10**6) and string arguments
+ODD_S_LINES = [
+    '7  1700000000.163944 read(3</f>, "x", 1) = 1 <0.000010>',
+    '7  9007199254.740993 read(3</f>, "x", 1) = 1 <0.000010>',       # past 2**53 microseconds
+    '7  99999999999.999999 close(3</f>) = 0 <0.000010>',
+    '7  1700000000.163944123 read(3</f>, "x", 1) = 1 <0.000010>',    # ns: not 6 digits
+    '7  1700000000.163 read(3</f>, "x", 1) = 1 <0.000010>',
+    '7  1700000000 read(3</f>, "x", 1) = 1 <0.000010>',
+    '7       0.000123 openat(AT_FDCWD, "a\\"b\\\\", O_RDONLY) = 3 <0.000010>',
+    '7       0.000000 openat(AT_FDCWD, "/tmp/x"..., O_RDONLY) = 3 <0.000010>',
+    '7       0.000001 openat(AT_FDCWD, "never closes, O_RDONLY) = 3 <0.000010>',
+    '7      12.345678 newfstatat(3</f>, "", {st_mode=S_IFREG|0644, ...}, AT_EMPTY_PATH) = 0 <0.000008>',
+    '7  1700000000.000001 brk(NULL <unfinished ...>',
+    '7  1700000000.000002 <... brk resumed>) = 0x55 <0.000001>',
+    '[pid     8] 1700000000.500000 close(4) = 0 <0.000001>',
+    '8  1700000001.000000 +++ exited with 0 +++',
+    '1700000000.163944 read(3</f>, "x", 1) = 1 <0.000010>',
+]
+
+
+@pytest.mark.parametrize("seed,odd", [(seed, odd) for seed in range(4) for odd in ("hm", "s")])
+def test_fast_path_equals_general_path_on_odd_lines(seed, odd, tmp_path, monkeypatch):
     monkeypatch.setattr(stc, "_CHUNK", 5)
     monkeypatch.setattr(stc, "_BLOCK", 64)
     rnd = random.Random(seed)
     for case in range(60):
-        lines = [rnd.choice(ODD_LINES) for _ in range(rnd.randint(1, 30))]
+        lines = [rnd.choice(ODD_LINES if odd == "hm" else ODD_S_LINES) for _ in range(rnd.randint(1, 30))]
         want = _outcome(lines, _fast=False)
         assert _outcome(lines) == want, lines
         assert _outcome([ln + "\n" for ln in lines]) == want, lines
@@ -263,6 +283,18 @@ def test_fast_path_equals_general_path_on_odd_lines(seed, tmp_path, monkeypatch)
                 assert _outcome([ln + "\n" for ln in lines[:-1]] + [lines[-1]], _fast=False) == cut, lines
             assert _outcome("\n".join(lines)) == cut and _outcome("\n".join(lines), _fast=False) == cut, lines
             assert cut[-1][0] == "ParseError" and (cut[-1][1] == len(lines) or cut[-1][2] == want[-1][2]), lines
+
+
+@pytest.mark.parametrize("fmt", ["{s:d}.{us:06d}", "{s:12d}.{us:06d}"])  # -ttt, -r
+def test_fast_path_reads_seconds_stamps_as_float_does(fmt):
+    # the fast path reads -ttt/-r as (microseconds) / 10**6: the same float as float() of the stamp
+    rnd = random.Random(5)
+    stamps = [fmt.format(s=rnd.randrange(10 ** rnd.randrange(1, 12)), us=rnd.randrange(10 ** 6))
+              for _ in range(3000)]
+    text = "".join(f"9 {t} close(3) = 0 <0.000001>\n" for t in stamps)
+    got = [rec["time"] for rec in st.parse_calls(text)]
+    assert got == [rec["time"] for rec in st.parse_calls(text, _fast=False)]
+    assert got == [float(t) for t in stamps]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -110,7 +110,13 @@ _PATH_CALLS = frozenset({
     "symlinkat", "inotify_add_watch",
 })
 _FD_RE = re.compile(r"(-?\d+)(?:<(.*?)>)?(?:, |$)")
-_STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+# Possessive quantifiers (Python >= 3.11) never give back what they matched: the same matches with
+# less bookkeeping. Python 3.10 reads the plain ones (where a string pattern keeps one character a step:
+# runs without possessive quantifiers could backtrack without end on a string that never closes).
+_P = "+" if sys.version_info >= (3, 11) else ""
+# a string argument; possessive, it takes runs of plain characters at a time (a string can only end at
+# its first unescaped '"', so what it matches is the same)
+_STR_RE = re.compile(r'"((?:[^"\\]++|\\.)*+)"' if _P else r'"((?:[^"\\]|\\.)*)"')
 _IOV_RE = re.compile(r"iov_len=(\d+)")
 _PREFIX_RE = re.compile(r"(?:\[pid +(\d+)\] |(\d+) +)?(?:\[[0-9a-f]{8,16}\] )?(?: *(\d[\d:.]*) )?")
 # (.*) ---$ splits where (.*?) ---$ does (the end of the line is the only place for " ---"), in one step
@@ -338,9 +344,7 @@ def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]
 # name of a resumed call, arguments and ")", what follows " = ", arguments of an unfinished call and
 # " ", "+++ ..."/"--- ..." of an exit or a signal); a line of any other shape matches the last branch,
 # all groups empty.
-# Possessive quantifiers (Python >= 3.11) never give back what they matched: the same matches with
-# less bookkeeping (a tenth of the pattern's time here). Python 3.10 reads the plain ones.
-_P = "+" if sys.version_info >= (3, 11) else ""
+# (possessive quantifiers, _P: a tenth of the pattern's time here)
 _NAME = rf"[a-z_]\w*{_P}"
 # the call's name, "(" and its first argument up to ", " ([^,] is quicker than [^,\n]: a key that runs
 # into the next line tells _call_of nothing, like "name(" alone)
@@ -355,7 +359,7 @@ _FAST_BODY = (rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)
 # line: a run takes the pattern of the layout of its first line of a call (_layout); a line of
 # another layout matches none of its branches and goes to the general path.
 _PIDS = {"pid": rf"\d+{_P} +{_P}", "none": rf"(?:\[pid +{_P}\d+{_P}\] )?"}
-_STAMPS = {"hm": (r"\d\d:\d\d:", rf"(\d\d(?:\.\d+{_P})?) "), "s": (rf" *{_P}", rf"(\d+{_P}\.\d+{_P}) "),
+_STAMPS = {"hm": (r"\d\d:\d\d:", rf"(\d\d(?:\.\d+{_P})?) "), "s": (rf" *{_P}\d+{_P}\.", r"(\d{6}) "),
            "none": ("", "()")}
 _FAST = {(pids, stamp): re.compile(f"({pid_re}{memo_re}){rest_re}" + _FAST_BODY, re.ASCII)
          for pids, pid_re in _PIDS.items() for stamp, (memo_re, rest_re) in _STAMPS.items()}
@@ -392,14 +396,22 @@ def _fill(memo: dict, key: str, make, size: int | None = None):
 
 
 def _prefix_of(layout: tuple[str, str], default: int | None, pre: str) -> tuple[int | None, int | None]:
-    """``"2603  02:32:"`` -> (pid, seconds of the minute since midnight); ``"[pid  2603] "`` ->
-    (2603, 0) in a -ttt/-r layout, (2603, None) in one without time stamps; a line without a pid
-    gets ``default``."""
+    """``"2603  02:32:"`` -> (pid, seconds of the minute since midnight); ``"[pid  2603] 1700000000."``
+    -> (2603, microseconds of the whole seconds) in a -ttt/-r layout; ``"[pid  2603] "`` -> (2603, None)
+    in one without time stamps; a line without a pid gets ``default``.
+
+    -ttt/-r: the line's time is (these microseconds + its own) / 10**6, an exact integer over an exact
+    one, rounded once: the same float as ``float("1700000000.163944")`` (correctly rounded too), at
+    half its cost (a 16-digit number is float()'s slow case). The pattern takes 6 digits after the
+    point only; another count goes to the general path."""
     stamp = layout[1]
     if stamp == "hm":
         base, pre = int(pre[-6:-4]) * 3600 + int(pre[-3:-1]) * 60, pre[:-6]
+    elif stamp == "s":  # "2603  1700000000." -> its microseconds (_fast_calls adds the line's)
+        pre, _, seconds = pre[:-1].rpartition(" ")
+        base = int(seconds) * 1_000_000
     else:
-        base = 0 if stamp == "s" else None
+        base = None
     pre = pre.strip()
     if not pre:
         return default, base
@@ -414,6 +426,10 @@ def _tail_of(tail: str) -> tuple[int | None, str | None, float | None] | None:
         return _result(tail, 0, tail)
     except ParseError:
         return None
+
+
+def _details_of(key: tuple[str, str]) -> tuple[int | None, str | None, int | None]:
+    return _details(*key)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -541,10 +557,12 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
     calls: dict = {}
     ints: dict = {}
     tails: dict = {}
+    details: dict = {}
     line_no = 0
     for text, chunk in _texts(lines):
         if text is not None:
             layout = _layout(text)
+            hm = layout[1] == "hm"
             try:
                 findall, prefixes, prefix_of = layouts[layout]
             except KeyError:
@@ -582,7 +600,7 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                             rec["pid"], base = prefixes[pre]
                         except KeyError:
                             rec["pid"], base = _fill(prefixes, pre, prefix_of)
-                        rec["time"] = base + float(sec) if sec else base
+                        rec["time"] = (base + float(sec) if hm else (base + int(sec)) / 1_000_000) if sec else base
                     else:  # <... name resumed>args) = result <duration>
                         try:
                             pid, base = prefixes[pre]
@@ -593,7 +611,7 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                             t, name, head, known = held
                             head = head.rstrip()
                         else:
-                            t, name, head, known = base + float(sec) if sec else base, resumed, "", None
+                            t, name, head, known = (base + float(sec) if hm else (base + int(sec)) / 1_000_000) if sec else base, resumed, "", None
                         args = args[:-1]
                         if head[-1:] == ",":
                             rest = args.lstrip()
@@ -625,8 +643,11 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                             rec["size"] = ints[n]
                         except KeyError:
                             rec["size"] = _fill(ints, n, _int_or_none)
-                    elif mode == 3:
-                        rec["fd"], rec["path"], rec["size"] = _details(name, args)
+                    elif mode == 3:  # (close(3</f>), brk(NULL), a path call: the same arguments again and again)
+                        try:
+                            rec["fd"], rec["path"], rec["size"] = details[name, args]
+                        except KeyError:
+                            rec["fd"], rec["path"], rec["size"] = _fill(details, (name, args), _details_of)
                     rec["result"] = result
                     rec["errno"] = errno
                     rec["duration"] = duration
@@ -645,14 +666,14 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                     if pid in pending and events:
                         old = pending[pid]
                         yield _event(pid, old[0], "unfinished", args=old[2])
-                    pending[pid] = (base + float(sec) if sec else base, known[2], head[:-1], known)
+                    pending[pid] = ((base + float(sec) if hm else (base + int(sec)) / 1_000_000) if sec else base, known[2], head[:-1], known)
                     continue
             elif other and "syscall" not in other:  # +++ exited with 0 +++ / --- SIGCHLD {...} ---
                 try:
                     pid, base = prefixes[pre]
                 except KeyError:
                     pid, base = _fill(prefixes, pre, prefix_of)
-                recs = _exit_or_signal(state, pid, base + float(sec) if sec else base, other)
+                recs = _exit_or_signal(state, pid, (base + float(sec) if hm else (base + int(sec)) / 1_000_000) if sec else base, other)
                 if recs is not None:
                     yield from recs
                     continue
