@@ -342,8 +342,8 @@ def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]
 # The fast path (see the module docstring). A layout's pattern .findall gives one tuple per line of a
 # run: (pid and what of the time stamp a memo reads, the rest of the stamp, name( and first argument,
 # name of a resumed call, arguments and ")", what follows " = ", arguments of an unfinished call and
-# " ", "+++ ..."/"--- ..." of an exit or a signal); a line of any other shape matches the last branch,
-# all groups empty.
+# " ", "+++ ..."/"--- ..." of an exit or a signal, the line itself when it is of any other shape (it
+# matches the last branch, all other groups empty: the general path reads it without a split of the run).
 # (possessive quantifiers, _P: a tenth of the pattern's time here)
 _NAME = rf"[a-z_]\w*{_P}"
 # the call's name, "(" and its first argument up to ", " ([^,] is quicker than [^,\n]: a key that runs
@@ -352,7 +352,7 @@ _KEY = rf"{_NAME}\((?:[^,]*{_P}, )?"
 _FAST_BODY = (rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)"
               rf"(?:(.*\)) += (.*)|(.* )<unfinished \.\.\.>)"
               rf"|(\+\+\+ .*|--- .*))\n"
-              rf"|.*\n")
+              rf"|(.*)\n")
 # One pattern per prefix layout: the pid ("2603  " of -f -o FILE; "[pid  2603] " of -f on stderr, or
 # none: one process, a -ff file) times the time stamp ("02:32:" + "49.163944" of -t/-tt;
 # "1700000000.163944" of -ttt, "     0.000123" of -r; none). An alternation of them would cost every
@@ -577,7 +577,7 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
             continue
         start, raw = line_no, chunk  # raw: the run's lines (from a file: split from text when needed)
         it = iter(found)
-        for pre, sec, key, resumed, args, tail, head, other in it:
+        for pre, sec, key, resumed, args, tail, head, other, odd in it:
             line_no += 1
             if tail:  # a complete call (key) or a resumed one
                 try:
@@ -677,14 +677,22 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                 if recs is not None:
                     yield from recs
                     continue
-            if raw is None:
-                raw = text.split("\n")
-            yield from _general(state, raw[line_no - start - 1], line_no)
+            if not odd:  # (a line of another shape is the last group: no need to split the run's text)
+                if raw is None:
+                    raw = text.split("\n")
+                odd = raw[line_no - start - 1]
+            yield from _general(state, odd, line_no)
             while state.split is not None and line_no - start < len(found):  # strace's message cut
-                next(it)                                                      # the line: the next ends it
+                odd = next(it)[-1]                                            # the line: the next ends it
                 line_no += 1
-                yield from _general(state, raw[line_no - start - 1], line_no)
+                if not odd:
+                    if raw is None:
+                        raw = text.split("\n")
+                    odd = raw[line_no - start - 1]
+                yield from _general(state, odd, line_no)
             if state.in_summary:  # a -C table began: the rest of the run is the general path's
+                if raw is None:
+                    raw = text.split("\n")
                 for line in raw[line_no - start:len(found)]:
                     line_no += 1
                     yield from _general(state, line, line_no)
