@@ -23,8 +23,9 @@ and odd lines).
   duration set. Complete calls, ``<unfinished ...>``/``<... resumed>`` pairs, exits and signals of
   every layout go this way; a line of any other shape (strace's own messages, a line one of them
   cut in two on stderr), or one a memo will not vouch for, goes to the general path, in its place.
-  Values come from the same functions as there (``_result``, ``_details``, ``_FD_RE``, ``float``),
-  so they are equal and of the same types.
+  Values come from the same functions as there (``_result``, ``_details``, ``_FD_RE``, ``float``;
+  a -ttt/-r time stamp from whole microseconds over 10**6, which rounds as ``float`` does, see
+  :func:`_prefix_of`), so they are equal and of the same types.
 * Memory stays flat: one run, the memos (``_MEMO_SIZE`` entries, ``_TAIL_MEMO_SIZE`` for what
   follows " = ") and the calls waiting for their resumed line are all that is kept. The price:
   records come out a run at a time, so a reader of a live pipe may wait for the rest of a run
