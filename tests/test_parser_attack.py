@@ -39,11 +39,6 @@ def _subset(t, rnd: random.Random):
     return by_size[:2] + rnd.sample(rest, min(2, len(rest)))
 
 
-# defects of iolab/tools/strace_calls.py (another change owns that file; issue 21 names them): a pid or
-# a time stamp's hour of over 4,300 digits is a ValueError from int(), a duration "<inf>" is taken
-STRACE_CALLS_PARSERS = {"strace.parse_calls", "mdtest.one_file_calls", "mdtest.removal_calls", "ior.parse_opens"}
-
-
 def test_every_parser_is_attacked():
     """Every function of iolab that reads a tool's text or a file others can shape is a target of the
     attack: the parse*/read* functions of the tools, the ground and the lessons, and the loaders."""
@@ -89,8 +84,6 @@ def test_attack_subset_finds_no_wrong_answer_and_no_foreign_exception(name):
             bad.append(f"{outcome} {case.kind} {case.label}: {detail}")
     assert n > 10
     assert "concat" in kinds and (t.binary or kinds & {"digits", "impossible"} or name == "strace.parse_version")
-    if bad and name in STRACE_CALLS_PARSERS and all(" digits " in b or " impossible-" in b for b in bad):
-        pytest.xfail(f"iolab/tools/strace_calls.py: {bad[0][:200]}")
     assert not bad, "\n".join(bad[:10])
 
 

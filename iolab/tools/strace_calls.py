@@ -110,7 +110,7 @@ _PATH_CALLS = frozenset({
     "utimensat", "mknod", "mknodat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
     "symlinkat", "inotify_add_watch",
 })
-_FD_RE = re.compile(r"(-?\d+)(?:<(.*?)>)?(?:, |$)")
+_FD_RE = re.compile(r"(-?\d{1,20})(?:<(.*?)>)?(?:, |$)")
 # Possessive quantifiers (Python >= 3.11) never give back what they matched: the same matches with
 # less bookkeeping. Python 3.10 reads the plain ones (where a string pattern keeps one character a step:
 # runs without possessive quantifiers could backtrack without end on a string that never closes).
@@ -118,8 +118,8 @@ _P = "+" if sys.version_info >= (3, 11) else ""
 # a string argument; possessive, it takes runs of plain characters at a time (a string can only end at
 # its first unescaped '"', so what it matches is the same)
 _STR_RE = re.compile(r'"((?:[^"\\]++|\\.)*+)"' if _P else r'"((?:[^"\\]|\\.)*)"')
-_IOV_RE = re.compile(r"iov_len=(\d+)")
-_PREFIX_RE = re.compile(r"(?:\[pid +(\d+)\] |(\d+) +)?(?:\[[0-9a-f]{8,16}\] )?(?: *(\d[\d:.]*) )?")
+_IOV_RE = re.compile(r"iov_len=(\d{1,20})")
+_PREFIX_RE = re.compile(r"(?:\[pid +(\d{1,10})\] |(\d{1,10}) +)?(?:\[[0-9a-f]{8,16}\] )?(?: *(\d[\d:.]*) )?")
 # (.*) ---$ splits where (.*?) ---$ does (the end of the line is the only place for " ---"), in one step
 _EXIT_RE = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (SIG\w+)(?: \(core dumped\))?|(.*)) \+\+\+$")
 _SIGNAL_RE = re.compile(r"--- (?:(SIG\w+|\d+) (.*)|stopped by (SIG\w+)) ---$")
@@ -131,7 +131,8 @@ _ATTACHED_RE = re.compile(r"strace: Process \d+ attached$")
 _IGNORABLE = ("strace: ", " > ", " | ", "[ Process PID=", "????")
 
 
-_STAMP_RE = re.compile(r"(\d+):(\d\d):(\d\d(?:\.\d+)?)|\d+(?:\.\d+)?")
+_DURATION_RE = re.compile(r"\d{1,9}\.\d{1,9}")
+_STAMP_RE = re.compile(r"(\d{1,9}):(\d\d):(\d\d(?:\.\d{1,9})?)|\d{1,12}(?:\.\d{1,9})?")
 
 
 def _time(t: str | None, line_no: int | None = None, line: str | None = None) -> float | None:
@@ -157,11 +158,10 @@ def _result(tail: str, line_no: int, line: str) -> tuple[int | None, str | None,
             if inner == "unavailable":
                 tail = tail[:lt]
             else:
-                try:
+                if _DURATION_RE.fullmatch(inner):   # -T prints seconds with a fraction, never inf or nan
                     duration = float(inner)
                     tail = tail[:lt]
-                except ValueError:
-                    pass  # "3</path>" with no -T
+                # else "3</path>" with no -T
     sp = tail.find(" ")
     tok, rest = (tail, "") if sp < 0 else (tail[:sp], tail[sp + 1:])
     lt = tok.find("<")
@@ -177,6 +177,9 @@ def _result(tail: str, line_no: int, line: str) -> tuple[int | None, str | None,
             raise ParseError(f"cannot read the return value {tok!r}", line_no, line) from None
     if rest and (result is None or result < 0) and rest[0].isupper():
         errno = rest.split(" ", 1)[0]
+    if result is not None and result < 0 and errno is None and not tok.startswith("0x"):
+        # the kernel's -errno: strace prints -1 and the error's name, never a bare negative number
+        raise ParseError(f"a negative return value {result} without an error name", line_no, line)
     return result, errno, duration
 
 
@@ -359,8 +362,8 @@ _FAST_BODY = (rf"(?:(?:(?=({_KEY}))[a-z_]\w*{_P}\(|<\.\.\. ({_NAME}) resumed> ?)
 # "1700000000.163944" of -ttt, "     0.000123" of -r; none). An alternation of them would cost every
 # line: a run takes the pattern of the layout of its first line of a call (_layout); a line of
 # another layout matches none of its branches and goes to the general path.
-_PIDS = {"pid": rf"\d+{_P} +{_P}", "none": rf"(?:\[pid +{_P}\d+{_P}\] )?"}
-_STAMPS = {"hm": (r"\d\d:\d\d:", rf"(\d\d(?:\.\d+{_P})?) "), "s": (rf" *{_P}\d+{_P}\.", r"(\d{6}) "),
+_PIDS = {"pid": rf"\d{{1,10}}{_P} +{_P}", "none": rf"(?:\[pid +{_P}\d{{1,10}}{_P}\] )?"}
+_STAMPS = {"hm": (r"\d\d:\d\d:", rf"(\d\d(?:\.\d+{_P})?) "), "s": (rf" *{_P}\d{{1,12}}{_P}\.", r"(\d{6}) "),
            "none": ("", "()")}
 _FAST = {(pids, stamp): re.compile(f"({pid_re}{memo_re}){rest_re}" + _FAST_BODY, re.ASCII)
          for pids, pid_re in _PIDS.items() for stamp, (memo_re, rest_re) in _STAMPS.items()}
