@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import all_consistent
-from iolab import ParseError, recordings
+from iolab import ParseError, explain, plot, recordings
 from iolab.labs import parallel_fs as P
 from iolab.units import MiB
 
@@ -67,13 +67,66 @@ def test_metadata_every_operation_is_an_mds_request():
     assert out.extra["claims"][0].held is True
 
 
-def test_overlapping_trials_are_too_close_to_call():
+def test_overlapping_trials_are_too_close_to_call_by_the_course_rule():
+    """The one rule (explain.beyond): overlap is 'Too close to call here' (held None), never 'Not this
+    time'; fewer than 3 trials of a side are not called; a side wholly below the other is refuted."""
     c = P.compare("a is faster", "a", [10, 30, 50], "b", [20, 40, 60], "MB/s", show=False)
-    assert c.held is False and "too close to call here" in c.text and c.consistent()
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and c.consistent()
+    assert c.relation.kind == "beyond"
     c = P.compare("a is faster", "a", [70, 80, 90], "b", [20, 40, 60], "MB/s", show=False)
     assert c.held is True and c.consistent()
+    c = P.compare("a is faster", "a", [90, 95], "b", [20, 40], "MB/s", show=False)
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE)
     c = P.compare("a is faster", "a", [1, 2, 3], "b", [20, 40, 60], "MB/s", show=False)
-    assert c.held is False and "stayed below" in c.text
+    assert c.held is False and c.text.startswith(explain.NOT_THIS_TIME)
+    keep = {}
+    c = P.compare("a takes less time", "a", [1, 2, 3], "b", [4, 5, 6], "s", higher=False, keep=keep, key="k",
+                  show=False)
+    assert c.held is True and list(keep["k"].settings) == ["a", "b"] and keep["k"].values("a") == [1, 2, 3]
+
+
+def test_a_section_with_overlapping_trials_says_too_close_not_not_this_time():
+    """Shared file against a file each, with the two sides' rates made to overlap: the old rule said
+    'Not this time'; the course's rule says too close to call, with both spreads."""
+    df = P.shared_file(None, show=False).frame.copy()
+    per = df["how"] == "a file per client"
+    df.loc[per, "mb_per_s"] = [1.0, 3.0, 5.0]
+    df.loc[~per, "mb_per_s"] = [2.0, 4.0, 6.0]
+    c = P.compare("a file each is faster", "a file per client", list(df[per]["mb_per_s"]),
+                  "one shared file", list(df[~per]["mb_per_s"]), "MB/s", show=False)
+    assert c.held is None and "Too close to call here" in c.text and "median of 3" in c.text
+    metas = P.metadata(None, show=False).frame.copy()
+    metas.loc[metas["where"] != "CephFS", "ops_per_s"] = metas.loc[metas["where"] == "CephFS", "ops_per_s"].values
+    claims = P.claims_metadata(metas, show=False)
+    all_consistent(claims)
+    assert [c.held for c in claims[1:]] == [None, None]
+
+
+def test_every_comparison_keeps_its_trials_for_the_chart():
+    for fn, keys in ((P.client_caches, {"read"}), (P.metadata, {"create", "stat"}), (P.coherence, {"writes"}),
+                     (P.shared_file, {"writes"}), (P.replication, {"writes"})):
+        out = fn(None, show=False)
+        assert set(out.extra["trials"]) == keys
+        for t in out.extra["trials"].values():
+            assert len(t.settings) == 2 and min(len(t.values(s)) for s in t.settings) >= 3
+            assert len(plot.trials(t.frame, unit=t.unit).data) >= 2
+
+
+def test_the_replay_says_why_live_did_not_run(monkeypatch, capsys):
+    """Without a started cluster the reason is the real one (IOLAB_MODE=replay here), not 'ceph-mon
+    not installed' when the packages are installed; with FUSE unusable it names /dev/fuse."""
+    out = P.metadata(None, show=False)
+    assert out.reason == "IOLAB_MODE=replay" and "not installed" not in out.provenance
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    monkeypatch.setattr(P, "missing", lambda: [])
+    monkeypatch.setattr(P, "fuse_problem", lambda: "/dev/fuse exists but this user may not open it")
+    assert P.start() is None
+    assert "/dev/fuse exists but this user may not open it" in capsys.readouterr().out
+    out = P.metadata(None, show=False)
+    assert "/dev/fuse" in out.reason and "ceph-mon" not in out.provenance
+    monkeypatch.setattr(P, "missing", lambda: ["ceph-mon", "ceph-osd"])
+    out = P.replication(None, show=False)
+    assert out.reason == "ceph-mon, ceph-osd not installed here"
 
 
 def test_coherence_node_b_sees_unflushed_bytes():
