@@ -1,6 +1,6 @@
 """Re-make the recordings lesson 08 replays, on a private Ceph cluster (real runs only).
 
-    .venv/bin/python -m recorders.ceph [--only layouts,caches,metadata,coherence,shared,replication,singles]
+    PATH=/tmp/ior-4.0.0/bin:$PATH .venv/bin/python -m recorders.ceph [--only layouts,caches,metadata,coherence,shared,replication,ior,singles]
 
 Starts :class:`iolab.ceph.Cluster` (3 OSDs, node A and node B mounted with ceph-fuse), runs each
 section of :mod:`iolab.labs.parallel_fs` live (IOLAB_MODE=live) and saves what it gave, verbatim:
@@ -24,7 +24,8 @@ from iolab.labs import parallel_fs
 HOST = "2-core VM (Debian 12), a private Ceph 16.2.15 cluster on 127.0.0.1 (1 mon, 1 mgr, 1 mds, 3 BlueStore OSDs on sparse files, one virtio disk)"
 SECTIONS = {"layouts": parallel_fs.where_bytes_live, "caches": parallel_fs.client_caches,
             "metadata": parallel_fs.metadata, "coherence": parallel_fs.coherence,
-            "shared": parallel_fs.shared_file, "replication": parallel_fs.replication}
+            "shared": parallel_fs.shared_file, "replication": parallel_fs.replication,
+            "ior": parallel_fs.ior_two_clients}
 NOTES = {
     "layouts": "Section 1: three 16 MiB files written with fsync on node A in directories with the default layout, "
                "4 stripes of 1 MiB, and 1 MiB objects; getfattr of each, the OSDs' perf dumps around each write, "
@@ -41,6 +42,11 @@ NOTES = {
               "each or into disjoint halves of one file, interleaved.",
     "replication": "Section 6: a second data pool of size 3 added to the file system; 8 MiB written with fsync into a "
                    "directory of the size-1 pool and one of the size-3 pool, interleaved, the OSDs' perf dumps around each.",
+    "ior": "Section 7 (seed 001 with two clients): IOR (the one on PATH; its version is in the document) under mpirun, "
+           "MPMD, rank 0's test file on node A and rank 1's on node B (-F, 8 MiB per rank, 1 MiB transfers, "
+           "-O numTasksOnNode0=1); per trial a write (-w -k), then a read of each rank's own file and a read with "
+           "-C -Q 1 (the other node's file), the OSDs' perf dumps around each read. The witness is the kernel's "
+           "view of the disk below the OSDs' files over the whole section.",
 }
 
 
@@ -64,7 +70,7 @@ def main() -> None:
                 recordings.save(out.text, f"ceph/{name}", ext="json", argv=["python", "-m", "recorders.ceph", name],
                                 tool_version=version, fs_path=mnt, host_description=HOST,
                                 fs_facts={"cluster_start_s": c.timings, "memory_bytes": c.memory()},
-                                notes=NOTES[name])
+                                notes=NOTES[name], witness=out.witness)
                 print(name, out.frame.to_string(max_rows=20))
         finally:
             c.stop()

@@ -157,3 +157,39 @@ def test_a_recorded_document_with_a_damaged_raw_output_is_a_parse_error():
     doc["files"][name]["getfattr"] = doc["files"][name]["getfattr"].replace("stripe_count=", "stripe_cnt=")
     with pytest.raises(ParseError):
         P.parse_layouts(json.dumps(doc))
+
+
+def test_ior_minus_c_across_two_clients_reads_from_the_osds():
+    """Seed 001 with two clients (recorded): rank 0 on node A, rank 1 on node B; without -C the OSDs
+    send nothing (each client's cache answers), with -C -Q 1 and one task per node every byte comes
+    from the OSDs, and IOR itself says it moved the ranks."""
+    out = P.ior_two_clients(None, show=False)
+    df = out.frame
+    own, other = (df[df["step"] == s] for s in P.IOR_STEPS)
+    assert len(own) == len(other) == P.TRIALS
+    assert (own["osd_bytes_sent"] < MiB).all() and (other["osd_bytes_sent"] >= other["bytes"]).all()
+    assert set(other["ordering"]) == {"constant task offset"} and set(df["tasks_per_node"]) == {1}
+    assert [c.held for c in out.extra["claims"][:2]] == [True, True]
+    all_consistent(out.extra["claims"])
+    doc = json.loads(out.text)
+    argv = doc["trials"][1]["argv"]
+    paths = [argv[i + 1] for i, a in enumerate(argv) if a == "-o"]
+    assert len(paths) == 2 and "node-a" in paths[0] and "node-b" in paths[1] and "-C" in argv
+    assert out.witness is not None and out.witness.device is not None
+
+
+def test_ior_minus_c_served_by_a_cache_turns_the_sentence():
+    df = P.ior_two_clients(None, show=False).frame.copy()
+    df.loc[df["step"] == P.IOR_STEPS[1], "osd_bytes_sent"] = 0
+    claims = P.claims_ior(df, show=False)
+    all_consistent(claims)
+    assert claims[1].held is False and "numTasksOnNode0" not in claims[1].text and "tasks per node" in claims[1].text
+    df.loc[:, "mib_per_s"] = [100.0, 90.0, 80.0, 120.0, 110.0, 95.0]
+    assert P.claims_ior(df, show=False)[2].held is None
+
+
+def test_ior_section_without_ior_replays_saying_so(monkeypatch):
+    real = P.runner.which
+    monkeypatch.setattr(P.runner, "which", lambda t: None if t == "ior" else real(t))
+    out = P.ior_two_clients(object(), show=False)       # a cluster that must not be touched
+    assert out.mode == "replay" and out.reason.startswith("ior not installed here")

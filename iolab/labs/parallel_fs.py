@@ -23,12 +23,13 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, pagecache, recordings, runner, trials, workspace
+from .. import explain, fsinfo, mpi, pagecache, recordings, runner, trials, workspace
 from ..ceph import TOOLS, Cluster, missing
 from ..ceph.cluster import HINT
-from ..errors import IolabError, ToolMissing
+from ..errors import IolabError, ParseError, ToolMissing
 from ..objectstore.mounts import fuse_problem
 from ..tools import ceph as cephtools
+from ..tools import ior
 from ..units import MiB, format_size
 
 TRIALS = 3
@@ -89,13 +90,19 @@ def _live(cluster: Cluster, fn: Any) -> Any:
     return run
 
 
-def _outcome(cluster: Cluster | None, name: str, fn: Any, parse: Any) -> recordings.Outcome:
-    if cluster is not None:
-        return recordings.live_or_recorded(_live(cluster, fn), f"ceph/{name}", requires=TOOLS, parse=parse)
+def _outcome(cluster: Cluster | None, name: str, fn: Any, parse: Any, *, reason: str = "",
+             witness: bool = False) -> recordings.Outcome:
+    """The section live on ``cluster`` (``witness``: under the kernel's Witness of the disk below the
+    OSDs' files), else its recording, with why."""
+    if cluster is not None and not reason:
+        return recordings.live_or_recorded(_live(cluster, fn), f"ceph/{name}", requires=TOOLS, parse=parse,
+                                           witness_path=cluster.dir if witness else None)
     # no cluster: replay, saying why live did not run (not a tool name that may well be installed)
-    reason = why_not_live() or "no cluster was started (parallel_fs.start() was not called, or failed)"
+    reason = reason or why_not_live() or "no cluster was started (parallel_fs.start() was not called, or failed)"
     rec = recordings.load(f"ceph/{name}")
     out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason)
+    if witness:
+        out.witness = rec.witness()
     out.data = parse(out.text)
     out.frame = recordings.as_frame(out.data)
     print(out.provenance)
@@ -631,3 +638,95 @@ def replication(cluster: Cluster | None = None, *, show: bool = True) -> recordi
                 list(df[df["pool_size"] == 3]["mb_per_s"]), "MB/s", keep=out.extra["trials"], key="writes",
                 show=show)]
     return out
+
+
+# --- 7. seed 001 with two clients: IOR -C reads the other node's data from the OSDs ---------------------
+
+IOR_BLOCK = 8 * MiB                     # per rank; rank 0 on node A, rank 1 on node B, a file each (-F)
+IOR_STEPS = ("own file (no -C)", "the other node's file (-C)")
+
+
+def _ior_argv(c: Cluster, test: str, opts: ior.Options) -> list[str]:
+    """mpirun with one IOR rank per mount (MPMD): rank 0's test file on node A, rank 1's on node B, the
+    same CephFS directory seen through two clients. -O numTasksOnNode0=1 tells IOR one task per node
+    (lesson 04's rule), so -C -Q 1 moves each rank to the other rank's file."""
+    version = ior.installed_version("ior")
+    argv = mpi.launcher_argv(1, extra=["--oversubscribe"] if mpi.flavour() in ("openmpi", "unknown") else [])
+    for i, node in enumerate("ab"):
+        part = ior.Options(**{**opts.__dict__, "test_file": str(c.mounts[node] / "ior" / test / "f")}).argv(version)
+        argv += part if i == 0 else [":", "-np", "1", *part]
+    return argv
+
+
+def _ior_live(c: Cluster) -> dict:
+    c.check_mounted("a")
+    c.check_mounted("b")
+    base = dict(api="POSIX", transfer_size=MiB, block_size=IOR_BLOCK, file_per_process=True, keep_file=True,
+                tasks_per_node=1)
+    env = mpi.runtime_env(c.ws.mkdir("ior-mpi"))
+    runs = []
+    for trial in range(TRIALS):
+        test = f"t{trial}"
+        (c.mounts["a"] / "ior" / test).mkdir(parents=True, exist_ok=True)
+        c.ws.reserve(2 * IOR_BLOCK)
+        w = runner.run(_ior_argv(c, test, ior.Options(**base, read=False)), timeout=120, env=env)
+        for step in IOR_STEPS:
+            minus_c = step.endswith("(-C)")
+            opts = ior.Options(**base, write=False, reorder_tasks=minus_c, task_offset=1 if minus_c else None)
+            before = _osds(c)
+            r = runner.run(_ior_argv(c, test, opts), timeout=120, env=env)
+            runs.append({"trial": trial + 1, "step": step, "argv": r.argv, "stdout": r.stdout,
+                         "write_stdout": w.stdout if step == IOR_STEPS[0] else "",
+                         "perf_before": before, "perf_after": _osds(c)})
+    return {"block_per_rank": IOR_BLOCK, "ranks": 2, "ior_version": ior.installed_version("ior"), "trials": runs}
+
+
+def parse_ior(text: str) -> pd.DataFrame:
+    doc = json.loads(text)
+    rows = []
+    for t in doc["trials"]:
+        res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "read"]
+        if not res:
+            raise ParseError(f"trial {t['trial']} ({t['step']}): IOR printed no read result")
+        facts = ior.reorder_facts(t["stdout"])
+        rows.append({"trial": t["trial"], "step": t["step"], "mib_per_s": float(res[0]["bw_mib"]),
+                     "bytes": doc["block_per_rank"] * doc["ranks"], "ordering": facts["ordering"],
+                     "tasks_per_node": facts["tasks_per_node"],
+                     "osd_bytes_sent": sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_R).values())})
+    return pd.DataFrame(rows)
+
+
+def ior_two_clients(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
+    """Seed 001's -C, with the ranks on two clients: the read of the other node's file comes from the OSDs."""
+    lacking = [t for t in ("ior", "mpirun") if runner.which(t) is None]
+    reason = ""
+    if cluster is not None and lacking:
+        if recordings.mode() == "live":
+            raise ToolMissing(lacking[0], runner.install_hint(lacking[0]))
+        reason = f"{', '.join(lacking)} not installed here (lesson 04 says how to build IOR)"
+    out = _outcome(cluster, "ior", _ior_live, parse_ior, reason=reason, witness=True)
+    out.extra["trials"] = {}
+    out.extra["claims"] = claims_ior(out.frame, keep=out.extra["trials"], show=show)
+    return out
+
+
+def claims_ior(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+    own, other = (df[df["step"] == s] for s in IOR_STEPS)
+    size = int(df["bytes"].iloc[0])
+    return [explain.expect(
+        "without -C each rank reads back the file its own client wrote: that client's caches answer, the OSDs "
+        "send (almost) nothing",
+        explain.fact("the OSDs sent under 1 MiB in every read without -C", bool((own["osd_bytes_sent"] < MiB).all())),
+        yes=f"the OSDs sent {spread([x / MiB for x in own['osd_bytes_sent']], ',.1f')} MiB for {format_size(size)} read",
+        no=f"the OSDs sent {spread([x / MiB for x in own['osd_bytes_sent']], ',.1f')} MiB",
+        why="memory pressure evicted the client's pages and its object cache", show=show),
+        explain.expect(
+        "with -C (one task per node, -Q 1) each rank reads the file the other node's client wrote: every byte "
+        "comes from the OSDs",
+        explain.fact("the OSDs sent the whole size in every -C read", bool((other["osd_bytes_sent"] >= size).all())),
+        yes=f"the OSDs sent {spread([x / MiB for x in other['osd_bytes_sent']], ',.1f')} MiB for {format_size(size)} read",
+        no=f"the OSDs sent {spread([x / MiB for x in other['osd_bytes_sent']], ',.1f')} MiB",
+        why="IOR did not move the ranks (tasks per node not 1, or no -Q), or a client had the file cached", show=show),
+        compare("IOR's read rate is higher without -C (a cache on the node) than with it (the OSDs)",
+                "no -C", list(own["mib_per_s"]), "-C", list(other["mib_per_s"]), "MiB/s",
+                keep=keep, key="read", show=show)]
