@@ -44,8 +44,8 @@ NOTES = {
                    "directory of the size-1 pool and one of the size-3 pool, interleaved, the OSDs' perf dumps around each.",
     "ior": "Section 7 (seed 001 with two clients): IOR (the one on PATH; its version is in the document) under mpirun, "
            "MPMD, rank 0's test file on node A and rank 1's on node B (-F, 8 MiB per rank, 1 MiB transfers, "
-           "-O numTasksOnNode0=1); per trial a write (-w -k), then a read of each rank's own file and a read with "
-           "-C -Q 1 (the other node's file), the OSDs' perf dumps around each read. The witness is the kernel's "
+           "-O numTasksOnNode0=1); per trial a write and a read of each rank's own file in one run (-w -r -k), then a "
+           "read with -C -Q 1 (the other node's file), the OSDs' perf dumps around each run. The witness is the kernel's "
            "view of the disk below the OSDs' files over the whole section.",
 }
 
