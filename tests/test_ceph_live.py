@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import is_root, needs
+from conftest import is_root, mpi_leftovers_in_tmp, needs
 
 from iolab import BudgetExceeded, fsinfo, guard, workspace
 from iolab.ceph import TOOLS, Cluster
+from iolab.labs import parallel_fs
 from iolab.tools import ceph as cephtools
 
 pytestmark = [pytest.mark.live, needs(*TOOLS, "setfattr", "getfattr", "fusermount3")]
@@ -133,6 +134,19 @@ def other_user():
 
 def _as(user: str, argv: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(["runuser", "-u", user, "--", *argv], capture_output=True, text=True, **kw)
+
+
+def test_ior_minus_c_across_the_two_clients_reads_from_the_osds_live(cluster, monkeypatch, ior_on_path):
+    """Lesson 08's section 2b live: rank 0 on node A, rank 1 on node B; the OSDs send nothing for the
+    reads of each rank's own file and every byte for the -C reads (IOR 4.0.0: /tmp/ior-4.0.0/bin here)."""
+    ior_on_path("4.0.0", mpirun=True)
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    before = mpi_leftovers_in_tmp()
+    out = parallel_fs.ior_two_clients(cluster, show=False)
+    assert out.mode == "live" and out.witness is not None
+    assert [c.held for c in out.extra["claims"][:2]] == [True, True]
+    assert set(out.frame["tasks_per_node"]) == {1}
+    assert mpi_leftovers_in_tmp() <= before             # Open MPI's session files stay in the workspace
 
 
 def test_another_user_cannot_read_the_keys_enter_the_mount_or_talk_to_the_cluster(cluster, other_user):
