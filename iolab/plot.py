@@ -1,6 +1,8 @@
 """Plotly figure builders: each takes a DataFrame and returns a go.Figure; the notebook shows it."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 from .units import format_size
@@ -34,10 +36,26 @@ def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, pe
     fig.update_layout(title=title, xaxis_title="setting", yaxis_title=unit or "value", showlegend=True,
                       legend=dict(orientation="h", y=-0.2))
     if log:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", **log_ticks(frame["value"]))
     else:
         fig.update_yaxes(rangemode="tozero")
     return fig
+
+
+def log_ticks(values) -> dict:
+    """Ticks of a log axis at 1, 2 and 5 times each power of ten inside the values' range, each labelled
+    in full ("2,000", not a bare minor "2"): tickvals and ticktext for update_yaxes/update_xaxes."""
+    v = [float(x) for x in values if x is not None and float(x) > 0]
+    if not v:
+        return {}
+    lo, hi = min(v), max(v)
+    k = math.floor(math.log10(lo))
+    ticks = []
+    while 10 ** k <= hi * 10:
+        ticks += [m * 10 ** k for m in (1, 2, 5)]
+        k += 1
+    keep = [t for t in ticks if lo / 2.5 <= t <= hi * 2.5]
+    return {"tickvals": keep, "ticktext": [f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in keep]}
 
 
 # --- lesson 00 ----------------------------------------------------------------------------------
@@ -917,4 +935,37 @@ def mpiio_writes(df: pd.DataFrame, *, title: str = "POSIX writes that reached th
     fig.update_layout(title=title, height=140 + 55 * len(cases), showlegend=False,
                       xaxis=dict(title="POSIX write calls on the shared file", rangemode="tozero"),
                       yaxis=dict(categoryorder="array", categoryarray=cases[::-1]))
+    return fig
+
+
+# --- lesson 04, section 9: the page cache overflowing (IOR's tutorial "First Steps") ----------------
+
+PHASE_COLORS = {"write": "#d62728", "read": "#1f77b4"}
+
+
+def cache_overflow(frame: pd.DataFrame, title: str = "IOR in a memory cgroup: every trial, per file size") -> go.Figure:
+    """The segment-count sweep (from labs.ior_pitfalls.cache_frame): rate against file size, every trial a
+    point, the median of each size joined by a line, per phase; a dashed line at the cgroup's limit."""
+    fig = go.Figure()
+    sweep = frame[frame["run"].str.startswith("cache-s")]
+    for access, part in sweep.groupby("access", sort=False):
+        color = PHASE_COLORS.get(access)
+        mib = part["file_bytes"] / 2**20
+        fig.add_scatter(x=mib, y=part["mib_per_s"], mode="markers", name=f"{access}, each trial",
+                        marker=dict(size=9, color=color, opacity=0.6), customdata=part[["trial"]],
+                        hovertemplate="%{x:.0f} MiB file, trial %{customdata[0]}: %{y:,.0f} MiB/s<extra>"
+                                      + access + "</extra>")
+        med = part.groupby("file_bytes")["mib_per_s"].median()
+        fig.add_scatter(x=med.index / 2**20, y=med.values, mode="lines", name=f"{access}, median",
+                        line=dict(color=color, width=2), hoverinfo="skip")
+    limit = frame["limit_bytes"].dropna()
+    if len(limit):
+        x = float(limit.iloc[0]) / 2**20
+        fig.add_vline(x=x, line=dict(dash="dash", color="#555"))
+        fig.add_annotation(x=math.log10(x), y=1, yref="paper", yanchor="bottom", showarrow=False,
+                           text=f"the cgroup's limit, {format_size(int(limit.iloc[0]))}")
+    fig.update_layout(title=title, height=450, margin=dict(t=70, b=110),
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title="file size (MiB), log axis", type="log", tickvals=sorted(set(sweep["file_bytes"] / 2**20)))
+    fig.update_yaxes(title="IOR rate (MiB/s), log axis", type="log", **log_ticks(sweep["mib_per_s"]))
     return fig
