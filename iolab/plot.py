@@ -42,20 +42,33 @@ def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, pe
     return fig
 
 
-def log_ticks(values) -> dict:
-    """Ticks of a log axis at 1, 2 and 5 times each power of ten inside the values' range, each labelled
-    in full ("2,000", not a bare minor "2"): tickvals and ticktext for update_yaxes/update_xaxes."""
-    v = [float(x) for x in values if x is not None and float(x) > 0]
+def _short(v: float) -> str:
+    """A tick's label in full but short: 500, 2k, 20k, 1.5M (never a bare minor "2")."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_ticks(values, *, short: bool = False, pad: float = 0.12) -> dict:
+    """A log axis's range (padded so that no marker sits on its edge) and ticks at 1, 2 and 5 times each
+    power of ten inside the values' range (only the powers of ten when the values span more than two
+    decades), each labelled in full ("2,000", or "2k" with ``short``), never a bare minor "2":
+    keywords for update_yaxes/update_xaxes."""
+    v = [float(x) for x in values if x is not None and not math.isnan(float(x)) and float(x) > 0]
     if not v:
         return {}
     lo, hi = min(v), max(v)
-    k = math.floor(math.log10(lo))
+    span = (math.log10(lo) - pad, math.log10(hi) + pad)
+    mult = (1,) if span[1] - span[0] > 2.4 else (1, 2, 5)
+    k = math.floor(span[0])
     ticks = []
-    while 10 ** k <= hi * 10:
-        ticks += [m * 10 ** k for m in (1, 2, 5)]
+    while k <= span[1]:
+        ticks += [m * 10 ** k for m in mult]
         k += 1
-    keep = [t for t in ticks if lo / 2.5 <= t <= hi * 2.5]
-    return {"tickvals": keep, "ticktext": [f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in keep]}
+    keep = [t for t in ticks if span[0] <= math.log10(t) <= span[1]]
+    text = [_short(t) if short else (f"{t:,.0f}" if t >= 1 else f"{t:g}") for t in keep]
+    return {"tickvals": keep, "ticktext": text, "range": list(span)}
 
 
 # --- lesson 00 ----------------------------------------------------------------------------------
@@ -561,9 +574,9 @@ def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
 def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[str] | None = None,
                  title: str = "mdtest: operations per second on each filesystem") -> go.Figure:
     """One small panel per operation: a dot per ``by`` at its mean rate, a line from the slowest to
-    the fastest iteration. Each panel has its own linear axis from 0 (rates of different operations
-    differ by 100x: one shared axis, or a log one, would hide or distort the comparison that matters,
-    the same operation on each filesystem)."""
+    the fastest iteration, each row labelled with its ``by``. Each panel has its own LOG axis, ticks
+    at 1, 2, 5 x 10^k labelled in full: a disk's few thousand ops/s beside a memory filesystem's
+    300,000 would sit at zero on a linear axis; on a log axis equal ratios are equal distances."""
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
@@ -590,10 +603,13 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
                             hovertemplate=f"{op}<br>{g}<br>mean %{{x:,.0f}} ops/s<br>"
                                           f"iterations from {lo:,.0f} to {hi:,.0f}<extra></extra>",
                             row=r, col=c)
-        fig.update_xaxes(rangemode="tozero", tickformat=",.0f", row=r, col=c,
-                         title_text="operations per second" if r == rows else None)
-        fig.update_yaxes(showticklabels=False, row=r, col=c)
-    fig.update_layout(title=title, height=170 + 140 * rows, legend_title=by)
+        values = pd.concat([part["min"], part["max"], part["mean"]]).astype(float)
+        fig.update_xaxes(type="log", row=r, col=c, tickangle=0, **log_ticks(values, short=True),
+                         title_text="operations per second, log axis" if r == rows else None)
+        # the rows are the same in every panel: named once, on the left
+        fig.update_yaxes(showticklabels=c == 1, automargin=True, categoryorder="array", autorange="reversed",
+                         categoryarray=[str(g) for g in groups], row=r, col=c)
+    fig.update_layout(title=title, height=170 + 150 * rows, legend_title=by, margin=dict(l=20))
     return fig
 
 

@@ -1,0 +1,69 @@
+"""Charts a reader can read (issue 22, 6): the layout properties a browser shows, checked on the figure.
+Each test fails on the layout it replaced (linear panels from zero, unlabelled rows, bare minor ticks)."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from iolab import plot, trials
+from iolab.labs import ior_pitfalls as lab
+
+
+def _rates() -> pd.DataFrame:
+    rows = []
+    for fs, scale in (("/tmp (ext4)", 1.0), ("/dev/shm (tmpfs)", 60.0)):
+        for op, base in (("directory creation", 5000.0), ("file stat", 20000.0), ("file removal", 500.0)):
+            m = base * scale
+            rows.append({"filesystem": fs, "operation": op, "unit": "ops/s", "mean": m, "min": m / 2, "max": m * 1.5})
+    return pd.DataFrame(rows)
+
+
+def test_mdtest_rates_panels_are_log_with_labelled_rows():
+    df = _rates()
+    fig = plot.mdtest_rates(df)
+    layout = fig.layout.to_plotly_json()
+    xaxes = [layout[k] for k in sorted((k for k in layout if k.startswith("xaxis")), key=lambda k: int(k[5:] or 1))
+             if "ticktext" in layout[k]]
+    yaxes = {k: a for k, a in layout.items() if k.startswith("yaxis")}
+    assert len(xaxes) == 3 and all(a.get("type") == "log" for a in xaxes)
+    # each panel's range holds both filesystems' slowest and fastest iterations: none at zero, none cut
+    for a, op in zip(xaxes, dict.fromkeys(df["operation"])):
+        lo, hi = a["range"]
+        part = df[df["operation"] == op]
+        assert lo < math.log10(part["min"].min()) and hi > math.log10(part["max"].max())
+    # rows are named (on the left column at least)
+    assert yaxes["yaxis"].get("showticklabels") is True
+    # ticks are labelled in full, never a bare "2" or "5"
+    for a in xaxes:
+        assert a["ticktext"] and all(t not in ("2", "5") for t in a["ticktext"])
+        assert len(a["tickvals"]) == len(a["ticktext"])
+
+
+@pytest.mark.parametrize("values", [[433.0, 591.0, 1233.0, 4262.0, 5169.0, 5407.0], [0.9, 3.0, 20.0, 700.0, 90000.0]])
+def test_log_ticks_cover_the_values_and_label_every_tick(values):
+    t = plot.log_ticks(values)
+    lo, hi = t["range"]
+    assert lo < math.log10(min(values)) and hi > math.log10(max(values))
+    assert all(lo <= math.log10(v) <= hi for v in t["tickvals"])
+    assert all(len(s) > 1 or s == "1" for s in t["ticktext"])      # never a bare minor digit
+    assert len(t["tickvals"]) >= 2
+
+
+def test_trials_on_a_log_axis_label_minor_ticks_in_full():
+    t = trials.from_values({"no -M": [4262.0, 5169.0, 5407.0], "-M 1%": [433.0, 591.0, 1233.0]}, unit="MiB/s",
+                           higher=True)
+    fig = plot.trials(t.frame, unit="MiB/s", log=True)
+    y = fig.layout.yaxis
+    assert y.type == "log" and "2,000" in y.ticktext and "5,000" in y.ticktext
+
+
+def test_cache_overflow_chart_marks_the_limit_and_draws_every_trial():
+    df = lab.cache_frame(show=False)
+    fig = plot.cache_overflow(df)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    points = sum(len(tr.y) for tr in fig.data if tr.mode == "markers")
+    assert points == len(df[df["run"].str.startswith("cache-s")])
+    assert any("limit" in (a.text or "") for a in fig.layout.annotations)
+    assert fig.layout.height >= 400 and fig.layout.margin.b >= 100
