@@ -807,8 +807,12 @@ def _hover(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
     return ["<br>".join(f"{c}: {row[c]}" for c in present) for _, row in frame[present].iterrows()]
 
 
+# column names as a reader says them (an axis is never titled with a column name)
+COLUMN_WORDS = {"mib_per_s": "throughput", "mean": "mean rate", "bw_mib": "bandwidth", "ops": "operations"}
+
+
 def class_strip(frame: pd.DataFrame, value: str, *, unit: str, x: str = "filesystem", color: str = "user",
-                title: str | None = None, log: bool = True,
+                title: str | None = None, log: bool = True, label: str | None = None,
                 hover: tuple[str, ...] = ("user", "options", "node", "fstype", "mode")) -> go.Figure:
     """Every measurement of the class as a point, one column per ``x`` (filesystem), a box behind.
 
@@ -823,12 +827,13 @@ def class_strip(frame: pd.DataFrame, value: str, *, unit: str, x: str = "filesys
     for key, g in data.groupby(color, sort=True):
         fig.add_trace(go.Scatter(x=g[x], y=g[value], mode="markers", name=str(key), marker={"size": 9},
                                  text=_hover(g, hover), hovertemplate="%{x}: %{y:.4g} " + unit + "<br>%{text}"))
-    fig.update_layout(title=title or f"{value} per {x}, every student", template="plotly_white",
-                      xaxis_title=x, yaxis_title=f"{value} ({unit}{', log scale' if log else ''})",
-                      legend_title=color, boxmode="overlay")
+    fig.update_layout(title=title or f"{COLUMN_WORDS.get(value, value)} per {x}, every student", template="plotly_white",
+                      xaxis_title=x, legend_title=color, boxmode="overlay",
+                      yaxis_title=f"{label or COLUMN_WORDS.get(value, value.replace('_', ' '))} "
+                                  f"({unit}{', log scale' if log else ''})")
     fig.update_xaxes(categoryorder="array", categoryarray=order)
     if log:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", **log_ticks(data[value], short=True))
     return fig
 
 
@@ -859,7 +864,7 @@ def class_heatmap(frame: pd.DataFrame, value: str, *, unit: str, rows: str = "us
     fig = go.Figure(go.Heatmap(
         z=z, x=[str(c) for c in table.columns], y=[str(i) for i in table.index], text=text,
         texttemplate="%{text}", colorscale="Viridis", hovertemplate="%{y} on %{x}: %{text} " + unit + "<extra></extra>",
-        colorbar={"title": {"text": unit}, "tickvals": ticks, "ticktext": [f"{10 ** t:g}" for t in ticks]}))
+        colorbar={"title": {"text": unit}, "tickvals": ticks, "ticktext": [_short(10 ** t) for t in ticks]}))
     fig.update_layout(title=title or f"median {value} ({unit}) per {rows} and {cols}", template="plotly_white",
                       xaxis_title=cols, yaxis_title=rows)
     fig.update_yaxes(autorange="reversed")

@@ -67,3 +67,26 @@ def test_cache_overflow_chart_marks_the_limit_and_draws_every_trial():
     assert points == len(df[df["run"].str.startswith("cache-s")])
     assert any("limit" in (a.text or "") for a in fig.layout.annotations)
     assert fig.layout.height >= 400 and fig.layout.margin.b >= 100
+
+
+def _class() -> pd.DataFrame:
+    rows = []
+    for i, (fs, v) in enumerate((("tmpfs", 150000.0), ("local-ext4", 2400.0), ("s3fs", 90.0)) * 3):
+        rows.append({"user": f"student0{i % 3 + 1}", "filesystem": fs, "mib_per_s": v * (1 + i / 10),
+                     "options": "", "node": "n", "fstype": fs, "mode": "live"})
+    return pd.DataFrame(rows)
+
+
+def test_class_strip_axis_is_in_words_with_full_tick_labels():
+    fig = plot.class_strip(_class(), "mib_per_s", unit="MiB/s")
+    y = fig.layout.yaxis
+    assert "mib_per_s" not in y.title.text and y.title.text.startswith("throughput (MiB/s")
+    assert y.type == "log" and y.ticktext and all(t not in ("2", "5") for t in y.ticktext)
+    assert "mib_per_s" not in fig.layout.title.text
+
+
+def test_class_heatmap_colorbar_never_prints_exponents():
+    df = _class().rename(columns={"mib_per_s": "mean"})
+    fig = plot.class_heatmap(df, "mean", unit="ops/s")
+    text = fig.data[0].colorbar.ticktext
+    assert text and not any("e+" in t for t in text)
