@@ -250,13 +250,18 @@ def readahead_trace(folios: pd.DataFrame, windows: pd.DataFrame, *, page_size: i
     (log axis), by its order (a folio of 2**order pages)."""
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16,
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.22,
                         subplot_titles=("window size, window after window", "folios added to the page cache"))
     colors = {"sync": "#d62728", "async": "#1f77b4", "": "#7f7f7f"}
+    # markers on a line, not bars: a bar on a log axis has no zero to stand on, its length means nothing
+    if len(windows):
+        fig.add_scatter(x=windows["window"], y=windows["size"], mode="lines", line=dict(color="#bbbbbb", width=1),
+                        showlegend=False, hoverinfo="skip", row=1, col=1)
     for trigger, part in windows.groupby("trigger", sort=False):
         name = {"sync": "opened by a miss (sync)", "async": "opened at the marker page (async)"}.get(trigger, "window")
-        fig.add_bar(x=part["window"], y=part["size"], name=name, marker_color=colors.get(trigger, "#7f7f7f"),
-                    customdata=part[["start", "async_size", "ms"]], row=1, col=1,
+        fig.add_scatter(x=part["window"], y=part["size"], name=name, mode="markers",
+                        marker=dict(size=10, color=colors.get(trigger, "#7f7f7f")),
+                        customdata=part[["start", "async_size", "ms"]], row=1, col=1,
                     hovertemplate="window %{x}: %{y:,} pages from page %{customdata[0]:,} "
                                   "(async part %{customdata[1]:,}) at %{customdata[2]:.2f} ms<extra></extra>")
     if len(folios):
@@ -267,14 +272,14 @@ def readahead_trace(folios: pd.DataFrame, windows: pd.DataFrame, *, page_size: i
                         row=2, col=1,
                         hovertemplate="page %{x:,.0f}: order %{y} (%{customdata[0]:,.0f} KiB), "
                                       "window %{customdata[1]}<extra></extra>")
-    top = float(windows["size"].max()) if len(windows) else 10.0
-    fig.update_yaxes(type="log", title_text="pages (4 KiB each)", row=1, col=1, **decade_ticks(1, top))
+    fig.update_yaxes(type="log", title_text="pages (4 KiB each), log axis", row=1, col=1,
+                     **(log_ticks(windows["size"]) if len(windows) else {}))
     fig.update_xaxes(title_text="window number", dtick=1 if len(windows) <= 20 else None, row=1, col=1)
     fig.update_yaxes(title_text="folio order (2^order pages)", dtick=1, row=2, col=1)
     last = float(folios["index"].max()) if len(folios) else 10.0
     fig.update_xaxes(type="log", title_text="first page of the folio (page index, 4 KiB pages; page 0 drawn at 0.5)",
                      row=2, col=1, **decade_ticks(1, max(last, 10)))
-    fig.update_layout(title=title, height=620, legend_title="")
+    fig.update_layout(title=title, height=680, legend_title="")
     return fig
 
 

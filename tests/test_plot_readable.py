@@ -90,3 +90,13 @@ def test_class_heatmap_colorbar_never_prints_exponents():
     fig = plot.class_heatmap(df, "mean", unit="ops/s")
     text = fig.data[0].colorbar.ticktext
     assert text and not any("e+" in t for t in text)
+
+
+def test_readahead_windows_are_markers_inside_a_padded_log_axis():
+    windows = pd.DataFrame({"window": [1, 2, 3, 4], "size": [4, 16, 512, 2048], "trigger": ["sync", "async", "async", "async"],
+                            "start": [0, 4, 20, 532], "async_size": [0, 12, 256, 2048], "ms": [0.1, 0.2, 0.3, 0.4]})
+    folios = pd.DataFrame({"index": [0, 4, 20], "order": [0, 2, 4], "pages": [1, 4, 16], "window": [1, 2, 3]})
+    fig = plot.readahead_trace(folios, windows)
+    assert not any(tr.type == "bar" for tr in fig.data)
+    y = fig.layout.yaxis
+    assert y.type == "log" and y.range[0] < math.log10(4) and y.range[1] > math.log10(2048)
