@@ -377,9 +377,12 @@ def syscall_time(frame: pd.DataFrame, *, top: int = 12, by: str | None = None,
         fig.add_bar(y=list(order), x=part["seconds"] * 1e3, orientation="h", name=str(name) or "time",
                     customdata=part[["calls"]].fillna(0).astype(int),
                     hovertemplate="%{y}: %{x:,.3f} ms in %{customdata[0]:,} calls<extra>" + f"{name}</extra>")
-    fig.update_layout(title=title, barmode="group", height=120 + 28 * len(order) * max(1, len(list(groups))),
+    n = frame[by].nunique() if by else 1
+    # room for the bars, the axis title and a legend under the plot (never a legend cut by a short chart)
+    fig.update_layout(title=title, barmode="group", height=max(340, 180 + 30 * len(order) * max(1, n)),
                       xaxis=dict(title="time in the syscall (ms)", rangemode="tozero"), yaxis_title="syscall",
-                      legend_title=by or "")
+                      legend=dict(title=by or "", orientation="h", y=-0.45, yanchor="top"),
+                      margin=dict(b=120))
     return fig
 
 

@@ -100,3 +100,13 @@ def test_readahead_windows_are_markers_inside_a_padded_log_axis():
     assert not any(tr.type == "bar" for tr in fig.data)
     y = fig.layout.yaxis
     assert y.type == "log" and y.range[0] < math.log10(4) and y.range[1] > math.log10(2048)
+
+
+def test_syscall_time_has_room_for_its_bars_and_an_uncut_legend():
+    df = pd.DataFrame({"syscall": ["write", "fsync"] * 2, "seconds": [0.014, 0.003, 0.0143, 0.0305],
+                       "calls": [64, 1, 64, 1], "clock": ["system time (-c)"] * 2 + ["wall time (-c -w)"] * 2})
+    fig = plot.syscall_time(df, by="clock")
+    lay = fig.layout
+    assert lay.height >= 340
+    # the legend sits under the plot, in a bottom margin large enough to hold it
+    assert lay.legend.orientation == "h" and lay.legend.y < 0 and lay.margin.b >= 100
