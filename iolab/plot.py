@@ -486,14 +486,17 @@ def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
         labels = [VERDICT_SHORT.get(v, "") if isinstance(v, str) else "" for v in part.get("verdict", [None] * len(part))]
         reasons = list(part["reason"]) if "reason" in part else [""] * len(part)
         fig.add_scatter(x=part["x"], y=part["bw_mib"], mode="markers+text", name=f"{access}, best iteration",
-                        legendgroup=access, offsetgroup=access, text=labels, textposition="middle right",
+                        legendgroup=access, offsetgroup=access, text=labels,
+                        # outward: the write's label to the left of its diamond, the read's to the right, so
+                        # two verdicts at one height (O_DIRECT: both at the device) never overlap
+                        textposition="middle left" if access == "write" else "middle right",
                         marker=dict(color=ACCESS_COLORS[access], size=14, symbol="diamond"), cliponaxis=False,
                         customdata=list(zip(part["config"], reasons)),
                         hovertemplate="%{x} " + access + ", best: %{y:,.0f} MiB/s<br>options: %{customdata[0]}"
                                       "<br>%{customdata[1]}<extra></extra>")
     if device_mib:
         _reference_line(fig, device_mib, f"device, uncached read: {device_mib:,.0f} MiB/s")
-    fig.update_layout(title=title, scattermode="group", margin=dict(r=40), yaxis_title="bandwidth (MiB/s)",
+    fig.update_layout(title=title, scattermode="group", margin=dict(r=90, l=90), yaxis_title="bandwidth (MiB/s)",
                       xaxis_title="run",
                       yaxis=dict(rangemode="tozero", tickformat=",d"), legend_title="access",
                       xaxis=dict(categoryorder="array", categoryarray=order))

@@ -110,3 +110,15 @@ def test_syscall_time_has_room_for_its_bars_and_an_uncut_legend():
     assert lay.height >= 340
     # the legend sits under the plot, in a bottom margin large enough to hold it
     assert lay.legend.orientation == "h" and lay.legend.y < 0 and lay.margin.b >= 100
+
+
+def test_ior_bandwidth_labels_point_outward_so_two_verdicts_never_overlap():
+    rows = []
+    for run in ("-F -C -e", "O_DIRECT"):
+        for access in ("write", "read"):
+            rows.append({"run": run, "config": run, "access": access, "iteration": 0, "bw_mib": 2300.0,
+                         "verdict": "unclear", "reason": "DISTURBED"})
+    fig = plot.ior_bandwidth(pd.DataFrame(rows))
+    best = {tr.legendgroup: tr for tr in fig.data if tr.mode == "markers+text"}
+    assert best["write"].textposition == "middle left" and best["read"].textposition == "middle right"
+    assert fig.layout.margin.r >= 80 and fig.layout.margin.l >= 80     # room for the outer labels
