@@ -283,30 +283,37 @@ def readahead_trace(folios: pd.DataFrame, windows: pd.DataFrame, *, page_size: i
     return fig
 
 
-def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while writing") -> go.Figure:
-    """Dirty and Writeback (MiB) over time, one panel per run (pagecache.MeminfoSampler frames with a
-    ``run`` column, concatenated); labelled events are marked."""
+def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while writing: the change since the start") -> go.Figure:
+    """Dirty and Writeback over time, one panel per run (pagecache.MeminfoSampler frames with a ``run``
+    column, concatenated), drawn as the CHANGE since the run's first sample (MiB): a 64 MiB step is
+    invisible on a node whose Dirty already holds ~600 MiB of other people's pages, and plain as a change.
+    Each panel's title gives the starting values; labelled events are marked."""
     from plotly.subplots import make_subplots
 
     if "run" not in frame.columns:
         frame = frame.assign(run="write")
     runs = list(dict.fromkeys(frame["run"]))
-    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=runs,
+    first = {run: frame[frame["run"] == run].iloc[0] for run in runs}
+    titles = [f"{run} (at the start: Dirty {first[run]['Dirty'] / 2**20:,.0f} MiB, "
+              f"Writeback {first[run]['Writeback'] / 2**20:,.0f} MiB)" for run in runs]
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=titles,
                         vertical_spacing=0.12 if len(runs) > 1 else 0.1)
     colors = {"Dirty": "#d62728", "Writeback": "#9467bd", "Cached": "#7f7f7f"}
     for i, run in enumerate(runs, 1):
         part = frame[frame["run"] == run]
         for name in ("Dirty", "Writeback"):
-            fig.add_scatter(x=part["t"], y=part[name] / 2**20, mode="lines", name=name, legendgroup=name,
-                            showlegend=i == 1, line_color=colors[name],
-                            hovertemplate="%{x:.2f} s: %{y:,.1f} MiB<extra>" + name + "</extra>", row=i, col=1)
+            change = (part[name] - first[run][name]) / 2**20
+            fig.add_scatter(x=part["t"], y=change, mode="lines", name=name, legendgroup=name,
+                            showlegend=i == 1, line_color=colors[name], customdata=part[name] / 2**20,
+                            hovertemplate="%{x:.2f} s: %{y:+,.1f} MiB (now %{customdata:,.1f} MiB)<extra>"
+                                          + name + "</extra>", row=i, col=1)
         ev = part[part["event"].astype(str).str.len() > 0]
         ev = ev[~ev["event"].isin(["start", "stop"])]
-        fig.add_scatter(x=ev["t"], y=ev["Dirty"] / 2**20, mode="markers+text", text=ev["event"],
+        fig.add_scatter(x=ev["t"], y=(ev["Dirty"] - first[run]["Dirty"]) / 2**20, mode="markers+text", text=ev["event"],
                         textposition="top right", marker=dict(size=9, color="black", symbol="diamond"),
                         name="event", showlegend=i == 1, legendgroup="event",
                         hovertemplate="%{text} at %{x:.2f} s<extra></extra>", row=i, col=1)
-        fig.update_yaxes(title_text="MiB", row=i, col=1)
+        fig.update_yaxes(title_text="change (MiB)", row=i, col=1)
     fig.update_xaxes(title_text="time since the start (s)", row=len(runs), col=1)
     fig.update_layout(title=title, height=260 * len(runs) + 80)
     return fig

@@ -122,3 +122,16 @@ def test_ior_bandwidth_labels_point_outward_so_two_verdicts_never_overlap():
     best = {tr.legendgroup: tr for tr in fig.data if tr.mode == "markers+text"}
     assert best["write"].textposition == "middle left" and best["read"].textposition == "middle right"
     assert fig.layout.margin.r >= 80 and fig.layout.margin.l >= 80     # room for the outer labels
+
+
+def test_dirty_writeback_draws_the_change_so_a_small_step_shows_on_a_large_baseline():
+    base = 600 * 2**20
+    t = [0.0, 0.1, 0.2, 0.3]
+    frame = pd.DataFrame({"t": t, "Dirty": [base, base + 64 * 2**20, base + 64 * 2**20, base],
+                          "Writeback": [0, 0, 32 * 2**20, 0], "event": ["start", "", "write returned", "stop"],
+                          "run": ["write, no fsync"] * 4})
+    fig = plot.dirty_writeback(frame)
+    dirty = next(tr for tr in fig.data if tr.name == "Dirty")
+    assert min(dirty.y) == 0 and max(dirty.y) == pytest.approx(64)       # the step, not 600 + 64
+    assert "change" in fig.layout.yaxis.title.text
+    assert "Dirty 600 MiB" in fig.layout.annotations[0].text          # the baseline is still said
