@@ -135,3 +135,14 @@ def test_dirty_writeback_draws_the_change_so_a_small_step_shows_on_a_large_basel
     assert min(dirty.y) == 0 and max(dirty.y) == pytest.approx(64)       # the step, not 600 + 64
     assert "change" in fig.layout.yaxis.title.text
     assert "Dirty 600 MiB" in fig.layout.annotations[0].text          # the baseline is still said
+
+
+def test_a_widget_carries_a_static_figure_for_an_export_without_widget_state(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    from iolab import widgets
+    box = widgets.ior_sweep_explorer()
+    bundle = box._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle          # JupyterLab: the live widget
+    html = bundle["text/html"]                                            # an export falls back to this
+    assert "Plotly" in html and box.fig.layout.title.text.split(":")[0][:20] in html
+    assert box.children[-1] is box.fig                                    # still the box for callers
