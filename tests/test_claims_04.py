@@ -473,3 +473,16 @@ def test_report_states_median_range_and_trials():
         v = sorted(t.values(name))
         assert f"over {len(v)} trials" in line and "median" in line
         assert f"{v[0]:,.0f}–{v[-1]:,.0f}" in line and "e+" not in line
+
+
+def test_the_seeds_fall_with_minus_C_is_said_to_imply_several_nodes():
+    import json
+    from iolab import nbtools
+    pub = recordings.published("seed001-ior-orfeo")
+    reads = pub[pub["access"] == "read"].set_index("config")["bw_mib"]
+    # the inference rests on the fall: -C on one node moves no rank, so a ~285x fall needs several nodes
+    assert reads["-F"] / reads["-F -C"] > 100
+    nb = json.loads((nbtools.project_root() / "notebooks" / "04-ior-pitfalls.ipynb").read_text())
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"about {reads['-F'] / reads['-F -C']:.0f} times" in text   # the prose's factor is the figures'
+    assert "ran on several nodes" in text and "Had they shared one, `-C` would have moved no rank\nthere" not in text
