@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from . import fsinfo, measure, pagecache, readahead, witness
+from . import explain, fsinfo, measure, pagecache, readahead, witness
+from . import trials as trials_mod
 from .firstlook import speedup
 from .labs import page_cache, readahead as lab, syscalls
 from .labs.ior_pitfalls import Experiment
@@ -503,6 +504,45 @@ def check_04_data_sets(answer: object, data_set_bytes: int, mem_bytes: int | Non
              "rounded up.")
     return passed(f"{expected:,} data sets of {data_set_bytes / 2**20:,.0f} MiB: {expected * data_set_bytes / 2**30:,.0f} "
                   "GiB written before the first honest read.")
+
+def check_04_faster_with_confidence(t: object, answer: object) -> bool:
+    """Exercise 04.6: which of two settings measured N times with iolab.trials is faster *beyond the
+    spread* (explain.beyond, the lesson's one rule: the winner's worst trial beats the other's best),
+    answered as a setting's name or "too close"."""
+
+    if not isinstance(t, trials_mod.Trials):
+        fail(f"pass the Trials that trials.run(...) returned, got {type(t).__name__}.")
+    given(answer, "faster", 'the name of the faster setting (as in t.settings), or "too close".')
+    names = t.settings
+    if len(names) != 2:
+        fail(f"compare exactly two settings; these trials have {len(names)}: {names}.")
+    a, b = names
+    if min(len(t.values(a)), len(t.values(b))) < explain.MIN_TRIALS:
+        fail(f"run at least {explain.MIN_TRIALS} trials of each setting (repeat=...): with fewer, a side's "
+             "spread is not known.")
+    wins = [n for n, o in ((a, b), (b, a)) if t.relation(n, o).holds() is True]
+    expected = wins[0] if wins else "too close"
+    if not isinstance(answer, str) or answer not in (*names, "too close"):
+        fail(f'answer with one of {names} or "too close", got {answer!r}.')
+    better = "max" if t.higher else "min"
+    worse = "min" if t.higher else "max"
+    s = t.summary()
+    if answer == expected:
+        lines = t.report()
+        return passed(f"{expected}. " + " ".join(f"{n}: {lines[n]}." for n in names)
+                      + " Report it this way: median, range and number of trials, never one number.")
+    if expected == "too close":
+        fast = a if (s.loc[a, "median"] > s.loc[b, "median"]) == t.higher else b
+        slow = b if fast == a else a
+        fail(f"the medians favour {fast} ({s.loc[fast, 'median']:,.4g} against {s.loc[slow, 'median']:,.4g} {t.unit}), "
+             f"but the spreads overlap: {fast}'s worst trial ({s.loc[fast, worse]:,.4g}) does not beat {slow}'s "
+             f"best ({s.loc[slow, better]:,.4g}). A median alone is not a win: the rule says \"too close\".")
+    if answer == "too close":
+        fail(f"every trial of {expected} beats every trial of the other: its worst ({s.loc[expected, worse]:,.4g} "
+             f"{t.unit}) beats the other's best. That is beyond the spread: name it.")
+    fail(f"upside down: {expected} wins in every pair of trials"
+         + (" (a higher rate is faster)." if t.higher else " (fewer seconds is faster)."))
+
 
 # --- lesson 05 ----------------------------------------------------------------------------------
 

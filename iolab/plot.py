@@ -1,6 +1,8 @@
 """Plotly figure builders: each takes a DataFrame and returns a go.Figure; the notebook shows it."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 from .units import format_size
@@ -34,10 +36,39 @@ def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, pe
     fig.update_layout(title=title, xaxis_title="setting", yaxis_title=unit or "value", showlegend=True,
                       legend=dict(orientation="h", y=-0.2))
     if log:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", **log_ticks(frame["value"]))
     else:
         fig.update_yaxes(rangemode="tozero")
     return fig
+
+
+def _short(v: float) -> str:
+    """A tick's label in full but short: 500, 2k, 20k, 1.5M (never a bare minor "2")."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_ticks(values, *, short: bool = False, pad: float = 0.12) -> dict:
+    """A log axis's range (padded so that no marker sits on its edge) and ticks at 1, 2 and 5 times each
+    power of ten inside the values' range (only the powers of ten when the values span more than two
+    decades), each labelled in full ("2,000", or "2k" with ``short``), never a bare minor "2":
+    keywords for update_yaxes/update_xaxes."""
+    v = [float(x) for x in values if x is not None and not math.isnan(float(x)) and float(x) > 0]
+    if not v:
+        return {}
+    lo, hi = min(v), max(v)
+    span = (math.log10(lo) - pad, math.log10(hi) + pad)
+    mult = (1,) if span[1] - span[0] > 2.4 else (1, 2, 5)
+    k = math.floor(span[0])
+    ticks = []
+    while k <= span[1]:
+        ticks += [m * 10 ** k for m in mult]
+        k += 1
+    keep = [t for t in ticks if span[0] <= math.log10(t) <= span[1]]
+    text = [_short(t) if short else (f"{t:,.0f}" if t >= 1 else f"{t:g}") for t in keep]
+    return {"tickvals": keep, "ticktext": text, "range": list(span)}
 
 
 # --- lesson 00 ----------------------------------------------------------------------------------
@@ -219,13 +250,18 @@ def readahead_trace(folios: pd.DataFrame, windows: pd.DataFrame, *, page_size: i
     (log axis), by its order (a folio of 2**order pages)."""
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16,
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.22,
                         subplot_titles=("window size, window after window", "folios added to the page cache"))
     colors = {"sync": "#d62728", "async": "#1f77b4", "": "#7f7f7f"}
+    # markers on a line, not bars: a bar on a log axis has no zero to stand on, its length means nothing
+    if len(windows):
+        fig.add_scatter(x=windows["window"], y=windows["size"], mode="lines", line=dict(color="#bbbbbb", width=1),
+                        showlegend=False, hoverinfo="skip", row=1, col=1)
     for trigger, part in windows.groupby("trigger", sort=False):
         name = {"sync": "opened by a miss (sync)", "async": "opened at the marker page (async)"}.get(trigger, "window")
-        fig.add_bar(x=part["window"], y=part["size"], name=name, marker_color=colors.get(trigger, "#7f7f7f"),
-                    customdata=part[["start", "async_size", "ms"]], row=1, col=1,
+        fig.add_scatter(x=part["window"], y=part["size"], name=name, mode="markers",
+                        marker=dict(size=10, color=colors.get(trigger, "#7f7f7f")),
+                        customdata=part[["start", "async_size", "ms"]], row=1, col=1,
                     hovertemplate="window %{x}: %{y:,} pages from page %{customdata[0]:,} "
                                   "(async part %{customdata[1]:,}) at %{customdata[2]:.2f} ms<extra></extra>")
     if len(folios):
@@ -236,41 +272,48 @@ def readahead_trace(folios: pd.DataFrame, windows: pd.DataFrame, *, page_size: i
                         row=2, col=1,
                         hovertemplate="page %{x:,.0f}: order %{y} (%{customdata[0]:,.0f} KiB), "
                                       "window %{customdata[1]}<extra></extra>")
-    top = float(windows["size"].max()) if len(windows) else 10.0
-    fig.update_yaxes(type="log", title_text="pages (4 KiB each)", row=1, col=1, **decade_ticks(1, top))
+    fig.update_yaxes(type="log", title_text="pages (4 KiB each), log axis", row=1, col=1,
+                     **(log_ticks(windows["size"]) if len(windows) else {}))
     fig.update_xaxes(title_text="window number", dtick=1 if len(windows) <= 20 else None, row=1, col=1)
     fig.update_yaxes(title_text="folio order (2^order pages)", dtick=1, row=2, col=1)
     last = float(folios["index"].max()) if len(folios) else 10.0
     fig.update_xaxes(type="log", title_text="first page of the folio (page index, 4 KiB pages; page 0 drawn at 0.5)",
                      row=2, col=1, **decade_ticks(1, max(last, 10)))
-    fig.update_layout(title=title, height=620, legend_title="")
+    fig.update_layout(title=title, height=680, legend_title="")
     return fig
 
 
-def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while writing") -> go.Figure:
-    """Dirty and Writeback (MiB) over time, one panel per run (pagecache.MeminfoSampler frames with a
-    ``run`` column, concatenated); labelled events are marked."""
+def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while writing: the change since the start") -> go.Figure:
+    """Dirty and Writeback over time, one panel per run (pagecache.MeminfoSampler frames with a ``run``
+    column, concatenated), drawn as the CHANGE since the run's first sample (MiB): a 64 MiB step is
+    invisible on a node whose Dirty already holds ~600 MiB of other people's pages, and plain as a change.
+    Each panel's title gives the starting values; labelled events are marked."""
     from plotly.subplots import make_subplots
 
     if "run" not in frame.columns:
         frame = frame.assign(run="write")
     runs = list(dict.fromkeys(frame["run"]))
-    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=runs,
+    first = {run: frame[frame["run"] == run].iloc[0] for run in runs}
+    titles = [f"{run} (at the start: Dirty {first[run]['Dirty'] / 2**20:,.0f} MiB, "
+              f"Writeback {first[run]['Writeback'] / 2**20:,.0f} MiB)" for run in runs]
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=titles,
                         vertical_spacing=0.12 if len(runs) > 1 else 0.1)
     colors = {"Dirty": "#d62728", "Writeback": "#9467bd", "Cached": "#7f7f7f"}
     for i, run in enumerate(runs, 1):
         part = frame[frame["run"] == run]
         for name in ("Dirty", "Writeback"):
-            fig.add_scatter(x=part["t"], y=part[name] / 2**20, mode="lines", name=name, legendgroup=name,
-                            showlegend=i == 1, line_color=colors[name],
-                            hovertemplate="%{x:.2f} s: %{y:,.1f} MiB<extra>" + name + "</extra>", row=i, col=1)
+            change = (part[name] - first[run][name]) / 2**20
+            fig.add_scatter(x=part["t"], y=change, mode="lines", name=name, legendgroup=name,
+                            showlegend=i == 1, line_color=colors[name], customdata=part[name] / 2**20,
+                            hovertemplate="%{x:.2f} s: %{y:+,.1f} MiB (now %{customdata:,.1f} MiB)<extra>"
+                                          + name + "</extra>", row=i, col=1)
         ev = part[part["event"].astype(str).str.len() > 0]
         ev = ev[~ev["event"].isin(["start", "stop"])]
-        fig.add_scatter(x=ev["t"], y=ev["Dirty"] / 2**20, mode="markers+text", text=ev["event"],
+        fig.add_scatter(x=ev["t"], y=(ev["Dirty"] - first[run]["Dirty"]) / 2**20, mode="markers+text", text=ev["event"],
                         textposition="top right", marker=dict(size=9, color="black", symbol="diamond"),
                         name="event", showlegend=i == 1, legendgroup="event",
                         hovertemplate="%{text} at %{x:.2f} s<extra></extra>", row=i, col=1)
-        fig.update_yaxes(title_text="MiB", row=i, col=1)
+        fig.update_yaxes(title_text="change (MiB)", row=i, col=1)
     fig.update_xaxes(title_text="time since the start (s)", row=len(runs), col=1)
     fig.update_layout(title=title, height=260 * len(runs) + 80)
     return fig
@@ -341,9 +384,12 @@ def syscall_time(frame: pd.DataFrame, *, top: int = 12, by: str | None = None,
         fig.add_bar(y=list(order), x=part["seconds"] * 1e3, orientation="h", name=str(name) or "time",
                     customdata=part[["calls"]].fillna(0).astype(int),
                     hovertemplate="%{y}: %{x:,.3f} ms in %{customdata[0]:,} calls<extra>" + f"{name}</extra>")
-    fig.update_layout(title=title, barmode="group", height=120 + 28 * len(order) * max(1, len(list(groups))),
+    n = frame[by].nunique() if by else 1
+    # room for the bars, the axis title and a legend under the plot (never a legend cut by a short chart)
+    fig.update_layout(title=title, barmode="group", height=max(340, 180 + 30 * len(order) * max(1, n)),
                       xaxis=dict(title="time in the syscall (ms)", rangemode="tozero"), yaxis_title="syscall",
-                      legend_title=by or "")
+                      legend=dict(title=by or "", orientation="h", y=-0.45, yanchor="top"),
+                      margin=dict(b=120))
     return fig
 
 
@@ -447,14 +493,17 @@ def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
         labels = [VERDICT_SHORT.get(v, "") if isinstance(v, str) else "" for v in part.get("verdict", [None] * len(part))]
         reasons = list(part["reason"]) if "reason" in part else [""] * len(part)
         fig.add_scatter(x=part["x"], y=part["bw_mib"], mode="markers+text", name=f"{access}, best iteration",
-                        legendgroup=access, offsetgroup=access, text=labels, textposition="middle right",
+                        legendgroup=access, offsetgroup=access, text=labels,
+                        # outward: the write's label to the left of its diamond, the read's to the right, so
+                        # two verdicts at one height (O_DIRECT: both at the device) never overlap
+                        textposition="middle left" if access == "write" else "middle right",
                         marker=dict(color=ACCESS_COLORS[access], size=14, symbol="diamond"), cliponaxis=False,
                         customdata=list(zip(part["config"], reasons)),
                         hovertemplate="%{x} " + access + ", best: %{y:,.0f} MiB/s<br>options: %{customdata[0]}"
                                       "<br>%{customdata[1]}<extra></extra>")
     if device_mib:
         _reference_line(fig, device_mib, f"device, uncached read: {device_mib:,.0f} MiB/s")
-    fig.update_layout(title=title, scattermode="group", margin=dict(r=40), yaxis_title="bandwidth (MiB/s)",
+    fig.update_layout(title=title, scattermode="group", margin=dict(r=90, l=90), yaxis_title="bandwidth (MiB/s)",
                       xaxis_title="run",
                       yaxis=dict(rangemode="tozero", tickformat=",d"), legend_title="access",
                       xaxis=dict(categoryorder="array", categoryarray=order))
@@ -543,9 +592,9 @@ def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
 def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[str] | None = None,
                  title: str = "mdtest: operations per second on each filesystem") -> go.Figure:
     """One small panel per operation: a dot per ``by`` at its mean rate, a line from the slowest to
-    the fastest iteration. Each panel has its own linear axis from 0 (rates of different operations
-    differ by 100x: one shared axis, or a log one, would hide or distort the comparison that matters,
-    the same operation on each filesystem)."""
+    the fastest iteration, each row labelled with its ``by``. Each panel has its own LOG axis, ticks
+    at 1, 2, 5 x 10^k labelled in full: a disk's few thousand ops/s beside a memory filesystem's
+    300,000 would sit at zero on a linear axis; on a log axis equal ratios are equal distances."""
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
@@ -572,10 +621,13 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
                             hovertemplate=f"{op}<br>{g}<br>mean %{{x:,.0f}} ops/s<br>"
                                           f"iterations from {lo:,.0f} to {hi:,.0f}<extra></extra>",
                             row=r, col=c)
-        fig.update_xaxes(rangemode="tozero", tickformat=",.0f", row=r, col=c,
-                         title_text="operations per second" if r == rows else None)
-        fig.update_yaxes(showticklabels=False, row=r, col=c)
-    fig.update_layout(title=title, height=170 + 140 * rows, legend_title=by)
+        values = pd.concat([part["min"], part["max"], part["mean"]]).astype(float)
+        fig.update_xaxes(type="log", row=r, col=c, tickangle=0, **log_ticks(values, short=True),
+                         title_text="operations per second, log axis" if r == rows else None)
+        # the rows are the same in every panel: named once, on the left
+        fig.update_yaxes(showticklabels=c == 1, automargin=True, categoryorder="array", autorange="reversed",
+                         categoryarray=[str(g) for g in groups], row=r, col=c)
+    fig.update_layout(title=title, height=170 + 150 * rows, legend_title=by, margin=dict(l=20))
     return fig
 
 
@@ -773,8 +825,12 @@ def _hover(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
     return ["<br>".join(f"{c}: {row[c]}" for c in present) for _, row in frame[present].iterrows()]
 
 
+# column names as a reader says them (an axis is never titled with a column name)
+COLUMN_WORDS = {"mib_per_s": "throughput", "mean": "mean rate", "bw_mib": "bandwidth", "ops": "operations"}
+
+
 def class_strip(frame: pd.DataFrame, value: str, *, unit: str, x: str = "filesystem", color: str = "user",
-                title: str | None = None, log: bool = True,
+                title: str | None = None, log: bool = True, label: str | None = None,
                 hover: tuple[str, ...] = ("user", "options", "node", "fstype", "mode")) -> go.Figure:
     """Every measurement of the class as a point, one column per ``x`` (filesystem), a box behind.
 
@@ -789,12 +845,13 @@ def class_strip(frame: pd.DataFrame, value: str, *, unit: str, x: str = "filesys
     for key, g in data.groupby(color, sort=True):
         fig.add_trace(go.Scatter(x=g[x], y=g[value], mode="markers", name=str(key), marker={"size": 9},
                                  text=_hover(g, hover), hovertemplate="%{x}: %{y:.4g} " + unit + "<br>%{text}"))
-    fig.update_layout(title=title or f"{value} per {x}, every student", template="plotly_white",
-                      xaxis_title=x, yaxis_title=f"{value} ({unit}{', log scale' if log else ''})",
-                      legend_title=color, boxmode="overlay")
+    fig.update_layout(title=title or f"{COLUMN_WORDS.get(value, value)} per {x}, every student", template="plotly_white",
+                      xaxis_title=x, legend_title=color, boxmode="overlay",
+                      yaxis_title=f"{label or COLUMN_WORDS.get(value, value.replace('_', ' '))} "
+                                  f"({unit}{', log scale' if log else ''})")
     fig.update_xaxes(categoryorder="array", categoryarray=order)
     if log:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", **log_ticks(data[value], short=True))
     return fig
 
 
@@ -825,7 +882,7 @@ def class_heatmap(frame: pd.DataFrame, value: str, *, unit: str, rows: str = "us
     fig = go.Figure(go.Heatmap(
         z=z, x=[str(c) for c in table.columns], y=[str(i) for i in table.index], text=text,
         texttemplate="%{text}", colorscale="Viridis", hovertemplate="%{y} on %{x}: %{text} " + unit + "<extra></extra>",
-        colorbar={"title": {"text": unit}, "tickvals": ticks, "ticktext": [f"{10 ** t:g}" for t in ticks]}))
+        colorbar={"title": {"text": unit}, "tickvals": ticks, "ticktext": [_short(10 ** t) for t in ticks]}))
     fig.update_layout(title=title or f"median {value} ({unit}) per {rows} and {cols}", template="plotly_white",
                       xaxis_title=cols, yaxis_title=rows)
     fig.update_yaxes(autorange="reversed")
@@ -917,4 +974,37 @@ def mpiio_writes(df: pd.DataFrame, *, title: str = "POSIX writes that reached th
     fig.update_layout(title=title, height=140 + 55 * len(cases), showlegend=False,
                       xaxis=dict(title="POSIX write calls on the shared file", rangemode="tozero"),
                       yaxis=dict(categoryorder="array", categoryarray=cases[::-1]))
+    return fig
+
+
+# --- lesson 04, section 9: the page cache overflowing (IOR's tutorial "First Steps") ----------------
+
+PHASE_COLORS = {"write": "#d62728", "read": "#1f77b4"}
+
+
+def cache_overflow(frame: pd.DataFrame, title: str = "IOR in a memory cgroup: every trial, per file size") -> go.Figure:
+    """The segment-count sweep (from labs.ior_pitfalls.cache_frame): rate against file size, every trial a
+    point, the median of each size joined by a line, per phase; a dashed line at the cgroup's limit."""
+    fig = go.Figure()
+    sweep = frame[frame["run"].str.startswith("cache-s")]
+    for access, part in sweep.groupby("access", sort=False):
+        color = PHASE_COLORS.get(access)
+        mib = part["file_bytes"] / 2**20
+        fig.add_scatter(x=mib, y=part["mib_per_s"], mode="markers", name=f"{access}, each trial",
+                        marker=dict(size=9, color=color, opacity=0.6), customdata=part[["trial"]],
+                        hovertemplate="%{x:.0f} MiB file, trial %{customdata[0]}: %{y:,.0f} MiB/s<extra>"
+                                      + access + "</extra>")
+        med = part.groupby("file_bytes")["mib_per_s"].median()
+        fig.add_scatter(x=med.index / 2**20, y=med.values, mode="lines", name=f"{access}, median",
+                        line=dict(color=color, width=2), hoverinfo="skip")
+    limit = frame["limit_bytes"].dropna()
+    if len(limit):
+        x = float(limit.iloc[0]) / 2**20
+        fig.add_vline(x=x, line=dict(dash="dash", color="#555"))
+        fig.add_annotation(x=math.log10(x), y=1, yref="paper", yanchor="bottom", showarrow=False,
+                           text=f"the cgroup's limit, {format_size(int(limit.iloc[0]))}")
+    fig.update_layout(title=title, height=450, margin=dict(t=70, b=110),
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title="file size (MiB), log axis", type="log", tickvals=sorted(set(sweep["file_bytes"] / 2**20)))
+    fig.update_yaxes(title="IOR rate (MiB/s), log axis", type="log", **log_ticks(sweep["mib_per_s"]))
     return fig

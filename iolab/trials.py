@@ -101,11 +101,30 @@ class Trials:
         """explain.expect over :meth:`relation`: "As predicted", "Not this time" or "Too close to call here"."""
         return explain.expect(predicted, self.relation(a, b, by=by), **kw)
 
+    def report(self) -> dict[str, str]:
+        """How a benchmark report states each setting: the median, the range (min–max) and the
+        interquartile range, over how many trials, and how they ran. Never one number alone."""
+        s = self.summary()
+        f = self.frame
+        warm = int(f["warmup"].sum()) if "warmup" in f.columns else 0
+        how = "interleaved with the other settings" if len(self.settings) > 1 else "in a row"
+        out = {}
+        for name, r in s.iterrows():
+            out[name] = (f"median {_num(r['median'])} {self.unit}, range {_num(r['min'])}–{_num(r['max'])} "
+                         f"(spread {r['spread']:.0%} of the median), quartiles {_num(r['q1'])}–{_num(r['q3'])}, "
+                         f"over {r['trials']} trials {how}" + (f", after {warm} warm-up run(s)" if warm else ""))
+        return out
+
     def __str__(self) -> str:
         s = self.summary()
         lines = [f"{name}: median {r['median']:,.4g} {self.unit} over {r['trials']} trials "
                  f"(min {r['min']:,.4g}, max {r['max']:,.4g})" for name, r in s.iterrows()]
         return "\n".join(lines + self.notes)
+
+
+def _num(v: float) -> str:
+    """A figure as a report prints it: four significant digits, thousands separated, never 1.2e+04."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
 
 
 def order(settings: Sequence[str], repeat: int, *, how: str = "interleaved", seed: int | None = None) -> list[str]:

@@ -5,6 +5,33 @@ from .labs import ior_pitfalls as lab, syscalls
 from .tools import ior
 from .units import format_size
 
+class Explorer:
+    """A control box (an ipywidgets VBox holding a FigureWidget) that a static HTML export still shows.
+
+    A notebook exported without widget state drops the widget's view; its display here also carries
+    the figure as it stands, as the ``text/html`` the notebook's other plotly figures use, which the
+    export falls back to. In JupyterLab the live widget is shown. Anything else is the box's own
+    (``children``, ``layout``...)."""
+
+    def __init__(self, box, fig):
+        self.box, self.fig = box, fig
+
+    def static_html(self) -> str:
+        import plotly.graph_objects as go
+        import plotly.io as pio
+
+        return pio.renderers["notebook"].to_mimebundle(go.Figure(self.fig))["text/html"]
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        data = self.box._repr_mimebundle_(include=include, exclude=exclude)
+        data = dict(data[0] if isinstance(data, tuple) else data or {})
+        data["text/html"] = self.static_html()
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.box, name)
+
+
 # --- lesson 00 ----------------------------------------------------------------------------------
 
 
@@ -30,7 +57,7 @@ def repeat_reads_explorer(ws, sizes_mib=(8, 16, 32, 64, 128), times: int = 4):
 
     slider.observe(update, names="value")
     update()
-    return w.VBox([w.HBox([slider, status]), fig])
+    return Explorer(w.VBox([w.HBox([slider, status]), fig]), fig)
 
 
 # --- lessons 01-02 ------------------------------------------------------------------------------
@@ -67,7 +94,7 @@ def window_explorer(path, sizes=(1, 4096, 16384, 65536, 1 << 20, 8 << 20)):
     size.observe(update, names="value")
     advice.observe(update, names="value")
     update()
-    return w.VBox([w.HBox([size, advice]), status, fig])
+    return Explorer(w.VBox([w.HBox([size, advice]), status, fig]), fig)
 
 
 def read_size_explorer(path, sizes=READ_SIZES):
@@ -97,7 +124,7 @@ def read_size_explorer(path, sizes=READ_SIZES):
 
     slider.observe(update, names="value")
     update()
-    return w.VBox([slider, status, fig])
+    return Explorer(w.VBox([slider, status, fig]), fig)
 
 
 # --- lesson 03 ----------------------------------------------------------------------------------
@@ -137,7 +164,7 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
 
     slider.observe(update, names="value")
     update()
-    return w.VBox([slider, status, fig])
+    return Explorer(w.VBox([slider, status, fig]), fig)
 
 
 # --- lessons 04-05 ------------------------------------------------------------------------------
@@ -211,7 +238,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
     param.observe(on_param, names="value")
     value.observe(on_value, names="value")
     on_param()
-    return w.VBox([param, value, status, fig])
+    return Explorer(w.VBox([param, value, status, fig]), fig)
 
 # --- lesson 06 ----------------------------------------------------------------------------------
 
@@ -252,4 +279,4 @@ def fuse_reads_explorer(df, *, link_mb_per_s: float | None = None):
 
     pick.observe(update, names="value")
     update()
-    return w.VBox([pick, fig, note])
+    return Explorer(w.VBox([pick, fig, note]), fig)

@@ -43,3 +43,28 @@ def test_the_storage_node_hint_names_per_node_against_aggregate():
     total_gb = read_mib * 2**20 / 1e9
     with pytest.raises(CheckFailed, match="that is the total"):
         check.check_04_storage_node_rate(total_gb)
+
+
+def test_check_04_faster_with_confidence_names_the_mistake():
+    from iolab import check, trials
+    clear = trials.from_values({"big": [900.0, 950.0, 1000.0], "small": [300.0, 320.0, 400.0]},
+                               unit="MiB/s", higher=True)
+    overlap = trials.from_values({"big": [300.0, 950.0, 1000.0], "small": [300.0, 320.0, 400.0]},
+                                 unit="MiB/s", higher=True)
+    assert check.check_04_faster_with_confidence(clear, "big")
+    assert check.check_04_faster_with_confidence(overlap, "too close")
+    with pytest.raises(check.CheckFailed, match="spreads overlap.*big's worst trial"):
+        check.check_04_faster_with_confidence(overlap, "big")
+    with pytest.raises(check.CheckFailed, match="beyond the spread: name it"):
+        check.check_04_faster_with_confidence(clear, "too close")
+    with pytest.raises(check.CheckFailed, match="upside down"):
+        check.check_04_faster_with_confidence(clear, "small")
+    with pytest.raises(check.CheckFailed, match="not answered yet"):
+        check.check_04_faster_with_confidence(clear, ...)
+    few = trials.from_values({"big": [900.0, 950.0], "small": [300.0, 320.0]}, unit="MiB/s", higher=True)
+    with pytest.raises(check.CheckFailed, match="at least 3 trials"):
+        check.check_04_faster_with_confidence(few, "big")
+    secs = trials.from_values({"fast": [1.0, 1.1, 1.2], "slow": [3.0, 3.1, 3.5]}, unit="s", higher=False)
+    assert check.check_04_faster_with_confidence(secs, "fast")
+    with pytest.raises(check.CheckFailed, match="fewer seconds is faster"):
+        check.check_04_faster_with_confidence(secs, "slow")

@@ -406,3 +406,83 @@ def test_an_odirect_write_dirtied_no_page(version):
     buffered = lab.layers(e["fsync"], show=False)[0]
     if e["fsync"].witness.own_written:
         assert "dirtied" in buffered.text and "first dirtied" in buffered.text
+
+
+# --- section 12: the same run N times in a memory cgroup (recorders/ior_memory.py) -------------------
+
+def test_cache_recordings_are_three_interleaved_trials_with_witnesses():
+    df = lab.cache_frame(show=False)
+    runs = df.groupby("run")["trial"].nunique()
+    assert set(runs.index) == {f"cache-s{s}" for s in lab.CACHE_SEGMENTS} | set(lab.HOG_RUNS)
+    assert (runs >= 3).all()
+    assert df["own_read_bytes"].notna().all() and df["limit_bytes"].notna().all()
+
+
+def test_a_single_number_hides_the_spread():
+    df = lab.cache_frame(show=False)
+    s = lab.single_number(df, "cache-s64", "read", show=False)
+    assert s["trials"] >= 3 and s["min"] <= s["first"] <= s["max"]
+    assert s["factor"] == pytest.approx(s["max"] / s["min"])
+    widest = lab.single_number(df, show=False)
+    g = df.groupby(["run", "access"])["mib_per_s"]
+    assert widest["factor"] == pytest.approx((g.max() / g.min()).max()) and widest["factor"] >= s["factor"]
+
+
+def test_overflow_is_called_by_the_trials_and_the_witness():
+    df = lab.cache_frame(show=False)
+    (c,) = lab.overflow(df, show=False)
+    assert c.consistent() and c.relation.kind == "beyond"
+    reads = df[df["access"] == "read"].groupby("run")["own_read_bytes"].median()
+    limit = df["limit_bytes"].iloc[0]
+    # in these recordings: nothing read from storage inside the limit, most of the file beyond it
+    assert reads["cache-s256"] < 1 * 2**20 and reads["cache-s512"] > 0.5 * 512 * 2**20
+    assert "384 MiB limit" in c.text and limit == 384 * 2**20
+    assert c.held is True and c.text.startswith(explain.AS_PREDICTED)
+
+
+def test_hog_is_measured_not_described():
+    df = lab.cache_frame(show=False)
+    (c,) = lab.hog(df, show=False)
+    assert c.consistent() and c.held is True
+    assert "241.1 MiB" in c.text and "256 MiB with it" in c.text
+
+
+def test_hog_claim_says_too_close_when_trials_overlap():
+    df = lab.cache_frame(show=False)
+    # one -M trial as fast as the no-hog runs, the others far slower: the spreads overlap
+    fake = df.copy()
+    none = fake.loc[(fake["run"] == "hog-none") & (fake["access"] == "read"), "mib_per_s"]
+    fake.loc[(fake["run"] == "hog-1pct") & (fake["access"] == "read"), "mib_per_s"] = [
+        none.max(), none.min() / 10, none.min() / 10]
+    (c,) = lab.hog(fake, show=False)
+    assert c.text.startswith(explain.TOO_CLOSE) and c.consistent()
+
+
+def test_minus_M_with_a_unit_is_a_percentage():
+    (c,) = lab.hog_parse(show=False)
+    assert c.held is False and c.consistent()
+    assert "1.0% of the recording machine" in c.text and "sscanf" in c.text
+
+
+def test_report_states_median_range_and_trials():
+    df = lab.cache_frame(show=False)
+    t = lab.phase_trials(df, "read", {"hog-none": "no -M", "hog-1pct": "-M 1%"})
+    lines = lab.report(t, "IOR read", show=False)
+    assert len(lines) == 2
+    for line, name in zip(lines, ("no -M", "-M 1%")):
+        v = sorted(t.values(name))
+        assert f"over {len(v)} trials" in line and "median" in line
+        assert f"{v[0]:,.0f}–{v[-1]:,.0f}" in line and "e+" not in line
+
+
+def test_the_seeds_fall_with_minus_C_is_said_to_imply_several_nodes():
+    import json
+    from iolab import nbtools
+    pub = recordings.published("seed001-ior-orfeo")
+    reads = pub[pub["access"] == "read"].set_index("config")["bw_mib"]
+    # the inference rests on the fall: -C on one node moves no rank, so a ~285x fall needs several nodes
+    assert reads["-F"] / reads["-F -C"] > 100
+    nb = json.loads((nbtools.project_root() / "notebooks" / "04-ior-pitfalls.ipynb").read_text())
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"about {reads['-F'] / reads['-F -C']:.0f} times" in text   # the prose's factor is the figures'
+    assert "ran on several nodes" in text and "Had they shared one, `-C` would have moved no rank\nthere" not in text

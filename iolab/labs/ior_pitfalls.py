@@ -36,6 +36,7 @@ from typing import Any
 import pandas as pd
 
 from .. import explain, fsinfo, measure, mpi, pagecache, recordings, runner, units, witness, workspace
+from .. import trials as trials_mod
 from ..explain import Claim
 from ..runner import Run
 from ..tools import ior
@@ -1309,3 +1310,162 @@ def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
                                                     f"the write run left, on {label}")
         written += [f"{ref}-write", f"{ref}-read"]
     return written
+
+
+# --- section 9: the same run, again and again; the page cache overflowing (IOR's "First Steps") -----
+# recorded by recorders/ior_memory.py: one IOR task in a memory cgroup, -t 1m -b 1m -s N, write then read
+
+CACHE_SEGMENTS = (64, 128, 256, 512)
+HOG_SEGMENTS = 256
+HOG_RUNS = ("hog-none", "hog-1pct")
+_HOG_LINE = re.compile(r"^memoryPerNode\s*:\s*([0-9]{1,12}(?:\.[0-9]{1,4})?) ([KMGT]?)i?B\s*$")
+
+
+def _load(notes: str) -> float | None:
+    """The load average the recorder noted before a run ("load average 15.2 (1 min)"), if any."""
+    m = re.search(r"load average ([0-9]{1,4}\.[0-9]{1,2}) \(1 min\)", notes[:2000])
+    return float(m.group(1)) if m else None
+
+
+def _hog_bytes(text: str) -> int:
+    """The bytes IOR's -M hogged, from the header line IOR prints (0 without -M)."""
+    for line in text.splitlines():
+        m = _HOG_LINE.match(line[:200].strip())
+        if m:
+            return int(float(m.group(1)) * 1024 ** "_KMGT".index(m.group(2) or "_"))  # IOR rounds to 0.01
+    return 0
+
+
+def cache_frame(runs: Sequence[str] | None = None, *, show: bool = True) -> pd.DataFrame:
+    """Every recorded trial of the cgroup runs (``ior/cache-s<N>-t<k>``, ``ior/hog-*-t<k>``): one row per
+    run, trial and phase, with IOR's rate, the file's size, the cgroup's limit, what -M hogged and the
+    witness's bytes read from storage by IOR. Prints where the recordings come from."""
+    names = list(runs) if runs is not None else [f"cache-s{s}" for s in CACHE_SEGMENTS] + list(HOG_RUNS)
+    rows, first = [], None
+    for name in names:
+        t = 1
+        while True:
+            try:
+                rec = recordings.load(f"ior/{name}-t{t}")
+            except FileNotFoundError:
+                break
+            first = first or rec
+            w = rec.witness()
+            limit = (rec.meta.get("filesystem") or {}).get("memory_cgroup_limit")
+            for r in ior.parse(rec.text):
+                rows.append({"run": name, "trial": t, "access": r["access"], "mib_per_s": r["bw_mib"],
+                             "file_bytes": r["segments"] * r["block_kib"] * 1024, "segments": r["segments"],
+                             "limit_bytes": limit, "hog_bytes": _hog_bytes(rec.text),
+                             "own_read_bytes": None if w is None else w.own_read,
+                             "disturbed": None if w is None else w.disturbed, "date": rec.meta.get("date"),
+                             "load": _load(rec.meta.get("notes") or "")})
+            t += 1
+    df = pd.DataFrame(rows)
+    if first is not None:
+        load = df["load"].dropna()
+        df.attrs["where"] = (f"recorded {first.meta.get('date')} on {(first.meta.get('host') or {}).get('description')}, "
+                             f"{(first.meta.get('filesystem') or {}).get('fstype')}, ior {first.meta.get('tool_version')}"
+                             + (f", load average {load.min():.1f}–{load.max():.1f} before the runs" if len(load) else ""))
+    if show and first is not None:
+        n = len({(r["run"], r["trial"]) for r in rows})
+        print(f"{first.provenance}; and {n - 1} more runs of the same set (ior/cache-*, ior/hog-*), "
+              "one IOR task in a memory cgroup")
+    return df
+
+
+def phase_trials(df: pd.DataFrame, access: str, runs: Sequence[str] | dict[str, str]) -> "trials_mod.Trials":
+    """The trials of one phase of some runs, as :class:`iolab.trials.Trials` (MiB/s, higher is better);
+    ``runs`` may map each run to the name the table and the chart give it."""
+    part = df[df["access"] == access]
+    names = dict(runs) if isinstance(runs, dict) else {r: r for r in runs}
+    return trials_mod.from_values({names[r]: list(part.loc[part["run"] == r, "mib_per_s"]) for r in names},
+                                  unit="MiB/s", higher=True)
+
+
+def single_number(df: pd.DataFrame, run: str | None = None, access: str | None = None, *,
+                  show: bool = True) -> dict[str, Any]:
+    """What one trial would have said: the first trial, the fastest and the slowest, and the range as a
+    factor, for one run and phase (default: the one whose trials lie furthest apart). Printed, returned."""
+    if run is None or access is None:
+        g = df.groupby(["run", "access"])["mib_per_s"]
+        run, access = (g.max() / g.min()).idxmax()
+    v = df[(df["run"] == run) & (df["access"] == access)]["mib_per_s"]
+    out = {"run": run, "access": access, "first": float(v.iloc[0]), "min": float(v.min()), "max": float(v.max()),
+           "median": float(v.median()), "trials": float(len(v)), "factor": float(v.max() / v.min())}
+    if show:
+        print(f"{run} {access}: trial 1 said {out['first']:,.0f} MiB/s; over {len(v)} trials the same run "
+              f"gave {out['min']:,.0f} to {out['max']:,.0f} MiB/s, {out['factor']:.1f} times apart "
+              f"(median {out['median']:,.0f}). One number would have been any of them.")
+    return out
+
+
+def overflow(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+    """The segment sweep: the largest file inside the cgroup's limit is read from memory (the witness:
+    nothing read from storage), the smallest file beyond it from the device; beyond() over their reads."""
+    limit = df["limit_bytes"].dropna().iloc[0]
+    sizes = df[df["run"].str.startswith("cache-s")].groupby("run")["file_bytes"].first().sort_values()
+    inside = sizes[sizes < limit]
+    beyond_ = sizes[sizes > limit]
+    if inside.empty or beyond_.empty:
+        raise ValueError("the sweep needs a file inside the memory limit and one beyond it")
+    fits, over = inside.index[-1], beyond_.index[0]
+    reads = df[df["access"] == "read"]
+    own = reads.groupby("run")["own_read_bytes"].median()
+    rel = explain.beyond(fits, list(reads.loc[reads["run"] == fits, "mib_per_s"]), over,
+                         list(reads.loc[reads["run"] == over, "mib_per_s"]), by=2, unit="MiB/s")
+    return [explain.expect(
+        f"the {format_size(inside.iloc[-1])} file (inside the {format_size(limit)} limit) is read back at "
+        f"least twice as fast as the {format_size(beyond_.iloc[0])} one (beyond it), in every trial",
+        rel, yes=lambda ev: (f"{explain.spread_text(rel)}; the witness: IOR read {format_size(own.get(fits) or 0)} "
+                             f"from storage for the first (median of its trials), {format_size(own.get(over) or 0)} "
+                             "for the second"),
+        why="on a VM the 'device' may be the host's memory; a busy device makes the slow side slower, never faster",
+        show=show)]
+
+
+def hog(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+    """-M at one file size: with the hog beside it the file no longer fits in what the cgroup leaves for
+    the page cache, and the read phase goes to the device; beyond() over the read trials."""
+    reads = df[df["access"] == "read"]
+    a, b = HOG_RUNS
+    hogged = int(df.loc[df["run"] == b, "hog_bytes"].max())
+    limit = int(df["limit_bytes"].dropna().iloc[0])
+    size = int(df.loc[df["run"] == b, "file_bytes"].iloc[0])
+    own = reads.groupby("run")["own_read_bytes"].median()
+    rel = explain.beyond(a, list(reads.loc[reads["run"] == a, "mib_per_s"]), b,
+                         list(reads.loc[reads["run"] == b, "mib_per_s"]), by=2, unit="MiB/s")
+    return [explain.expect(
+        f"with -M hogging {format_size(hogged)} of the {format_size(limit)} limit, the {format_size(size)} file "
+        "no longer fits beside it and its read phase is at least twice as slow in every trial",
+        rel, yes=lambda ev: (f"{explain.spread_text(rel)}; the witness: IOR read {format_size(own.get(a) or 0)} "
+                             f"from storage without -M, {format_size(own.get(b) or 0)} with it (medians)"),
+        why="-M squeezes this node's page cache only; a cache below it (a VM host's, a server's) still serves",
+        show=show)]
+
+
+def report(t: "trials_mod.Trials", what: str, *, where: str = "", show: bool = True) -> list[str]:
+    """How a benchmark report states a result: per setting the median, the range, the number of trials
+    and how they ran, then where (machine, filesystem, tool); never one number alone."""
+    lines = [f"{what}, {name}: {line}" for name, line in t.report().items()] + ([f"  ({where})"] if where else [])
+    if show:
+        print("\n".join(lines))
+    return lines
+
+
+def hog_parse(*, show: bool = True) -> list[Claim]:
+    """What IOR made of ``-M 1m`` (recording ``ior/hog-1m-parse``): the bytes its header says it hogged,
+    against 1 MiB and against the recording machine's memory."""
+    rec = recordings.load("ior/hog-1m-parse")
+    hogged = _hog_bytes(rec.text)
+    mem = (rec.meta.get("host") or {}).get("mem_bytes")
+    share = hogged / mem if mem else None
+    if show:
+        print(rec.provenance)
+    return [explain.expect(
+        "-M 1m hogs 1 MiB", explain.within("hogged", float(hogged), "asked", float(MiB), rel=0.5),
+        no=lambda ev: (f"IOR's header says memoryPerNode {format_size(hogged)}"
+                       + (f", {share:.1%} of the recording machine's {format_size(mem)}" if share else "")),
+        why=("IOR reads -M's value with sscanf(\" %d %% \") (NodeMemoryStringToBytes, src/utilities.c, 3.3.0 and "
+             "4.0.0): a value that starts with a digit is taken as a percentage of the node's physical memory, "
+             "whatever follows it, so '1m' is 1 % and the help's '2g' is 2 %. Write -M as a percentage"),
+        show=show)]

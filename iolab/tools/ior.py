@@ -145,7 +145,7 @@ class Options:
     write: bool = True                    # -w
     read: bool = True                     # -r
     keep_file: bool = False               # -k
-    memory_per_node: str | None = None    # -M: hog this much memory per node ("80%", "2g")
+    memory_per_node: str | None = None    # -M: hog this share of each node's memory ("80%"; IOR reads "2g" as 2 %)
     test_file: str | None = None          # -o; None: a fresh name inside the workspace
     verbose: int = 0                      # -v, repeated
     extra: tuple[str, ...] = ()           # anything else, as argv items

@@ -1,0 +1,148 @@
+"""Charts a reader can read (issue 22, 6): the layout properties a browser shows, checked on the figure.
+Each test fails on the layout it replaced (linear panels from zero, unlabelled rows, bare minor ticks)."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from iolab import plot, trials
+from iolab.labs import ior_pitfalls as lab
+
+
+def _rates() -> pd.DataFrame:
+    rows = []
+    for fs, scale in (("/tmp (ext4)", 1.0), ("/dev/shm (tmpfs)", 60.0)):
+        for op, base in (("directory creation", 5000.0), ("file stat", 20000.0), ("file removal", 500.0)):
+            m = base * scale
+            rows.append({"filesystem": fs, "operation": op, "unit": "ops/s", "mean": m, "min": m / 2, "max": m * 1.5})
+    return pd.DataFrame(rows)
+
+
+def test_mdtest_rates_panels_are_log_with_labelled_rows():
+    df = _rates()
+    fig = plot.mdtest_rates(df)
+    layout = fig.layout.to_plotly_json()
+    xaxes = [layout[k] for k in sorted((k for k in layout if k.startswith("xaxis")), key=lambda k: int(k[5:] or 1))
+             if "ticktext" in layout[k]]
+    yaxes = {k: a for k, a in layout.items() if k.startswith("yaxis")}
+    assert len(xaxes) == 3 and all(a.get("type") == "log" for a in xaxes)
+    # each panel's range holds both filesystems' slowest and fastest iterations: none at zero, none cut
+    for a, op in zip(xaxes, dict.fromkeys(df["operation"])):
+        lo, hi = a["range"]
+        part = df[df["operation"] == op]
+        assert lo < math.log10(part["min"].min()) and hi > math.log10(part["max"].max())
+    # rows are named (on the left column at least)
+    assert yaxes["yaxis"].get("showticklabels") is True
+    # ticks are labelled in full, never a bare "2" or "5"
+    for a in xaxes:
+        assert a["ticktext"] and all(t not in ("2", "5") for t in a["ticktext"])
+        assert len(a["tickvals"]) == len(a["ticktext"])
+
+
+@pytest.mark.parametrize("values", [[433.0, 591.0, 1233.0, 4262.0, 5169.0, 5407.0], [0.9, 3.0, 20.0, 700.0, 90000.0]])
+def test_log_ticks_cover_the_values_and_label_every_tick(values):
+    t = plot.log_ticks(values)
+    lo, hi = t["range"]
+    assert lo < math.log10(min(values)) and hi > math.log10(max(values))
+    assert all(lo <= math.log10(v) <= hi for v in t["tickvals"])
+    assert all(len(s) > 1 or s == "1" for s in t["ticktext"])      # never a bare minor digit
+    assert len(t["tickvals"]) >= 2
+
+
+def test_trials_on_a_log_axis_label_minor_ticks_in_full():
+    t = trials.from_values({"no -M": [4262.0, 5169.0, 5407.0], "-M 1%": [433.0, 591.0, 1233.0]}, unit="MiB/s",
+                           higher=True)
+    fig = plot.trials(t.frame, unit="MiB/s", log=True)
+    y = fig.layout.yaxis
+    assert y.type == "log" and "2,000" in y.ticktext and "5,000" in y.ticktext
+
+
+def test_cache_overflow_chart_marks_the_limit_and_draws_every_trial():
+    df = lab.cache_frame(show=False)
+    fig = plot.cache_overflow(df)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    points = sum(len(tr.y) for tr in fig.data if tr.mode == "markers")
+    assert points == len(df[df["run"].str.startswith("cache-s")])
+    assert any("limit" in (a.text or "") for a in fig.layout.annotations)
+    assert fig.layout.height >= 400 and fig.layout.margin.b >= 100
+
+
+def _class() -> pd.DataFrame:
+    rows = []
+    for i, (fs, v) in enumerate((("tmpfs", 150000.0), ("local-ext4", 2400.0), ("s3fs", 90.0)) * 3):
+        rows.append({"user": f"student0{i % 3 + 1}", "filesystem": fs, "mib_per_s": v * (1 + i / 10),
+                     "options": "", "node": "n", "fstype": fs, "mode": "live"})
+    return pd.DataFrame(rows)
+
+
+def test_class_strip_axis_is_in_words_with_full_tick_labels():
+    fig = plot.class_strip(_class(), "mib_per_s", unit="MiB/s")
+    y = fig.layout.yaxis
+    assert "mib_per_s" not in y.title.text and y.title.text.startswith("throughput (MiB/s")
+    assert y.type == "log" and y.ticktext and all(t not in ("2", "5") for t in y.ticktext)
+    assert "mib_per_s" not in fig.layout.title.text
+
+
+def test_class_heatmap_colorbar_never_prints_exponents():
+    df = _class().rename(columns={"mib_per_s": "mean"})
+    fig = plot.class_heatmap(df, "mean", unit="ops/s")
+    text = fig.data[0].colorbar.ticktext
+    assert text and not any("e+" in t for t in text)
+
+
+def test_readahead_windows_are_markers_inside_a_padded_log_axis():
+    windows = pd.DataFrame({"window": [1, 2, 3, 4], "size": [4, 16, 512, 2048], "trigger": ["sync", "async", "async", "async"],
+                            "start": [0, 4, 20, 532], "async_size": [0, 12, 256, 2048], "ms": [0.1, 0.2, 0.3, 0.4]})
+    folios = pd.DataFrame({"index": [0, 4, 20], "order": [0, 2, 4], "pages": [1, 4, 16], "window": [1, 2, 3]})
+    fig = plot.readahead_trace(folios, windows)
+    assert not any(tr.type == "bar" for tr in fig.data)
+    y = fig.layout.yaxis
+    assert y.type == "log" and y.range[0] < math.log10(4) and y.range[1] > math.log10(2048)
+
+
+def test_syscall_time_has_room_for_its_bars_and_an_uncut_legend():
+    df = pd.DataFrame({"syscall": ["write", "fsync"] * 2, "seconds": [0.014, 0.003, 0.0143, 0.0305],
+                       "calls": [64, 1, 64, 1], "clock": ["system time (-c)"] * 2 + ["wall time (-c -w)"] * 2})
+    fig = plot.syscall_time(df, by="clock")
+    lay = fig.layout
+    assert lay.height >= 340
+    # the legend sits under the plot, in a bottom margin large enough to hold it
+    assert lay.legend.orientation == "h" and lay.legend.y < 0 and lay.margin.b >= 100
+
+
+def test_ior_bandwidth_labels_point_outward_so_two_verdicts_never_overlap():
+    rows = []
+    for run in ("-F -C -e", "O_DIRECT"):
+        for access in ("write", "read"):
+            rows.append({"run": run, "config": run, "access": access, "iteration": 0, "bw_mib": 2300.0,
+                         "verdict": "unclear", "reason": "DISTURBED"})
+    fig = plot.ior_bandwidth(pd.DataFrame(rows))
+    best = {tr.legendgroup: tr for tr in fig.data if tr.mode == "markers+text"}
+    assert best["write"].textposition == "middle left" and best["read"].textposition == "middle right"
+    assert fig.layout.margin.r >= 80 and fig.layout.margin.l >= 80     # room for the outer labels
+
+
+def test_dirty_writeback_draws_the_change_so_a_small_step_shows_on_a_large_baseline():
+    base = 600 * 2**20
+    t = [0.0, 0.1, 0.2, 0.3]
+    frame = pd.DataFrame({"t": t, "Dirty": [base, base + 64 * 2**20, base + 64 * 2**20, base],
+                          "Writeback": [0, 0, 32 * 2**20, 0], "event": ["start", "", "write returned", "stop"],
+                          "run": ["write, no fsync"] * 4})
+    fig = plot.dirty_writeback(frame)
+    dirty = next(tr for tr in fig.data if tr.name == "Dirty")
+    assert min(dirty.y) == 0 and max(dirty.y) == pytest.approx(64)       # the step, not 600 + 64
+    assert "change" in fig.layout.yaxis.title.text
+    assert "Dirty 600 MiB" in fig.layout.annotations[0].text          # the baseline is still said
+
+
+def test_a_widget_carries_a_static_figure_for_an_export_without_widget_state(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    from iolab import widgets
+    box = widgets.ior_sweep_explorer()
+    bundle = box._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle          # JupyterLab: the live widget
+    html = bundle["text/html"]                                            # an export falls back to this
+    assert "Plotly" in html and box.fig.layout.title.text.split(":")[0][:20] in html
+    assert box.children[-1] is box.fig                                    # still the box for callers
