@@ -299,6 +299,7 @@ class Outcome:
     witness_note: str = ""         # why there is none (an older recording)
     frame: "pd.DataFrame | None" = None   # the lesson's table of the result
     parts: list["Outcome"] = field(default_factory=list)   # the runs it combines (see combine)
+    siblings: dict[str, Recording] = field(default_factory=dict)   # a replay's sibling recordings
 
     @property
     def live(self) -> bool:
@@ -339,33 +340,75 @@ def combine(parts: Sequence[Outcome], frame: "pd.DataFrame | None" = None, *, da
 
 
 def mode() -> str:
+    """``IOLAB_MODE``: "auto" (the default), "live" or "replay". Only this module reads it: a lesson
+    asks :func:`live_or_recorded` (or :func:`replay_reason`) instead."""
     m = os.environ.get("IOLAB_MODE", "auto").strip().lower() or "auto"
     if m not in MODES:
         raise ValueError(f"IOLAB_MODE={m!r}: use one of {', '.join(MODES)}")
     return m
 
 
-def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires: Sequence[str] = (),
+class CannotRunHere(ToolMissing):
+    """IOLAB_MODE=live, but something other than a missing tool keeps the experiment from running
+    live here (no data file given, a runtime too new for its reader, no root for a tracer)."""
+
+    def __init__(self, reason: str):
+        self.tool = ""
+        self.hint = reason
+        Exception.__init__(self, f"IOLAB_MODE=live, but it cannot run live here: {reason}")
+
+
+def replay_reason(requires: Sequence[str] = (), unavailable: str | Callable[[], str | None] | None = None, *,
+                  strict: bool = True) -> str | None:
+    """The one decision between live and replay: None when the experiment runs live here, else why it
+    is replayed ("IOLAB_MODE=replay", "strace not installed here", or ``unavailable``'s reason).
+
+    ``requires``: programs that must be on PATH. ``unavailable``: why live is not possible here besides a
+    missing program (a sentence, or a function returning one or None; it may raise ToolMissing);
+    only asked when the mode is not replay. With IOLAB_MODE=live a reason raises (ToolMissing, or
+    :class:`CannotRunHere`) unless ``strict=False``, which only asks whether live is possible."""
+    m = mode()
+    if m == "replay":
+        return "IOLAB_MODE=replay"
+    missing = [t for t in requires if which(t) is None]
+    if missing:
+        if m == "live" and strict:
+            raise ToolMissing(missing[0], install_hint(missing[0]))
+        return f"{', '.join(missing)} not installed here"
+    try:
+        why = unavailable() if callable(unavailable) else unavailable
+    except ToolMissing as e:
+        if m == "live" and strict:
+            raise
+        return f"{e.tool} not installed here"
+    if why and m == "live" and strict:
+        raise CannotRunHere(why)
+    return why or None
+
+
+def live_or_recorded(live: Callable[[], Run | str], recording: str | None, *, requires: Sequence[str] = (),
                      parse: Callable[[str], Any] | None = None, quiet: bool = False,
-                     witness_path: str | os.PathLike[str] | None = None) -> Outcome:
-    """Run ``live()`` when its tools are here, else replay ``recording``; parse either the same way
+                     witness_path: str | os.PathLike[str] | None = None,
+                     unavailable: str | Callable[[], str | None] | None = None,
+                     siblings: Sequence[str] = (), read: Callable[[Recording], Any] | None = None,
+                     frame: Callable[[Any], "pd.DataFrame | None"] | None = None) -> Outcome:
+    """Run ``live()`` when it can run here, else replay ``recording``; parse either the same way
     (``outcome.data``, and ``outcome.frame`` when the parse is a table: :func:`as_frame`).
+
+    ``requires``, ``unavailable``: what live needs (see :func:`replay_reason`, the decision).
+    ``recording`` None: there is nothing to replay (a learner's own command): it always runs live.
+    ``siblings``: suffixes of the recordings made beside this one in the same run (``<recording>-<s>``,
+    e.g. the strace trace of a Darshan run); a replay loads them into ``outcome.siblings`` (by suffix).
+    ``read``: how a replay gives ``data`` when the recording is not text (a Darshan log), instead of
+    ``parse``. ``frame``: the lesson's table of ``data`` when it is not ``data`` itself.
 
     ``witness_path``: a file or directory on the filesystem the run reads or writes. A live run is
     then taken under :class:`~iolab.witness.Witness` (``outcome.witness``); a replay carries the
     recording's witness, or, for an older recording, says in its provenance that it has none
     (``outcome.witness_note``)."""
-    m = mode()
-    missing = [t for t in requires if which(t) is None]
-    reason = ""
-    if m == "live" and missing:
-        raise ToolMissing(missing[0], install_hint(missing[0]))
+    reason = replay_reason(requires, unavailable) if recording is not None else None
     outcome: Outcome | None = None
-    if m == "replay":
-        reason = "IOLAB_MODE=replay"
-    elif missing:
-        reason = f"{', '.join(missing)} not installed here"
-    else:
+    if reason is None:
         try:
             if witness_path is not None:
                 with Witness(witness_path) as w:
@@ -373,7 +416,7 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires:
             else:
                 result = live()
         except ToolMissing as e:
-            if m == "live":
+            if recording is None or mode() == "live":
                 raise
             reason = f"{e.tool} not installed here"
         else:
@@ -390,16 +433,20 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str, *, requires:
                 outcome.witness = result.witness         # a tool's run that witnessed itself (dd, fio)
                 outcome.witness_note = result.witness_note
     if outcome is None:
+        assert recording is not None
         rec = load(recording)
-        outcome = Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason)
+        outcome = Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason or "",
+                          siblings={s: load(f"{recording}-{s}") for s in siblings})
         if witness_path is not None:
             outcome.witness = rec.witness()
             if rec.witness_note:
                 outcome.witness_note = rec.witness_note
                 outcome.provenance += "; it has no witnesses (recorded before iolab kept them)"
-    if parse is not None:
+        if read is not None:
+            outcome.data = read(rec)
+    if parse is not None and outcome.data is None:
         outcome.data = parse(outcome.text)
-        outcome.frame = as_frame(outcome.data)
+    outcome.frame = frame(outcome.data) if frame is not None else as_frame(outcome.data)
     if not quiet:
         print(outcome.provenance)
     return outcome

@@ -1,6 +1,6 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
-from . import firstlook, plot, readahead, recordings, runner
+from . import firstlook, plot, readahead, recordings
 from .labs import ior_pitfalls as lab, syscalls
 from .tools import ior
 from .units import format_size
@@ -184,7 +184,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
     recorded = lab.sweep_frame(version)
     device_bps = lab.sweep_device_bps(version)
     device_mib = device_bps / 2**20 if device_bps else None
-    can_run = recordings.mode() != "replay" and all(runner.which(t) for t in ("ior", "mpirun"))
+    can_run = recordings.replay_reason(("ior", "mpirun"), strict=False) is None
     param = w.ToggleButtons(options=[("transfer size", "transfer_size"), ("tasks", "tasks"),
                                      ("segments", "segments")], value="transfer_size", description="vary")
     value = w.SelectionSlider(options=[0], description="value", continuous_update=False)

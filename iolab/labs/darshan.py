@@ -82,27 +82,23 @@ def recording(name: str, setup: str = SETUP) -> str:
     return f"darshan/{name}-{setup}"
 
 
-def live_reason(requires: Sequence[str] = ()) -> str | None:
-    """None when the experiment can run live here, else why it is replayed.
-
-    IOLAB_MODE=live with something missing raises ToolMissing instead."""
-    m = recordings.mode()
-    if m == "replay":
-        return "IOLAB_MODE=replay"
+def runtime_problem() -> str | None:
+    """Why Darshan cannot profile a run here (no runtime: ToolMissing; one newer than the log reader), or None."""
     rt = darshan.find_runtime()
-    missing = [t for t in requires if runner.which(t) is None]
     if rt is None:
-        if m == "live":
-            raise ToolMissing("Darshan runtime (libdarshan.so)", darshan.INSTALL_HINT)
-        return "no Darshan runtime found here"
-    if missing:
-        if m == "live":
-            raise ToolMissing(missing[0], runner.install_hint(missing[0]))
-        return f"{', '.join(missing)} not installed here"
+        raise ToolMissing("Darshan runtime (libdarshan.so)", darshan.INSTALL_HINT)
     if rt.compatible() is False:
         return (f"the Darshan runtime here ({rt.version}) is newer than the log reader (PyDarshan "
                 f"{darshan.reader_version()}): its logs would be refused")
     return None
+
+
+def live_reason(requires: Sequence[str] = ()) -> str | None:
+    """None when the experiment can run live under Darshan here, else why it is replayed
+    (:func:`iolab.recordings.replay_reason` with :func:`runtime_problem`).
+
+    IOLAB_MODE=live with something missing raises ToolMissing instead."""
+    return recordings.replay_reason(requires, runtime_problem)
 
 
 def _live_provenance(r: Run, argv: Sequence[str] | None = None) -> str:
@@ -451,26 +447,22 @@ def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 5,
 def measure_overhead(path: str | os.PathLike[str] | None, read_size: int, *, repeat: int = 5,
                      recording_name: str = "overhead-1k-16mib", save_as: str | None = None,
                      setup: str = SETUP, quiet: bool = False) -> recordings.Outcome:
-    """:func:`overhead` live (Darshan runtime and strace here), else the recorded table; ``.data`` is the frame."""
-    reason = live_reason(("strace",))
-    if reason is None and path is not None:
-        df = overhead(path, read_size, repeat=repeat)
-        text = df.to_csv(index=False)
-        out = recordings.Outcome("live", text, f"LIVE run here ({socket.gethostname()}): the read loop "
-                                 f"{repeat} times each way", data=df)
-        if save_as:
-            recordings.save(text, save_as, ext="csv", argv=read_loop_argv(path, read_size),
-                            tool_version=f"Darshan {darshan.require_runtime().version}; {runner.tool_version('strace')}",
-                            fs_path=Path(path).parent,
-                            notes="elapsed seconds of the read loop plain, under Darshan, under strace -c (interleaved)")
-    else:
-        rec = recordings.load(recording(recording_name, setup))
-        df = pd.read_csv(io.StringIO(rec.text))
-        out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; {reason or 'no data file given'}",
-                                 recording=rec, data=df)
-    if not quiet:
-        print(out.provenance)
-    return out
+    """:func:`overhead` live (Darshan runtime and strace here), or its recording (the same frame as
+    CSV): an Outcome whose ``.frame`` (and ``.data``) is the timings."""
+    return recordings.live_or_recorded(
+        lambda: _overhead_csv(path, read_size, repeat, save_as), recording(recording_name, setup),
+        requires=("strace",), unavailable=runtime_problem if path is not None else "no data file given",
+        parse=lambda text: pd.read_csv(io.StringIO(text)), quiet=quiet)
+
+
+def _overhead_csv(path: str | os.PathLike[str], read_size: int, repeat: int, save_as: str | None) -> str:
+    text = overhead(path, read_size, repeat=repeat).to_csv(index=False)
+    if save_as:
+        recordings.save(text, save_as, ext="csv", argv=read_loop_argv(path, read_size),
+                        tool_version=f"Darshan {darshan.require_runtime().version}; {runner.tool_version('strace')}",
+                        fs_path=Path(path).parent,
+                        notes="elapsed seconds of the read loop plain, under Darshan, under strace -c (interleaved)")
+    return text
 
 
 def costs(df: pd.DataFrame) -> pd.DataFrame:
@@ -732,8 +724,8 @@ def collective(cases: Sequence[Case] = CASES, *, options: ior.Options = MPIIO, t
     if method is None:
         if reason is None:
             method = "darshan"
-        elif recordings.mode() != "replay" and all(runner.which(t) for t in ("ior", "mpirun", "strace")) \
-                and darshan.find_runtime() is None:
+        elif darshan.find_runtime() is None and recordings.replay_reason(("ior", "mpirun", "strace"),
+                                                                          strict=False) is None:
             method, reason = "strace", None
         else:
             method = "replay"

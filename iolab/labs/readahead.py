@@ -19,7 +19,7 @@ from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size
 from ..witness import Witnessed
-from ..errors import ToolMissing
+from ..runner import Run
 from ..tools import bpftrace, dd
 
 MEMORY_FS = fsinfo.MEMORY_FS
@@ -385,30 +385,31 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
     is mounted first when it is not (:func:`iolab.tools.bpftrace.ensure_tracefs`), and the lesson
     says so."""
 
-    mounted = bpftrace.ensure_tracefs() if recordings.mode() != "replay" else None
-    if mounted and not quiet:
-        print(mounted)
-    why = bpftrace.why_not()
-    fstype = fsinfo.fstype(Path(path).parent) if Path(path).parent.exists() else ""
-    if why is None and _memory(fstype):
-        why = f"{fstype} keeps files in memory: reading one adds nothing to the page cache, there is no readahead to trace"
-    mode = recordings.mode()
-    if mode == "live" or (mode == "auto" and why is None):
-        if why is not None:
-            raise ToolMissing("bpftrace", why)
+    def unavailable() -> str | None:
+        mounted = bpftrace.ensure_tracefs()
+        if mounted and not quiet:
+            print(mounted)
+        fstype = fsinfo.fstype(Path(path).parent) if Path(path).parent.exists() else ""
+        if bpftrace.why_not() is None and _memory(fstype):
+            return f"{fstype} keeps files in memory: reading one adds nothing to the page cache, there is no readahead to trace"
+        return bpftrace.why_not()
+
+    def live() -> Run:
         run, w = readahead.trace_growth(path, read_size)
-        out = recordings.Outcome("live", run.stdout, f"LIVE bpftrace run here ({socket.gethostname()}, {run.started:%Y-%m-%d %H:%M} UTC): "
-                                 "readahead and filemap tracepoints during a sequential cold read", run=run,
-                                 witness=w)
+        return replace(run, witness=w)
+
+    out = recordings.live_or_recorded(live, recording, unavailable=unavailable, quiet=True,
+                                      parse=lambda text: readahead.growth_frames(bpftrace.parse(text)),
+                                      frame=lambda data: data[1])
+    if out.live:
+        out.provenance = (f"LIVE bpftrace run here ({socket.gethostname()}, {out.run.started:%Y-%m-%d %H:%M} UTC): "
+                          "readahead and filemap tracepoints during a sequential cold read")
         out.extra.update(read_ahead_kb=readahead.read_ahead_kb(path).kb, file_bytes=os.stat(path).st_size)
     else:
-        rec = recordings.load(recording)
-        reason = "IOLAB_MODE=replay" if mode == "replay" else why
-        out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec,
-                                 reason=reason, witness=rec.witness(), witness_note=rec.witness_note)
+        rec = out.recording
+        out.witness, out.witness_note = rec.witness(), rec.witness_note
         fs = rec.meta.get("filesystem", {})
         out.extra.update(read_ahead_kb=fs.get("read_ahead_kb"), file_bytes=fs.get("file_bytes"))
-    out.data = readahead.growth_frames(bpftrace.parse(out.text))
     if not quiet:
         print(out.provenance)
     return out

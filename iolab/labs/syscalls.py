@@ -45,12 +45,8 @@ def _strace_outcome(make_argv: Callable[[Path], list[str]], parse: Callable[[str
         finally:
             out.unlink(missing_ok=True)
 
-    if recording is None:
-        r = live()
-        o = recordings.Outcome("live", r.stdout, f"LIVE run here: {' '.join(r.argv[:10])}", run=r,
-                               data=parse(r.stdout))
-    else:
-        o = recordings.live_or_recorded(live, recording, requires=(strace.TOOL,), parse=parse, quiet=quiet)
+    o = recordings.live_or_recorded(live, recording, requires=(strace.TOOL,), parse=parse,
+                                    quiet=quiet or recording is None)
     r = o.run
     o.frame = o.data
     o.frame.attrs.update({"mode": o.mode, "provenance": o.provenance, "argv": argv,

@@ -1,0 +1,154 @@
+"""One way of each (issue 23): one door between live and replayed runs.
+
+Only iolab/recordings.py decides between running live and replaying a recording: no other module
+reads IOLAB_MODE or asks ``recordings.mode()``; they call ``recordings.live_or_recorded`` (or, where
+a lesson's result is not one run's output, ``recordings.replay_reason``, the same decision). Lesson
+functions that run or replay an experiment give back an Outcome with its table in ``.frame``."""
+from __future__ import annotations
+
+import ast
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from iolab import recordings
+from iolab.labs import darshan as lab07
+from iolab.labs import readahead as lab02
+from iolab.labs import syscalls as lab03
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "iolab"
+DOOR = PACKAGE / "recordings.py"
+# TODO(lead): lesson 08's start() decides on its own whether to start a cluster (recordings.mode()
+# twice); h20b-ceph is editing labs/parallel_fs.py at the same time. Give it
+# recordings.replay_reason(TOOLS, ...) and drop this exception.
+MODE_EXCEPTIONS = {"labs/parallel_fs.py"}
+
+
+def mode_decisions(source: str) -> list[tuple[int, str]]:
+    """Where a module makes the live/replay decision itself: reads IOLAB_MODE from the environment
+    (os.environ[...], os.environ.get, os.getenv; setting it, as a recorder does, is allowed) or
+    calls recordings.mode() / a mode imported from recordings."""
+    found = []
+    imported_mode = False
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("recordings"):
+            imported_mode |= any(a.name == "mode" for a in node.names)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                and isinstance(node.slice, ast.Constant) and node.slice.value == "IOLAB_MODE":
+            found.append((node.lineno, "reads os.environ['IOLAB_MODE']"))
+        elif isinstance(node, ast.Call):
+            f = node.func
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if isinstance(f, ast.Attribute) and f.attr in ("get", "getenv") and "IOLAB_MODE" in args:
+                found.append((node.lineno, f"reads IOLAB_MODE with .{f.attr}()"))
+            elif isinstance(f, ast.Attribute) and f.attr == "mode" and isinstance(f.value, ast.Name) \
+                    and f.value.id == "recordings":
+                found.append((node.lineno, "calls recordings.mode()"))
+            elif isinstance(f, ast.Name) and f.id == "mode" and imported_mode:
+                found.append((node.lineno, "calls mode() from recordings"))
+    return found
+
+
+def test_the_mode_reader_sees_each_way_of_deciding():
+    probe = ("import os\nfrom iolab import recordings\nfrom iolab.recordings import mode\n"
+             "a = os.environ.get('IOLAB_MODE', 'auto')\nb = os.environ['IOLAB_MODE']\nc = os.getenv('IOLAB_MODE')\n"
+             "d = recordings.mode() != 'replay'\ne = mode()\nos.environ['IOLAB_MODE'] = 'live'\n")
+    assert sorted(line for line, _ in mode_decisions(probe)) == [4, 5, 6, 7, 8]
+
+
+def test_only_recordings_decides_between_live_and_replay():
+    wrong = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        if path == DOOR or rel in MODE_EXCEPTIONS:
+            continue
+        found = mode_decisions(path.read_text())
+        if found:
+            wrong[rel] = found
+    assert not wrong, ("modules that decide between live and replay themselves instead of going through "
+                       f"recordings.live_or_recorded / replay_reason: {wrong}")
+
+
+def test_the_exceptions_still_need_to_be_exceptions():
+    for rel in MODE_EXCEPTIONS:
+        assert mode_decisions((PACKAGE / rel).read_text()), f"{rel} goes through the door now: drop it from MODE_EXCEPTIONS"
+
+
+# --- the door gives what the lessons need -----------------------------------------------------------
+
+def _never() -> str:
+    raise AssertionError("live() must not run")
+
+
+def test_a_reason_why_live_is_not_possible_replays_in_auto_and_raises_in_live(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    out = recordings.live_or_recorded(_never, "strace/overhead-16b-of-100000", unavailable="no data file given",
+                                      parse=lambda t: pd.read_csv(io.StringIO(t)), quiet=True)
+    assert out.mode == "replay" and out.reason == "no data file given"
+    assert isinstance(out.frame, pd.DataFrame) and len(out.frame)
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    with pytest.raises(recordings.CannotRunHere, match="no root"):
+        recordings.live_or_recorded(_never, "strace/overhead-16b-of-100000", unavailable=lambda: "no root", quiet=True)
+    # no reason: it runs live
+    out = recordings.live_or_recorded(lambda: "a,b\n1,2\n", "strace/overhead-16b-of-100000",
+                                      unavailable=lambda: None, parse=lambda t: pd.read_csv(io.StringIO(t)),
+                                      quiet=True)
+    assert out.live and out.frame["b"].tolist() == [2]
+
+
+def test_the_reason_is_asked_only_when_live_is_possible(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    assert recordings.replay_reason(("sh",), lambda: _never()) == "IOLAB_MODE=replay"
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    assert recordings.replay_reason(("no-such-tool-iolab",), lambda: _never()) == "no-such-tool-iolab not installed here"
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    assert recordings.replay_reason(("no-such-tool-iolab",), strict=False) == "no-such-tool-iolab not installed here"
+
+
+def test_a_replay_loads_the_recordings_siblings(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    ref = lab07.recording("both-read-4k", "ext4")
+    out = recordings.live_or_recorded(_never, ref, siblings=("strace",), read=lambda rec: rec.path, quiet=True)
+    assert out.siblings["strace"].ref == ref + "-strace" and "read(" in out.siblings["strace"].text
+    assert out.data == out.recording.path and out.frame is None
+    with pytest.raises(FileNotFoundError):
+        recordings.live_or_recorded(_never, ref, siblings=("no-such-sibling",), quiet=True)
+
+
+def test_no_recording_means_live_whatever_the_mode(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    out = recordings.live_or_recorded(lambda: "x", None, quiet=True)
+    assert out.live and out.text == "x"
+
+
+# --- lesson functions give back an Outcome with its frame --------------------------------------------
+
+@pytest.mark.parametrize("setup", ["ext4", "tmpfs"])
+def test_darshan_overhead_is_an_outcome_with_a_frame_like_lesson_03s(monkeypatch, setup):
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    out = lab07.measure_overhead(None, 1024, setup=setup, quiet=True)
+    assert isinstance(out, recordings.Outcome) and out.mode == "replay" and "no data file given" in out.provenance
+    assert isinstance(out.frame, pd.DataFrame) and out.frame is out.data
+    assert set(out.frame["how"]) == set(lab07.HOWS)
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    with pytest.raises(recordings.CannotRunHere):
+        lab07.measure_overhead(None, 1024, setup=setup, quiet=True)
+
+
+def test_readahead_growth_is_an_outcome_with_a_frame(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    out = lab02.growth_trace("/nonexistent", quiet=True)
+    assert isinstance(out.frame, pd.DataFrame) and out.frame is out.data[1]
+
+
+def test_strace_of_a_learners_command_goes_through_the_door(monkeypatch, tmp_path):
+    import shutil
+    if shutil.which("strace") is None:
+        pytest.skip("strace not installed here")
+    monkeypatch.setenv("IOLAB_MODE", "replay")        # nothing to replay: it runs live all the same
+    out = lab03.count(["true"], cwd=tmp_path)
+    assert out.live and out.run is not None and isinstance(out.frame, pd.DataFrame)
