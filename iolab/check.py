@@ -712,13 +712,13 @@ def check_07_reads(answer: object, profile) -> bool:
     given(profile, "profile", "profile = lab.profile_read_loop(data, 65536, recording_name=\"readloop-64k-1mib\").")
     given(answer, "reads", "first predict it: ceil(file size / read size), plus the read that returns 0 "
                            "bytes; then read POSIX_READS of the data file from profile.log.")
-    target, n, size = profile.extra["target"], profile.extra["read_size"], profile.extra["file_size"]
+    target, n, size = profile.target, profile.read_size, profile.file_size
     measured = darshan.counter(profile.log, "POSIX_READS", file=target)
     a = _whole(answer, "the number of reads")
     if a == expected_reads(size, n) - 1 and a != measured:
         fail("count the read that returns 0 bytes too: it is how the loop learns that the file has ended.")
     if a != measured:
-        fail("read it from the log: darshan.counter(profile.log, 'POSIX_READS', file=profile.extra['target']).")
+        fail("read it from the log: darshan.counter(profile.log, 'POSIX_READS', file=profile.target).")
     return passed(f"{measured:,} reads: ceil({size:,} / {n:,}) + 1. Darshan counted every call the loop made "
                   "through the C library, as strace would, without stopping the process once.")
 
@@ -732,7 +732,7 @@ def check_07_share(answer: object, profile) -> bool:
                            "the data file's bytes divided by the sum over all files.")
     f = darshan.files(profile.log, ["POSIX"])
     total = float(f["bytes_read"].fillna(0).sum())
-    data = float(f.loc[f["file"] == profile.extra["target"], "bytes_read"].fillna(0).sum())
+    data = float(f.loc[f["file"] == profile.target, "bytes_read"].fillna(0).sum())
     if total <= 0:
         fail("this log has no POSIX reads: profile the read loop first.")
     expected = data / total

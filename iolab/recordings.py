@@ -386,7 +386,7 @@ def replay_reason(requires: Sequence[str] = (), unavailable: str | Callable[[], 
     return why or None
 
 
-def live_or_recorded(live: Callable[[], Run | str], recording: str | None, *, requires: Sequence[str] = (),
+def live_or_recorded(live: Callable[[], Run | str | Outcome], recording: str | None, *, requires: Sequence[str] = (),
                      parse: Callable[[str], Any] | None = None, quiet: bool = False,
                      witness_path: str | os.PathLike[str] | None = None,
                      unavailable: str | Callable[[], str | None] | None = None,
@@ -400,7 +400,7 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str | None, *, re
     ``siblings``: suffixes of the recordings made beside this one in the same run (``<recording>-<s>``,
     e.g. the strace trace of a Darshan run); a replay loads them into ``outcome.siblings`` (by suffix).
     ``read``: how a replay gives ``data`` when the recording is not text (a Darshan log), instead of
-    ``parse``. ``frame``: the lesson's table of ``data`` when it is not ``data`` itself.
+    ``parse``; ``live()`` then returns the Outcome it made (its ``data`` set), which is taken as it is. ``frame``: the lesson's table of ``data`` when it is not ``data`` itself.
 
     ``witness_path``: a file or directory on the filesystem the run reads or writes. A live run is
     then taken under :class:`~iolab.witness.Witness` (``outcome.witness``); a replay carries the
@@ -420,7 +420,9 @@ def live_or_recorded(live: Callable[[], Run | str], recording: str | None, *, re
                 raise
             reason = f"{e.tool} not installed here"
         else:
-            if isinstance(result, Run):
+            if isinstance(result, Outcome):              # a lesson's own live result (a Darshan log)
+                outcome = result
+            elif isinstance(result, Run):
                 text = result.stdout
                 prov = (f"LIVE run here ({socket.gethostname()}, {result.started:%Y-%m-%d %H:%M} UTC, "
                         f"{result.seconds:.1f} s): {' '.join(result.argv[:8])}{' ...' if len(result.argv) > 8 else ''}")

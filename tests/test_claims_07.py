@@ -25,7 +25,7 @@ def _ok(claims, held=True):
 @pytest.mark.parametrize("setup", SETUPS)
 def test_profiles_of_known_programs(setup):
     p = lab.profile_read_loop(None, 4096, recording_name="readloop-4k-16mib", setup=setup, quiet=True)
-    assert p.extra["file_size"] == 16 * 2**20 and p.meta["filesystem"]["fstype"] == setup
+    assert p.file_size == 16 * 2**20 and p.meta["filesystem"]["fstype"] == setup
     _ok(lab.explain_read_loop(p, show=False))
     b = lab.profile_read_loop(None, 1, buffered=True, recording_name="readloop-buffered-1b-100000", setup=setup,
                               quiet=True)

@@ -29,7 +29,7 @@ def test_share(profile):
     from iolab.tools import darshan
 
     f = darshan.files(profile.log, ["POSIX"])
-    share = f.loc[f["file"] == profile.extra["target"], "bytes_read"].sum() / f["bytes_read"].sum()
+    share = f.loc[f["file"] == profile.target, "bytes_read"].sum() / f["bytes_read"].sum()
     assert 0 < share < 1 and check.check_07_share(float(share), profile)
     with pytest.raises(check.CheckFailed, match="percentage"):
         check.check_07_share(float(share) * 100, profile)

@@ -37,8 +37,8 @@ import re
 import socket
 import sys
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,23 +59,55 @@ SETUP = "ext4"          # the recordings the lesson replays (the course VM's /tm
 # --- where a log comes from ---------------------------------------------------------------------
 
 @dataclass
-class Profile:
-    """One run under Darshan, live or replayed: its parsed log and what it was."""
+class Profile(recordings.Outcome):
+    """One run under Darshan, live or replayed: an Outcome whose ``data`` is the parsed log (``.log``)
+    and ``frame`` its table of files (:func:`iolab.tools.darshan.files`), with what the run was."""
 
-    log: darshan.Log
-    mode: str                           # "live" | "replay"
-    provenance: str
-    argv: list[str]
-    run: Run | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)   # the profiled command
+    target: str = ""                     # the read loop's data file, as the log names it
+    read_size: int | None = None         # the read loop's f.read(n)
+    buffered: bool = False
+    file_size: int | None = None         # bytes of the file read (the read loop, dd's input)
+    st_blksize: int | None = None        # the data file's st_blksize (the read loop)
+    src: str = ""                        # dd's if=
+    dst: str = ""                        # dd's of=
+    bs: int | None = None                # dd's bs=
+    strace: pd.DataFrame | None = None   # strace's calls of the same run (:func:`both`)
+    strace_version: str | None = None
+    testfile: str = ""                   # IOR's -o
+    options: ior.Options | None = None   # IOR's options and ranks
+    tasks: int | None = None
+    ior_version: str | None = None
 
     @property
-    def live(self) -> bool:
-        return self.mode == "live"
+    def log(self) -> darshan.Log:
+        return self.data
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The recording's meta ({} for a live run)."""
+        return self.recording.meta if self.recording is not None else {}
 
     def files(self) -> pd.DataFrame:
         return darshan.files(self.log)
+
+
+def _live(r: Run, log: Path, argv: Sequence[str], **typed: Any) -> Profile:
+    """A live run's Profile: its log read, its provenance, what it was (``typed``)."""
+    return Profile("live", "", _live_provenance(r), run=r, data=darshan.read_log(log), argv=list(argv), **typed)
+
+
+def _profile(live: Callable[[], Profile], ref: str, *, requires: Sequence[str] = (), given: bool = True,
+             not_given: str = "", siblings: Sequence[str] = (), quiet: bool = False) -> Profile:
+    """``live()`` under Darshan where it can run here (``given``: the files it needs were named), else
+    the recorded log ``ref`` (and its ``siblings``), through :func:`iolab.recordings.live_or_recorded`."""
+    out = recordings.live_or_recorded(live, ref, requires=requires, siblings=siblings, quiet=quiet,
+                                      unavailable=runtime_problem if given else not_given,
+                                      read=lambda rec: darshan.read_log(rec.path), frame=darshan.files)
+    if isinstance(out, Profile):
+        return out
+    return Profile(**{f.name: getattr(out, f.name) for f in fields(recordings.Outcome)} | {"text": ""},
+                   argv=list(out.recording.meta["argv"]))
 
 
 def recording(name: str, setup: str = SETUP) -> str:
@@ -159,32 +191,27 @@ def profile_read_loop(path: str | os.PathLike[str] | None, read_size: int, *, bu
                       setup: str = SETUP, quiet: bool = False) -> Profile:
     """Run the read loop over ``path`` under Darshan (or replay ``darshan/<recording_name>-<setup>``).
 
-    ``extra``: target (the data file as the log names it), read_size, buffered, file_size.
+    A :class:`Profile` with ``target`` (the data file as the log names it), ``read_size``, ``buffered``,
+    ``file_size``, ``st_blksize``.
     """
-    ref = recording(recording_name, setup)
-    reason = live_reason()
-    if reason is None and path is not None:
-        ws = ws or workspace.session()
+    def live() -> Profile:
+        w = ws or workspace.session()
         p = Path(path).resolve()
-        argv = read_loop_argv(p, read_size, buffered=buffered, ws=ws)
-        prof = darshan.run(argv, _fresh_log(ws, "readloop"), cwd=ws.root, timeout=300, record=[p, ws.root])
-        log = darshan.read_log(prof.log)
-        out = Profile(log, "live", _live_provenance(prof.run), argv, run=prof.run,
-                      extra={"file_size": p.stat().st_size, "st_blksize": os.stat(p).st_blksize})
+        argv = read_loop_argv(p, read_size, buffered=buffered, ws=w)
+        prof = darshan.run(argv, _fresh_log(w, "readloop"), cwd=w.root, timeout=300, record=[p, w.root])
         if save_as:
             _save(prof.run, prof.log, save_as, argv=argv, fs_path=p.parent,
                   fs_facts={"st_blksize": os.stat(p).st_blksize},
                   notes=f"the read loop of lesson 03 ({'buffered' if buffered else 'unbuffered'} f.read({read_size})) "
                         f"over a {p.stat().st_size}-byte file, under Darshan (DARSHAN_ENABLE_NONMPI=1)")
-    else:
-        log, prov, rec = _replay(ref, reason or "no data file given")
-        argv = list(rec.meta["argv"])
-        size = darshan.counter(log, "POSIX_BYTES_READ", file=_target_of(argv))
-        out = Profile(log, "replay", prov, argv, meta=rec.meta,
-                      extra={"file_size": size, "st_blksize": rec.meta.get("filesystem", {}).get("st_blksize")})
-    out.extra.update({"target": _target_of(argv), "read_size": int(read_size), "buffered": buffered})
-    if not quiet:
-        print(out.provenance)
+        return _live(prof.run, prof.log, argv, file_size=p.stat().st_size, st_blksize=os.stat(p).st_blksize)
+
+    out = _profile(live, recording(recording_name, setup), given=path is not None, not_given="no data file given",
+                   quiet=quiet)
+    out.target, out.read_size, out.buffered = _target_of(out.argv), int(read_size), buffered
+    if not out.live:
+        out.file_size = darshan.counter(out.log, "POSIX_BYTES_READ", file=out.target)
+        out.st_blksize = out.meta.get("filesystem", {}).get("st_blksize")
     return out
 
 
@@ -192,7 +219,7 @@ def kinds(profile: Profile, *, program_files: Sequence[str] = ()) -> pd.DataFram
     """Every file the log names, with what it is: the data file, the script, a standard stream,
     Python's own files (imports, .pth, shared modules), or something else."""
     f = profile.files()
-    target = profile.extra.get("target")
+    target = profile.target
     scripts = {a for a in profile.argv if a.endswith(".py")} | set(program_files)
 
     def kind(name: str) -> str:
@@ -222,9 +249,9 @@ def kinds_table(profile: Profile) -> pd.DataFrame:
 
 def explain_read_loop(profile: Profile, *, show: bool = True) -> list[Claim]:
     """Darshan's counts for the unbuffered loop against ``ceil(N/n) + 1``, the histogram, the other files."""
-    target, n = profile.extra["target"], profile.extra["read_size"]
+    target, n = profile.target, profile.read_size
     log = profile.log
-    size = profile.extra["file_size"]
+    size = profile.file_size
     reads = darshan.counter(log, "POSIX_READS", file=target)
     got = darshan.counter(log, "POSIX_BYTES_READ", file=target)
     want = expected_reads(size, n)
@@ -263,14 +290,14 @@ def explain_read_loop(profile: Profile, *, show: bool = True) -> list[Claim]:
 
 def explain_buffered(profile: Profile, *, show: bool = True) -> list[Claim]:
     """Buffered 1-byte reads: how many reached the POSIX layer, and how big they were."""
-    target, n = profile.extra["target"], profile.extra["read_size"]
-    size = profile.extra["file_size"]
+    target, n = profile.target, profile.read_size
+    size = profile.file_size
     calls = math.ceil(size / n)                      # f.read(n) calls that returned data
     reads = darshan.counter(profile.log, "POSIX_READS", file=target)
     rec = profile.log.records["POSIX"]
     rec = rec[rec["file"] == target]
     common = int(rec["POSIX_ACCESS1_ACCESS"].iloc[0]) if len(rec) else None     # the commonest read size
-    blk = profile.extra.get("st_blksize")
+    blk = profile.st_blksize
     size_said = f", most of them of {common:,} bytes" if common else ""
     if common and blk and common == blk:
         size_said += " (the file's st_blksize, which Python's open() takes for the buffer's size)"
@@ -289,46 +316,40 @@ def _dd_target(argv: Sequence[str], key: str) -> str:
 
 def profile_dd(src: str | os.PathLike[str] | None, dst: str | os.PathLike[str] | None, *, bs: int | str,
                recording_name: str, save_as: str | None = None, setup: str = SETUP, quiet: bool = False) -> Profile:
-    """``dd if=SRC of=DST bs=BS`` under Darshan (or a replay); ``extra``: src, dst, bs, file_size."""
+    """``dd if=SRC of=DST bs=BS`` under Darshan (or a replay); a :class:`Profile` with ``src``, ``dst``, ``bs``, ``file_size``."""
 
-    reason = live_reason(("dd",))
-    if reason is None and src is not None and dst is not None:
+    def live() -> Profile:
         ws = workspace.holding(dst) or workspace.session()
         log_path = _fresh_log(ws, "dd")
         env = darshan.env(log_path, record=[src, dst])
         r = dd.run(src, dst, bs=bs, env=env)
-        rt = darshan.require_runtime()
-        r = replace(r, tool_version=rt.version)
+        r = replace(r, tool_version=darshan.require_runtime().version)
         if not log_path.exists():
             raise ToolFailed(r.argv, r.returncode, r.stderr, message=f"Darshan wrote no log at {log_path}")
-        log = darshan.read_log(log_path)
-        argv = list(r.argv)
-        out = Profile(log, "live", _live_provenance(r), argv, run=r, extra={"file_size": Path(src).stat().st_size})
         if save_as:
-            _save(r, log_path, save_as, argv=argv, fs_path=Path(dst).parent,
+            _save(r, log_path, save_as, argv=r.argv, fs_path=Path(dst).parent,
                   notes=f"dd copying a {Path(src).stat().st_size}-byte file with bs={bs}, under Darshan")
-    else:
-        log, prov, rec = _replay(recording(recording_name, setup), reason or "no files given")
-        argv = list(rec.meta["argv"])
-        out = Profile(log, "replay", prov, argv, meta=rec.meta,
-                      extra={"file_size": darshan.counter(log, "POSIX_BYTES_READ", file=_dd_target(argv, "if"))})
-    out.extra.update({"src": _dd_target(argv, "if"), "dst": _dd_target(argv, "of"), "bs": parse_size(bs)})
-    if not quiet:
-        print(out.provenance)
+        return _live(r, log_path, r.argv, file_size=Path(src).stat().st_size)
+
+    out = _profile(live, recording(recording_name, setup), requires=("dd",),
+                   given=src is not None and dst is not None, not_given="no files given", quiet=quiet)
+    out.src, out.dst, out.bs = _dd_target(out.argv, "if"), _dd_target(out.argv, "of"), parse_size(bs)
+    if not out.live:
+        out.file_size = darshan.counter(out.log, "POSIX_BYTES_READ", file=out.src)
     return out
 
 
 def explain_dd(profile: Profile, *, show: bool = True) -> list[Claim]:
-    size, bs = profile.extra["file_size"], profile.extra["bs"]
-    reads = darshan.counter(profile.log, "POSIX_READS", file=profile.extra["src"])
-    writes = darshan.counter(profile.log, "POSIX_WRITES", file=profile.extra["dst"])
+    size, bs = profile.file_size, profile.bs
+    reads = darshan.counter(profile.log, "POSIX_READS", file=profile.src)
+    writes = darshan.counter(profile.log, "POSIX_WRITES", file=profile.dst)
     want_r, want_w = expected_reads(size, bs), math.ceil(size / bs)
     return [explain.expect(
         f"dd reads the input in ceil(N/bs) + 1 = {want_r:,} reads and writes the copy in ceil(N/bs) = "
         f"{want_w:,} writes of {format_size(bs)}",
         explain.within("reads + writes", reads + writes, "predicted", want_r + want_w, rel=0),
-        yes=f"{reads:,} reads of {Path(profile.extra['src']).name}, {writes:,} writes of "
-            f"{Path(profile.extra['dst']).name}",
+        yes=f"{reads:,} reads of {Path(profile.src).name}, {writes:,} writes of "
+            f"{Path(profile.dst).name}",
         no=f"{reads:,} reads and {writes:,} writes",
         why="dd may get short reads from a pipe or a device; from a regular file it should not", show=show)]
 
@@ -341,51 +362,46 @@ def both(path: str | os.PathLike[str] | None, read_size: int, *, recording_name:
     """One run of the read loop watched by strace and Darshan at once.
 
     strace runs ``env LD_PRELOAD=libdarshan.so ... python read_loop.py FILE N unbuffered`` with
-    ``-e trace=read -P FILE``: the same process, counted twice. ``extra["strace"]``: the trace's calls
+    ``-e trace=read -P FILE``: the same process, counted twice. ``.strace``: the trace's calls
     frame (iolab.tools.strace.calls_frame); the strace text is recorded as ``<name>-strace``.
     """
-    ref = recording(recording_name, setup)
-    reason = live_reason(("strace", "env"))
-    if reason is None and path is not None:
-        ws = ws or workspace.session()
+    def live() -> Profile:
+        w = ws or workspace.session()
         p = Path(path).resolve()
-        log_path = _fresh_log(ws, "both")
-        inner = read_loop_argv(p, read_size, ws=ws)
+        log_path = _fresh_log(w, "both")
+        inner = read_loop_argv(p, read_size, ws=w)
         cmd = ["env", *(f"{k}={v}" for k, v in darshan.env(log_path, record=[p]).items()), *inner]
-        out_file = ws.path(f".strace-both-{uuid.uuid4().hex[:6]}.txt")
+        out_file = w.path(f".strace-both-{uuid.uuid4().hex[:6]}.txt")
         try:
-            r = strace.run(strace.trace_argv(cmd, output=out_file, syscalls="read", paths=[p]), cwd=ws.root)
+            r = strace.run(strace.trace_argv(cmd, output=out_file, syscalls="read", paths=[p]), cwd=w.root)
         finally:
             out_file.unlink(missing_ok=True)
         rt = darshan.require_runtime()
-        log = darshan.read_log(log_path)
-        calls = strace.calls_frame(strace.parse_calls(r.stdout))
-        out = Profile(log, "live", _live_provenance(replace(r, tool_version=rt.version)), inner, run=r,
-                      extra={"strace": calls, "strace_version": r.tool_version, "file_size": p.stat().st_size})
         if save_as:
             _save(replace(r, tool_version=rt.version), log_path, save_as, argv=r.argv, fs_path=p.parent,
                   notes=f"the read loop (f.read({read_size}), unbuffered) under strace and Darshan at once")
             recordings.save(r, save_as + "-strace", ext="txt", fs_path=p.parent,
                             notes="strace's trace of the same run as " + save_as)
-    else:
-        log, prov, rec = _replay(ref, reason or "no data file given")
-        srec = recordings.load(ref + "-strace")
-        calls = strace.calls_frame(strace.parse_calls(srec.text))
-        argv = list(rec.meta["argv"])
-        inner = argv[argv.index(next(a for a in argv if a.endswith(".py"))) - 1:]
-        out = Profile(log, "replay", prov, inner, meta=rec.meta,
-                      extra={"strace": calls, "strace_version": srec.meta.get("tool_version")})
-        out.extra["file_size"] = darshan.counter(log, "POSIX_BYTES_READ", file=_target_of(inner))
-    out.extra.update({"target": _target_of(out.argv), "read_size": int(read_size)})
-    if not quiet:
-        print(out.provenance)
+        return _live(replace(r, tool_version=rt.version), log_path, inner, file_size=p.stat().st_size,
+                     strace=strace.calls_frame(strace.parse_calls(r.stdout)), strace_version=r.tool_version)
+
+    out = _profile(live, recording(recording_name, setup), requires=("strace", "env"), given=path is not None,
+                   not_given="no data file given", siblings=("strace",), quiet=quiet)
+    if not out.live:
+        srec = out.siblings["strace"]
+        argv = out.argv
+        out.argv = argv[argv.index(next(a for a in argv if a.endswith(".py"))) - 1:]
+        out.strace = strace.calls_frame(strace.parse_calls(srec.text))
+        out.strace_version = srec.meta.get("tool_version")
+        out.file_size = darshan.counter(out.log, "POSIX_BYTES_READ", file=_target_of(out.argv))
+    out.target, out.read_size = _target_of(out.argv), int(read_size)
     return out
 
 
 def side_by_side(profile: Profile) -> pd.DataFrame:
     """What strace and Darshan counted for the data file: reads, bytes, largest and smallest read."""
-    target = profile.extra["target"]
-    calls = profile.extra["strace"]
+    target = profile.target
+    calls = profile.strace
     rd = calls[(calls["syscall"] == "read") & (calls["result"].notna())]
     rd = rd[rd["result"] >= 0]
     log = profile.log
@@ -536,47 +552,41 @@ def _testfile(argv: Sequence[str]) -> str:
 def profile_ior(options: ior.Options = IOR_FPP, tasks: int = IOR_TASKS, *, recording_name: str = "ior-posix-F-dxt",
                 dxt: bool = True, ws: workspace.Workspace | None = None, save_as: str | None = None,
                 setup: str = SETUP, quiet: bool = False) -> Profile:
-    """IOR under Darshan (``-x LD_PRELOAD=...`` for every rank), DXT on; ``extra``: testfile, options, tasks."""
-    reason = live_reason(("ior", "mpirun"))
-    if reason is None:
-        ws = ws or workspace.session()
-        log_path = _fresh_log(ws, "ior")
-        env = darshan.env(log_path, mpi=True, dxt=dxt, record=[ws.root])
+    """IOR under Darshan (``-x LD_PRELOAD=...`` for every rank), DXT on; a :class:`Profile` with ``testfile``, ``options``, ``tasks``."""
+    def live() -> Profile:
+        w = ws or workspace.session()
+        log_path = _fresh_log(w, "ior")
+        env = darshan.env(log_path, mpi=True, dxt=dxt, record=[w.root])
         rt = darshan.require_runtime()
-        res = ior.run(options, tasks, ws=ws, launcher_kwargs={"extra": _mpi_env_args(env)})
+        res = ior.run(options, tasks, ws=w, launcher_kwargs={"extra": _mpi_env_args(env)})
         r = replace(res.run, tool_version=f"{rt.version}")
-        log = darshan.read_log(log_path)
-        out = Profile(log, "live", _live_provenance(r), list(res.run.argv), run=r,
-                      extra={"ior_version": res.version})
         if save_as:
-            _save(r, log_path, save_as, argv=res.run.argv, fs_path=ws.root,
+            _save(r, log_path, save_as, argv=res.run.argv, fs_path=w.root,
                   notes=f"IOR {res.version} {' '.join(options.argv(res.version)[1:])} with {tasks} ranks under Darshan"
                         + (" with DXT" if dxt else ""))
-    else:
-        log, prov, rec = _replay(recording(recording_name, setup), reason)
-        out = Profile(log, "replay", prov, list(rec.meta["argv"]), meta=rec.meta)
-    out.extra.update({"testfile": _testfile(out.argv), "options": options, "tasks": tasks})
-    if not quiet:
-        print(out.provenance)
+        return _live(r, log_path, res.run.argv, ior_version=res.version)
+
+    out = _profile(live, recording(recording_name, setup), requires=("ior", "mpirun"), quiet=quiet)
+    out.testfile, out.options, out.tasks = _testfile(out.argv), options, tasks
     return out
 
 
 def per_file(profile: Profile) -> pd.DataFrame:
     """The POSIX rows of IOR's test files: rank, file (name only), writes, reads, bytes."""
     f = darshan.files(profile.log, ["POSIX"])
-    stem = profile.extra["testfile"]
+    stem = profile.testfile
     f = f[f["file"].str.startswith(stem)].copy()
     f["file"] = f["file"].map(lambda s: Path(s).name)
     return f[["rank", "file", "opens", "writes", "reads", "bytes_written", "bytes_read"]].reset_index(drop=True)
 
 
 def explain_ior_fpp(profile: Profile, *, show: bool = True) -> list[Claim]:
-    o, tasks = profile.extra["options"], profile.extra["tasks"]
+    o, tasks = profile.options, profile.tasks
 
     per_rank = o.bytes_per_task // parse_size(o.transfer_size)
     f = per_file(profile)
     dxt = darshan.dxt_segments(profile.log)
-    dxt = dxt[dxt["file"].str.startswith(profile.extra["testfile"])]
+    dxt = dxt[dxt["file"].str.startswith(profile.testfile)]
     ok = (len(f) == tasks and bool((f["writes"] == per_rank).all()) and bool((f["reads"] == per_rank).all()))
     return [
         explain.expect(
