@@ -747,24 +747,24 @@ def check_07_share(answer: object, profile) -> bool:
 
 
 def check_07_collective(answer: object, table) -> bool:
-    """Exercise 07.3: from ``iolab.labs.darshan.collective``'s table, the bytes one POSIX write carried
+    """Exercise 07.3: from ``iolab.labs.darshan.collective``'s frame, the bytes one POSIX write carried
     in the "collective" case, and how many aggregators wrote (writes per segment)."""
-    given(table, "writes", "writes = lab.collective(): its \"collective\" row has posix_writes and posix_bytes.")
+    given(table, "writes", "writes = lab.collective(): its frame's \"collective\" row has posix_writes and posix_bytes.")
     if isinstance(answer, dict) and any(v is Ellipsis for v in answer.values()):
         fail("fill in both values of the dict: bytes_per_write is the collective row's posix_bytes / "
-             "posix_writes; aggregators is its posix_writes / writes.attrs[\"segments\"].")
-    row = table.set_index("case").loc["collective"]
+             "posix_writes; aggregators is its posix_writes / writes.segments.")
+    row = table.frame.set_index("case").loc["collective"]
     expected = {"bytes_per_write": int(round(row["bytes_per_write"])),
-                "aggregators": int(round(row["posix_writes"] / table.attrs["segments"]))}
+                "aggregators": int(round(row["posix_writes"] / table.segments))}
     if not isinstance(answer, dict):
         fail("answer with a dict: {'bytes_per_write': ..., 'aggregators': ...}.")
     same_items(answer, expected, what="the keys of your answer")
     if _whole(answer["bytes_per_write"], "bytes_per_write") != expected["bytes_per_write"]:
         fail("divide the collective row's posix_bytes by its posix_writes.")
     if _whole(answer["aggregators"], "aggregators") != expected["aggregators"]:
-        fail(f"each collective call covers one segment; the run has {table.attrs['segments']} segments. How many "
+        fail(f"each collective call covers one segment; the run has {table.segments} segments. How many "
              "writes did each segment take?")
-    t = table.attrs["transfer"]
+    t = table.transfer
     return passed(f"{expected['aggregators']} aggregator(s), each write {expected['bytes_per_write']:,} bytes = "
                   f"{expected['bytes_per_write'] // t} ranks' {t:,}-byte pieces gathered into one.")
 

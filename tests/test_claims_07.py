@@ -93,9 +93,10 @@ def test_ior_fpp_and_dxt(setup):
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_collective_write_counts(setup):
-    df = lab.collective(setup=setup, quiet=True)
+    writes = lab.collective(setup=setup, quiet=True)
+    df = writes.frame
     assert list(df["mode"]) == ["replay"] * len(lab.CASES)
-    claims = lab.explain_collective(df, show=False)
+    claims = lab.explain_collective(writes, show=False)
     _ok(claims)
     n = df.set_index("case")["posix_writes"]
     assert n["independent"] == 256 and n["collective"] == 64 and n["collective, cb_nodes=2"] == 128
@@ -108,9 +109,7 @@ def _counts(**writes):
              "romio": "collective, ROMIO", "enable": "collective, ROMIO, romio_cb_write=enable"}
     rows = [{"case": names[k], "posix_writes": v, "posix_bytes": 2**20, "bytes_per_write": 2**20 / v,
              "mpi_calls": 256, "implementation": "x", "method": "darshan", "mode": "live"} for k, v in writes.items()]
-    df = pd.DataFrame(rows)
-    df.attrs.update({"tasks": 4, "segments": 64, "transfer": 4096})
-    return df
+    return lab.Writes("live", "", "constructed", frame=pd.DataFrame(rows), tasks=4, segments=64, transfer=4096)
 
 
 def test_an_mpi_that_does_not_aggregate_is_told_so():

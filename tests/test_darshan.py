@@ -255,7 +255,7 @@ def test_live_read_loop_in_dev_shm_is_recorded():
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("ior", "mpirun")), reason="not installed here: ior/mpirun")
 def test_live_independent_and_collective_write_counts(ws):
     cases = [c for c in lab.CASES if c.name in ("independent", "collective")]
-    df = lab.collective(cases, ws=ws, method="darshan", quiet=True)
+    df = lab.collective(cases, ws=ws, method="darshan", quiet=True).frame
     assert list(df["mode"]) == ["live", "live"]
     n = df.set_index("case")["posix_writes"]
     assert n["independent"] == lab.MPIIO_TASKS * lab.MPIIO.segments

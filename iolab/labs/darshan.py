@@ -720,11 +720,23 @@ def _count_strace(case: Case, ws: workspace.Workspace, options: ior.Options, tas
                    implementations(res.run.stderr), None, str(test_file))
 
 
+@dataclass
+class Writes(recordings.Outcome):
+    """The MPI-IO cases of :func:`collective`, run or replayed: ``frame`` one row per case, ``written``
+    each case's :class:`Written`, and what every case ran with."""
+
+    written: list[Written] = field(default_factory=list)
+    tasks: int = 0                      # MPI ranks
+    segments: int = 0                   # IOR's -s: one collective call per segment
+    transfer: int = 0                   # IOR's -t, bytes
+
+
 def collective(cases: Sequence[Case] = CASES, *, options: ior.Options = MPIIO, tasks: int = MPIIO_TASKS,
                method: str | None = None, ws: workspace.Workspace | None = None, save_prefix: str | None = None,
-               setup: str = SETUP, quiet: bool = False) -> pd.DataFrame:
-    """Run (or replay) each case; one row per case: case, posix_writes, posix_bytes, bytes_per_write,
-    mpi_calls, implementation, method, mode. ``df.attrs["written"]``: the :class:`Written` objects.
+               setup: str = SETUP, quiet: bool = False) -> Writes:
+    """Run (or replay) each case: a :class:`Writes` whose ``frame`` has one row per case: case,
+    posix_writes, posix_bytes, bytes_per_write, mpi_calls, implementation, method, mode; ``written``
+    the :class:`Written` of each case, and the run's ``tasks``, ``segments`` and ``transfer`` size.
 
     ``method``: "darshan" (needs the runtime), "strace" (counts pwrite calls on the test file), or None:
     Darshan when its runtime is here, else strace when strace is, else the recorded Darshan logs.
@@ -767,21 +779,21 @@ def collective(cases: Sequence[Case] = CASES, *, options: ior.Options = MPIIO, t
                         "bytes_per_write": w.posix_bytes / w.posix_writes if w.posix_writes else float("nan"),
                         "mpi_calls": w.mpi_calls, "implementation": ", ".join(w.implementation) or "?",
                         "method": w.method, "mode": w.mode} for w in out])
-    df.attrs["written"] = out
-    df.attrs["tasks"], df.attrs["segments"] = tasks, options.segments
-    df.attrs["transfer"] = parse_size(options.transfer_size)
-    return df
+    modes = {w.mode for w in out}
+    return Writes(mode=modes.pop() if len(modes) == 1 else "mixed", text="",
+                  provenance="\n".join(dict.fromkeys(w.provenance for w in out)), frame=df, written=out,
+                  tasks=tasks, segments=options.segments, transfer=parse_size(options.transfer_size))
 
 
-def written(df: pd.DataFrame, case: str) -> Written:
-    """The :class:`Written` of one case of a :func:`collective` table, by its name."""
-    return next(w for w in df.attrs["written"] if w.case.name == case)
+def written(writes: Writes, case: str) -> Written:
+    """The :class:`Written` of one case of :func:`collective`, by its name."""
+    return next(w for w in writes.written if w.case.name == case)
 
 
-def explain_collective(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+def explain_collective(writes: Writes, *, show: bool = True) -> list[Claim]:
     """The write counts of :func:`collective`, as claims."""
-    tasks, segments, t = df.attrs["tasks"], df.attrs["segments"], df.attrs["transfer"]
-    rows = df.set_index("case")
+    tasks, segments, t = writes.tasks, writes.segments, writes.transfer
+    rows = writes.frame.set_index("case")
     claims: list[Claim] = []
 
     def n(name: str) -> float | None:
