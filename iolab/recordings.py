@@ -391,7 +391,8 @@ def live_or_recorded(live: Callable[[], Run | str | Outcome], recording: str | N
                      witness_path: str | os.PathLike[str] | None = None,
                      unavailable: str | Callable[[], str | None] | None = None,
                      siblings: Sequence[str] = (), read: Callable[[Recording], Any] | None = None,
-                     frame: Callable[[Any], "pd.DataFrame | None"] | None = None) -> Outcome:
+                     frame: Callable[[Any], "pd.DataFrame | None"] | None = None,
+                     cls: type[Outcome] | None = None) -> Any:
     """Run ``live()`` when it can run here, else replay ``recording``; parse either the same way
     (``outcome.data``, and ``outcome.frame`` when the parse is a table: :func:`as_frame`).
 
@@ -401,11 +402,13 @@ def live_or_recorded(live: Callable[[], Run | str | Outcome], recording: str | N
     e.g. the strace trace of a Darshan run); a replay loads them into ``outcome.siblings`` (by suffix).
     ``read``: how a replay gives ``data`` when the recording is not text (a Darshan log), instead of
     ``parse``; ``live()`` then returns the Outcome it made (its ``data`` set), which is taken as it is. ``frame``: the lesson's table of ``data`` when it is not ``data`` itself.
+    ``cls``: the subclass of Outcome to build (a lesson's own typed fields, set by the caller after).
 
     ``witness_path``: a file or directory on the filesystem the run reads or writes. A live run is
     then taken under :class:`~iolab.witness.Witness` (``outcome.witness``); a replay carries the
     recording's witness, or, for an older recording, says in its provenance that it has none
     (``outcome.witness_note``)."""
+    make = cls or Outcome
     reason = replay_reason(requires, unavailable) if recording is not None else None
     outcome: Outcome | None = None
     if reason is None:
@@ -426,9 +429,9 @@ def live_or_recorded(live: Callable[[], Run | str | Outcome], recording: str | N
                 text = result.stdout
                 prov = (f"LIVE run here ({socket.gethostname()}, {result.started:%Y-%m-%d %H:%M} UTC, "
                         f"{result.seconds:.1f} s): {' '.join(result.argv[:8])}{' ...' if len(result.argv) > 8 else ''}")
-                outcome = Outcome("live", text, prov, run=result)
+                outcome = make("live", text, prov, run=result)
             else:
-                outcome = Outcome("live", str(result), f"LIVE run here ({socket.gethostname()})")
+                outcome = make("live", str(result), f"LIVE run here ({socket.gethostname()})")
             if witness_path is not None:
                 outcome.witness = w.result
             elif isinstance(result, Run) and (result.witness is not None or result.witness_note):
@@ -437,7 +440,7 @@ def live_or_recorded(live: Callable[[], Run | str | Outcome], recording: str | N
     if outcome is None:
         assert recording is not None
         rec = load(recording)
-        outcome = Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason or "",
+        outcome = make("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason or "",
                           siblings={s: load(f"{recording}-{s}") for s in siblings})
         if witness_path is not None:
             outcome.witness = rec.witness()

@@ -19,15 +19,13 @@ N = 100_000
 
 
 
-def _summary(ref, mode="replay"):
+def _summary(ref):
     df = strace.summary_frame(strace.parse_summary(recordings.load(ref).text))
-    df.attrs["mode"] = mode
     return df
 
 
-def _calls(ref, mode="replay"):
+def _calls(ref):
     df = strace.calls_frame(strace.parse_calls(recordings.load(ref).text.splitlines()))
-    df.attrs["mode"] = mode
     return df
 
 
@@ -132,10 +130,11 @@ def test_clocks_without_an_fsync_row_cannot_tell():
 
 
 def test_traced_read_replayed_cannot_tell_live_can():
-    wall = _summary("strace/count-wall-read-2k-of-10mib")
+    frame = _summary("strace/count-wall-read-2k-of-10mib")
+    wall = lab.Traced("replay", "", "constructed", frame=frame)
     c = lab.traced_read_claims(wall, 1.0, show=False)[0]
     assert c.held is None and c.consistent()
-    wall.attrs["mode"] = "live"
+    wall.mode = "live"
     c = lab.traced_read_claims(wall, 1.0, show=False)[0]
     assert c.held is True and c.consistent()           # ~20 µs per traced read, against 1 µs
     c = lab.traced_read_claims(wall, 50.0, show=False)[0]
@@ -181,7 +180,7 @@ def test_live_write_fsync_and_reads(place, monkeypatch):
     kind, ws = place
     monkeypatch.setenv("IOLAB_MODE", "live")
     wf = lab.write_fsync(ws, nbytes=16 * MiB)
-    (cpu, wall), fs = (p.frame for p in wf.parts), wf.extra["fstype"]
+    (cpu, wall), fs = (p.frame for p in wf.parts), wf.fstype
     assert fs == fsinfo.fstype(ws.root) and wf.mode == "live"
     claims = lab.clocks_claims(cpu, wall, fstype=fs, show=False)
     all_consistent(claims)
@@ -193,7 +192,7 @@ def test_live_write_fsync_and_reads(place, monkeypatch):
     buffered = {1: lab.count_reads(f, 1, buffered=True)}
     all_consistent(lab.buffered_claims(buffered, N, f.stat().st_blksize, show=False))
     ten = ws.make_file("ten.bin", "1MiB")
-    w = lab.count(lab.read_loop_argv(ten, 2048), wall=True, cwd=ws.root).frame
+    w = lab.count(lab.read_loop_argv(ten, 2048), wall=True, cwd=ws.root)
     plain = readahead.read_size_sweep(ten, [2048], cache="warm").iloc[0]
     c = lab.traced_read_claims(w, float(plain.us_per_call), show=False)
     all_consistent(c)

@@ -40,8 +40,8 @@ def test_count_replays_when_strace_is_missing(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))
     out = lab.count([sys.executable, "-c", "0"], recording="strace/sweep-read-4096", cwd=tmp_path, quiet=False)
     df = out.frame
-    assert isinstance(out, recordings.Outcome) and out.mode == "replay" and df.attrs["mode"] == "replay"
-    assert df.attrs["provenance"] == out.provenance and out.recording.ref == "strace/sweep-read-4096"
+    assert isinstance(out, recordings.Outcome) and out.mode == "replay" and isinstance(out, lab.Traced)
+    assert out.returncode is None and out.recording.ref == "strace/sweep-read-4096"
     assert int(df.loc[df["syscall"] == "read", "calls"].iloc[0]) == lab.expected_reads(100_000, 4096)
     assert "REPLAY" in capsys.readouterr().out
 
@@ -51,8 +51,8 @@ def test_count_replays_when_strace_is_missing(monkeypatch, tmp_path, capsys):
 def test_failing_command_is_a_result_not_a_crash(ws):
     out = lab.count([sys.executable, "-c", "import sys; sys.exit(3)"], cwd=ws.root, timeout=60)
     df = out.frame
-    assert df.attrs["returncode"] == 3 == out.run.returncode and out.mode == "live"
-    assert df.attrs["total"]["calls"] > 0 and df.attrs["mode"] == "live"
+    assert out.returncode == 3 == out.run.returncode and out.mode == "live"
+    assert df.attrs["total"]["calls"] > 0 and out.seconds > 0 and out.argv[0] == "strace"
 
 
 @pytest.mark.live
@@ -67,12 +67,13 @@ def test_live_exact_read_count(ws, read_size):
 @needs("strace")
 def test_live_count_and_trace_agree(ws):
     path = ws.make_file("data.bin", 65_536)
-    df = lab.trace(lab.read_loop_argv(path, 8192), syscalls="read", paths=[path], cwd=ws.root, timeout=60).frame
+    out = lab.trace(lab.read_loop_argv(path, 8192), syscalls="read", paths=[path], cwd=ws.root, timeout=60)
+    df = out.frame
     reads = df[df["syscall"] == "read"]
     assert len(reads) == lab.expected_reads(65_536, 8192)
     assert set(reads["path"]) == {str(path)} and set(reads["size"]) == {8192}
     assert reads["result"].sum() == 65_536 and (reads["duration"] >= 0).all()
-    assert df.attrs["returncode"] == 0
+    assert out.returncode == 0
     assert not any(p.name.startswith(".strace-") for p in ws.root.iterdir())   # the -o file is removed
 
 
@@ -100,5 +101,5 @@ def test_overhead_and_write_fsync_replay_as_outcomes(monkeypatch, ws):
     assert cost.mode == "replay" and cost.frame is cost.data and {"how", "seconds"} <= set(cost.frame)
     wf = lab.write_fsync(ws)
     assert wf.mode == "replay" and len(wf.parts) == 2 and list(wf.frame["clock"].unique()) == list(lab.CLOCKS)
-    assert wf.extra["fstype"] == wf.parts[0].recording.meta["filesystem"]["fstype"]
+    assert wf.fstype == wf.parts[0].recording.meta["filesystem"]["fstype"]
     assert set(wf.parts[1].frame["syscall"]) == {"write", "fsync"}

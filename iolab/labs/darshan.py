@@ -38,7 +38,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,11 +103,10 @@ def _profile(live: Callable[[], Profile], ref: str, *, requires: Sequence[str] =
     the recorded log ``ref`` (and its ``siblings``), through :func:`iolab.recordings.live_or_recorded`."""
     out = recordings.live_or_recorded(live, ref, requires=requires, siblings=siblings, quiet=quiet,
                                       unavailable=runtime_problem if given else not_given,
-                                      read=lambda rec: darshan.read_log(rec.path), frame=darshan.files)
-    if isinstance(out, Profile):
-        return out
-    return Profile(**{f.name: getattr(out, f.name) for f in fields(recordings.Outcome)} | {"text": ""},
-                   argv=list(out.recording.meta["argv"]))
+                                      read=lambda rec: darshan.read_log(rec.path), frame=darshan.files, cls=Profile)
+    if not out.live:
+        out.text, out.argv = "", list(out.meta["argv"])
+    return out
 
 
 def recording(name: str, setup: str = SETUP) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -376,12 +376,21 @@ def one_byte_claims(results: Mapping[str, tuple[Residency, Witnessed]], ra_kb: i
 GROWTH_RECORDING = "bpftrace/readahead-growth-ext4-64m"
 
 
+@dataclass
+class Growth(recordings.Outcome):
+    """:func:`growth_trace`'s outcome: ``data`` the (folios, windows) frames, ``frame`` the windows,
+    and what the trace depends on."""
+
+    read_ahead_kb: int | None = None     # the device's read_ahead_kb (the window's ceiling)
+    file_bytes: int | None = None        # the size of the file read
+
+
 def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORDING,
-                 read_size: str = "4KiB", quiet: bool = False) -> recordings.Outcome:
+                 read_size: str = "4KiB", quiet: bool = False) -> Growth:
     """The readahead windows and folios of a sequential cold read, traced with bpftrace where this
     learner may (root, tracefs, bpftrace, the filemap tracepoint), else (or with IOLAB_MODE=replay)
     the recording. ``out.data`` = (folios, windows) frames (:func:`iolab.readahead.growth_frames`);
-    ``out.witness`` the read's witness; ``out.extra``: read_ahead_kb, file_bytes. As root, tracefs
+    ``out.witness`` the read's witness; ``out.read_ahead_kb``, ``out.file_bytes``. As root, tracefs
     is mounted first when it is not (:func:`iolab.tools.bpftrace.ensure_tracefs`), and the lesson
     says so."""
 
@@ -400,16 +409,16 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
 
     out = recordings.live_or_recorded(live, recording, unavailable=unavailable, quiet=True,
                                       parse=lambda text: readahead.growth_frames(bpftrace.parse(text)),
-                                      frame=lambda data: data[1])
+                                      frame=lambda data: data[1], cls=Growth)
     if out.live:
         out.provenance = (f"LIVE bpftrace run here ({socket.gethostname()}, {out.run.started:%Y-%m-%d %H:%M} UTC): "
                           "readahead and filemap tracepoints during a sequential cold read")
-        out.extra.update(read_ahead_kb=readahead.read_ahead_kb(path).kb, file_bytes=os.stat(path).st_size)
+        out.read_ahead_kb, out.file_bytes = readahead.read_ahead_kb(path).kb, os.stat(path).st_size
     else:
         rec = out.recording
         out.witness, out.witness_note = rec.witness(), rec.witness_note
         fs = rec.meta.get("filesystem", {})
-        out.extra.update(read_ahead_kb=fs.get("read_ahead_kb"), file_bytes=fs.get("file_bytes"))
+        out.read_ahead_kb, out.file_bytes = fs.get("read_ahead_kb"), fs.get("file_bytes")
     if not quiet:
         print(out.provenance)
     return out
@@ -429,12 +438,12 @@ def record_growth(path: str | os.PathLike[str], ref: str = GROWTH_RECORDING, *, 
                                  f"file, evicted first, sequentially in {read_size} os.read() calls")
 
 
-def growth_trace_claims(out: recordings.Outcome, *, show: bool = True) -> list[Claim]:
+def growth_trace_claims(out: Growth, *, show: bool = True) -> list[Claim]:
     """What the traced windows and folios showed: a small first window, growth to read_ahead_kb,
     larger folios as the windows grow, and every byte fetched once (the witness)."""
     folios, windows = out.data
-    ra_kb = out.extra.get("read_ahead_kb")
-    size = out.extra.get("file_bytes")
+    ra_kb = out.read_ahead_kb
+    size = out.file_bytes
     ps = 4096
     max_pages = None if not ra_kb else ra_kb * KiB // ps
     have_windows = len(windows) > 0

@@ -13,6 +13,7 @@ import platform
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -29,12 +30,22 @@ STAT_LIKE = ("stat", "lstat", "fstat", "newfstatat", "statx", "fstatat64", "stat
 
 # --- strace around a command, live or replayed: an Outcome whose frame is strace's table ----------
 
+@dataclass
+class Traced(recordings.Outcome):
+    """A command under strace, live or replayed: ``frame`` strace's table, and what ran."""
+
+    argv: list[str] = field(default_factory=list)   # the strace command line
+    returncode: int | None = None        # the command's exit status (live; a failing command is a result)
+    seconds: float | None = None         # elapsed, strace included (live)
+    strace_version: str | None = None
+
+
 def _strace_outcome(make_argv: Callable[[Path], list[str]], parse: Callable[[str], pd.DataFrame], *,
                     recording: str | None, cwd: str | os.PathLike[str] | None, timeout: float, quiet: bool,
-                    suffix: str) -> recordings.Outcome:
+                    suffix: str) -> Traced:
     """Run strace live in ``cwd`` (the session workspace by default), or replay ``recording`` when
-    strace is missing here or IOLAB_MODE=replay; ``.data`` and ``.frame`` are ``parse(text)``, the
-    frame's ``attrs`` say what ran (mode, provenance, argv, returncode, seconds, strace_version)."""
+    strace is missing here or IOLAB_MODE=replay; ``.data`` and ``.frame`` are ``parse(text)``, and
+    the :class:`Traced` fields say what ran (argv, returncode, seconds, strace_version)."""
     argv = make_argv(Path("FILE"))              # checks the command before anything runs
     d = Path(cwd) if cwd is not None else workspace.session().root
     out = d / f".strace-{os.getpid()}-{suffix}.txt"
@@ -46,13 +57,11 @@ def _strace_outcome(make_argv: Callable[[Path], list[str]], parse: Callable[[str
             out.unlink(missing_ok=True)
 
     o = recordings.live_or_recorded(live, recording, requires=(strace.TOOL,), parse=parse,
-                                    quiet=quiet or recording is None)
+                                    quiet=quiet or recording is None, cls=Traced)
     r = o.run
-    o.frame = o.data
-    o.frame.attrs.update({"mode": o.mode, "provenance": o.provenance, "argv": argv,
-                          "returncode": r.returncode if r is not None else None,
-                          "seconds": r.seconds if r is not None else None,
-                          "strace_version": r.tool_version if r is not None else None})
+    o.argv = argv
+    if r is not None:
+        o.returncode, o.seconds, o.strace_version = r.returncode, r.seconds, r.tool_version
     return o
 
 
@@ -60,11 +69,11 @@ def count(cmd: Sequence[str | os.PathLike[str]], *, follow: bool = True, wall: b
           syscalls: str | Sequence[str] | None = None, paths: Sequence[str | os.PathLike[str]] = (),
           columns: Sequence[str] | None = None, sort: str | None = None,
           cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
-          recording: str | None = None, quiet: bool = True) -> recordings.Outcome:
-    """Run ``cmd`` under ``strace -c`` (in the session workspace): an Outcome whose ``.frame`` is the
-    table, one row per syscall (``strace.SUMMARY_KEYS``); ``frame.attrs``: ``total`` (the total row),
-    ``returncode`` (the command's exit status: a failing command is a result), ``seconds`` (elapsed,
-    strace included), ``mode`` ("live"/"replay"), ``provenance``, ``argv``, ``strace_version``.
+          recording: str | None = None, quiet: bool = True) -> Traced:
+    """Run ``cmd`` under ``strace -c`` (in the session workspace): a :class:`Traced` whose ``.frame`` is
+    the table, one row per syscall (``strace.SUMMARY_KEYS``; ``frame.attrs["total"]`` the total row,
+    as strace's parser gives it), with ``returncode`` (the command's exit status: a failing command
+    is a result), ``seconds`` (elapsed, strace included), ``argv``, ``strace_version``.
     With ``recording="strace/name"`` the recorded output is replayed through the same parser when
     strace is missing here or IOLAB_MODE=replay.
     """
@@ -79,9 +88,9 @@ def count(cmd: Sequence[str | os.PathLike[str]], *, follow: bool = True, wall: b
 def trace(cmd: Sequence[str | os.PathLike[str]], *, syscalls: str | Sequence[str] | None = None,
           follow: bool = True, paths: Sequence[str | os.PathLike[str]] = (), strsize: int = 32,
           cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
-          recording: str | None = None, quiet: bool = True, events: bool = True) -> recordings.Outcome:
+          recording: str | None = None, quiet: bool = True, events: bool = True) -> Traced:
     """Run ``cmd`` under ``strace -f -tt -T -y``: an Outcome whose ``.frame`` has one row per syscall
-    (``strace.CALL_KEYS`` + ``t``), ``frame.attrs`` as for :func:`count`. Trace a real executable
+    (``strace.CALL_KEYS`` + ``t``), the fields as for :func:`count`. Trace a real executable
     (``sys.executable``), not a ``python3`` found on PATH: that can be a shell shim whose own syscalls
     strace would record too.
     """
@@ -254,10 +263,6 @@ def _calls(df: pd.DataFrame, syscall: str) -> int | None:
     return int(rows["calls"].iloc[0]) if len(rows) else None
 
 
-def _mode(df: pd.DataFrame) -> str:
-    return str(df.attrs.get("mode", "live"))
-
-
 # --- 1 · counts --------------------------------------------------------------------------------
 
 def count_claims(counts: Mapping[int, int], file_size: int, guesses: Mapping[int, int | None] | None = None, *,
@@ -388,11 +393,18 @@ def cpu_accounting() -> str | None:
 CLOCKS = ("system time (-c)", "wall time (-c -w)")
 
 
-def write_fsync(ws, *, nbytes: int = 64 << 20, recording_prefix: str = "write-fsync-64m-tmp") -> recordings.Outcome:
+@dataclass
+class Clocks(recordings.Outcome):
+    """:func:`write_fsync`'s two runs: ``parts`` (system time, wall time), ``frame`` both tables."""
+
+    fstype: str = ""                     # the filesystem where it ran or was recorded
+
+
+def write_fsync(ws, *, nbytes: int = 64 << 20, recording_prefix: str = "write-fsync-64m-tmp") -> Clocks:
     """The write + fsync program under ``strace -c`` and ``strace -c -w`` (two runs), only the write
     and fsync rows: one Outcome of the two (``.parts``: system time, wall time), its ``.frame`` both
-    tables with a ``clock`` column (:data:`CLOCKS`), ``.extra["fstype"]`` the filesystem where it ran
-    or was recorded."""
+    tables with a ``clock`` column (:data:`CLOCKS`), ``.fstype`` the filesystem where it ran or was
+    recorded."""
     cmd = write_fsync_argv(ws.root / "written.bin", nbytes)
     ws.reserve(nbytes)
     cpu = count(cmd, syscalls=["write", "fsync"], cwd=ws.root, recording=f"strace/count-{recording_prefix}",
@@ -400,7 +412,7 @@ def write_fsync(ws, *, nbytes: int = 64 << 20, recording_prefix: str = "write-fs
     wall = count(cmd, syscalls=["write", "fsync"], wall=True, cwd=ws.root,
                  recording=f"strace/count-wall-{recording_prefix}")
     both = pd.concat([cpu.frame.assign(clock=CLOCKS[0]), wall.frame.assign(clock=CLOCKS[1])])
-    return recordings.combine([cpu, wall], both, extra={"fstype": where_it_ran(cpu, ws.root)})
+    return recordings.combine([cpu, wall], both, cls=Clocks, fstype=where_it_ran(cpu, ws.root))
 
 
 def clocks_claims(cpu: pd.DataFrame, wall: pd.DataFrame, *, fstype: str = "", show: bool = True) -> list[Claim]:
@@ -441,11 +453,12 @@ def clocks_claims(cpu: pd.DataFrame, wall: pd.DataFrame, *, fstype: str = "", sh
             show=show)]
 
 
-def traced_read_claims(wall: pd.DataFrame, plain_us_per_call: float | None, *, show: bool = True) -> list[Claim]:
-    """Wall time per cached read under strace -w against the same read without strace (same machine)."""
-    calls, secs = _calls(wall, "read"), _seconds(wall, "read")
+def traced_read_claims(wall: Traced, plain_us_per_call: float | None, *, show: bool = True) -> list[Claim]:
+    """Wall time per cached read under strace -w (:func:`count` with ``wall=True``) against the same
+    read without strace (same machine: only when ``wall`` ran live)."""
+    calls, secs = _calls(wall.frame, "read"), _seconds(wall.frame, "read")
     per = None if not calls else secs / calls * 1e6
-    same_machine = _mode(wall) == "live" and plain_us_per_call is not None
+    same_machine = wall.live and plain_us_per_call is not None
     return [explain.expect(
         "under strace, each cached 2 KiB read takes at least 3x longer than without strace: the tracer's "
         "stop and restart are inside every timed call",
