@@ -130,8 +130,9 @@ def test_odirect_live(place):
 def test_task_io_steps_live(place):
     kind, ws = place
     f = ws.make_file("data.bin", "16MiB")
-    frame = lab.task_io_steps(f, ws, nbytes="8MiB")
-    claims = lab.task_io_claims(frame, show=False)
+    steps = lab.task_io_steps(f, ws, nbytes="8MiB")
+    frame = steps.frame
+    claims = lab.task_io_claims(steps, show=False)
     all_consistent(claims)
     assert len(frame) == 7 and not (ws.root / "witnessed-write.bin").exists()
     held = [c.held for c in claims]
@@ -153,8 +154,9 @@ def test_cachestat_steps_live(place):
     kind, ws = place
     if lab.witness.cachestat(ws.make_file("probe", "4KiB")) is None:
         pytest.skip("no cachestat(2) in this kernel")
-    frame = lab.cachestat_steps(ws, nbytes="8MiB")
-    claims = lab.cachestat_claims(frame, show=False)
+    steps = lab.cachestat_steps(ws, nbytes="8MiB")
+    frame = steps.frame
+    claims = lab.cachestat_claims(steps, show=False)
     all_consistent(claims)
     held = [c.held for c in claims]
     if kind == "tmpfs":
@@ -192,8 +194,9 @@ def test_task_io_claims_say_why_when_the_device_was_busy():
             ("truncate it to 0 B before write-back", 300, 0, 0, 0, n, 0, 0)]
     frame = pd.DataFrame([dict(zip(["step", *lab.COUNTERS, "device_read", "device_written"], r), note="")
                           for r in rows])
-    frame.attrs.update(file_bytes=16 * MiB, write_bytes=n, fstype="ext4", device="vda")
-    claims = lab.task_io_claims(frame, show=False)
+    steps = lab.TaskIO("live", "", "constructed", frame=frame, file_bytes=16 * MiB, write_bytes=n, fstype="ext4",
+                       device="vda")
+    claims = lab.task_io_claims(steps, show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == [True, True, True, True, False, True, True]
     assert "another program's" in claims[4].text
@@ -216,7 +219,7 @@ def test_dd_live(place, monkeypatch):
         assert d.witness.device is None and "no block device" in str(d.witness)
     claims = lab.dd_sync(b, d, show=False)
     all_consistent(claims)
-    assert d.extra["fstype"] == ("tmpfs" if kind == "tmpfs" else fsinfo.fstype(ws.root))
+    assert d.fstype == ("tmpfs" if kind == "tmpfs" else fsinfo.fstype(ws.root))
 
 
 # --- recorded ------------------------------------------------------------------------------------

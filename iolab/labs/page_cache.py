@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -439,8 +440,15 @@ def writeback(plain: measure.Measurement, synced: measure.Measurement, rates: tr
     return claims
 
 
+@dataclass
+class DdWrite(recordings.Outcome):
+    """:func:`dd_write`'s outcome: ``data`` dd's parsed summary, and where it wrote."""
+
+    fstype: str = ""                     # the filesystem it wrote to (here, or the recording's)
+
+
 def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = "1MiB", dsync: bool,
-             recording: str, ws=None, quiet: bool = False) -> recordings.Outcome:
+             recording: str, ws=None, quiet: bool = False) -> DdWrite:
     """dd if=/dev/zero of=DST bs=1M count=N [oflag=dsync], within the workspace budget; the file is removed
     afterwards. Live when dd is here, else (or with IOLAB_MODE=replay) the recording."""
 
@@ -455,20 +463,20 @@ def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = 
             target.unlink(missing_ok=True)
         return replace(r, stdout=r.stderr)   # dd's summary
 
-    out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet)
+    out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet, cls=DdWrite)
     if out.recording is not None and out.recording.witness_note:
         out.witness_note = out.recording.witness_note
-    out.extra["fstype"] = (out.recording.meta.get("filesystem", {}).get("fstype", "") if out.recording
-                           else fstype_of(ws.root))
+    out.fstype = (out.recording.meta.get("filesystem", {}).get("fstype", "") if out.recording
+                  else fstype_of(ws.root))
     return out
 
 
-def dd_sync(buffered: recordings.Outcome, dsync: recordings.Outcome, *, show: bool = True) -> list[Claim]:
+def dd_sync(buffered: DdWrite, dsync: DdWrite, *, show: bool = True) -> list[Claim]:
     """Buffered dd against dd oflag=dsync (each write waits for the device), from :func:`dd_write`."""
     a = buffered.data["bytes_per_s"] / 1e6
     b = dsync.data["bytes_per_s"] / 1e6
     mixed = buffered.mode != dsync.mode
-    fstype = dsync.extra.get("fstype", "")
+    fstype = dsync.fstype
     mem = fstype if fstype in MEMORY_FS else ""
     return [explain.expect(
         "dd with oflag=dsync wrote at most half as fast as plain dd",
@@ -618,7 +626,17 @@ def _delta(label: str, before: tuple, after: tuple, note: str = "") -> dict[str,
     return row
 
 
-def task_io_steps(data: str | os.PathLike[str], ws=None, *, nbytes: int | str = "32MiB") -> pd.DataFrame:
+@dataclass
+class TaskIO(recordings.Outcome):
+    """:func:`task_io_steps`'s steps (``frame``), run here, and what they depend on."""
+
+    file_bytes: int = 0                  # the file read
+    write_bytes: int = 0                 # each write
+    fstype: str = ""
+    device: str | None = None            # the block device behind the file (None: none, tmpfs)
+
+
+def task_io_steps(data: str | os.PathLike[str], ws=None, *, nbytes: int | str = "32MiB") -> TaskIO:
     """Seven steps, each between two snapshots of this process's ``/proc/self/io`` and of the counters
     of the device behind ``data``: a cold read of ``data`` (evicted first), a warm read, an O_DIRECT
     read of the (cached) file, a write of ``nbytes`` without fsync, its fsync, the same write again,
@@ -672,9 +690,8 @@ def task_io_steps(data: str | os.PathLike[str], ws=None, *, nbytes: int | str = 
         os.close(fd)
         scratch.unlink(missing_ok=True)
     frame = pd.DataFrame(rows, columns=["step", *COUNTERS, "device_read", "device_written", "note"])
-    frame.attrs.update(file_bytes=size, write_bytes=n, fstype=fsinfo.fstype(p),
-                       device=sysdir.name if sysdir is not None else None)
-    return frame
+    return TaskIO("live", "", f"LIVE run here ({socket.gethostname()})", frame=frame, file_bytes=size,
+                  write_bytes=n, fstype=fsinfo.fstype(p), device=sysdir.name if sysdir is not None else None)
 
 
 def sizes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -697,15 +714,16 @@ def _val(row: pd.Series | None, col: str) -> float | None:
     return float(row[col])
 
 
-def task_io_claims(frame: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+def task_io_claims(steps: TaskIO, *, show: bool = True) -> list[Claim]:
     """What :func:`task_io_steps` showed about what task I/O accounting counts, and when."""
-    size, n = frame.attrs["file_bytes"], frame.attrs["write_bytes"]
-    fstype = frame.attrs.get("fstype", "")
+    frame = steps.frame
+    size, n = steps.file_bytes, steps.write_bytes
+    fstype = steps.fstype
     mem = fstype if fstype in MEMORY_FS else ""
     nodev = (f"{mem} has no block device: its pages are never read from or written to storage, so the kernel "
              "counts no storage bytes for it." if mem else
              f"no block device behind {fstype or 'this filesystem'}: these counters cannot witness it.")
-    has_dev = frame.attrs.get("device") is not None
+    has_dev = steps.device is not None
     cold, warm = _step_row(frame, "read") , None
     reads = frame[frame["step"].str.startswith("read")]
     cold, warm = (reads.iloc[0], reads.iloc[1]) if len(reads) >= 2 else (None, None)
@@ -779,11 +797,21 @@ def task_io_claims(frame: pd.DataFrame, *, show: bool = True) -> list[Claim]:
 CACHESTAT_COLUMNS = ("cached", "dirty", "writeback", "evicted", "recently_evicted")
 
 
-def cachestat_steps(ws=None, *, nbytes: int | str = "32MiB") -> pd.DataFrame:
+@dataclass
+class CacheSteps(recordings.Outcome):
+    """:func:`cachestat_steps`'s states (``frame``), run here."""
+
+    pages: int = 0                       # the file's pages
+    fstype: str = ""
+    cachestat: bool = False              # False: this kernel has no cachestat(2)
+
+
+def cachestat_steps(ws=None, *, nbytes: int | str = "32MiB") -> CacheSteps:
     """A fresh file through its page-cache states, with ``cachestat(2)`` (pages) and ``mincore``
     (resident pages) after each step: written without fsync, write-back started
-    (``sync_file_range``), fsync'd, evicted with ``posix_fadvise(DONTNEED)``. ``attrs["cachestat"]``
-    is False where the kernel has no cachestat (Linux < 6.5): then only mincore's column is filled."""
+    (``sync_file_range``), fsync'd, evicted with ``posix_fadvise(DONTNEED)``; ``.frame`` the states.
+    ``.cachestat`` is False where the kernel has no cachestat (Linux < 6.5): then only mincore's
+    column is filled."""
 
     ws = ws or workspace.session()
     n = parse_size(nbytes)
@@ -815,19 +843,20 @@ def cachestat_steps(ws=None, *, nbytes: int | str = "32MiB") -> pd.DataFrame:
     look("evicted (posix_fadvise DONTNEED)")
     p.unlink(missing_ok=True)
     frame = pd.DataFrame(rows, columns=["step", *CACHESTAT_COLUMNS, "resident (mincore)"])
-    frame.attrs.update(pages=-(-n // pagecache.PAGE_SIZE), fstype=fsinfo.fstype(ws.root),
-                       cachestat=rows[0]["cached"] is not None)
-    return frame
+    return CacheSteps("live", "", f"LIVE run here ({socket.gethostname()})", frame=frame,
+                      pages=-(-n // pagecache.PAGE_SIZE), fstype=fsinfo.fstype(ws.root),
+                      cachestat=rows[0]["cached"] is not None)
 
 
-def cachestat_claims(frame: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+def cachestat_claims(steps: CacheSteps, *, show: bool = True) -> list[Claim]:
     """What :func:`cachestat_steps` showed: dirty, then under write-back, then clean; dropped on
     request without counting as evicted."""
-    pages = frame.attrs["pages"]
-    fstype = frame.attrs.get("fstype", "")
+    frame = steps.frame
+    pages = steps.pages
+    fstype = steps.fstype
     mem = fstype if fstype in MEMORY_FS else ""
     no_cs = "this kernel has no cachestat(2) (Linux 6.5 added it): mincore sees only which pages are cached."
-    have = frame.attrs.get("cachestat", False)
+    have = steps.cachestat
     rows = [frame.iloc[i] for i in range(len(frame))]
     written, started, synced, evicted = rows
     num = lambda r, c: None if not have else float(r[c])  # noqa: E731
