@@ -465,16 +465,16 @@ def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
         fail(f"verdict should be what iolab.measure.judge(...) returned, got {type(verdict).__name__}.")
     best = experiment.best("read")
     w = experiment.witness
-    expected = measure.judge(best * 2**20, device_bps=experiment.cache.get("device_bps"),
-                             resident_fraction=experiment.cache.get("resident_fraction"), witness=w,
+    expected = measure.judge(best * 2**20, device_bps=experiment.cache.device_bps,
+                             resident_fraction=experiment.cache.resident_fraction, witness=w,
                              nbytes=experiment.bytes_moved("read") if w is not None else None)
     if expected.witnessed and not verdict.witnessed:
         fail("this run has a witness: pass it first, witness=experiment.witness and nbytes="
              "experiment.bytes_moved('read') (the bytes IOR read in the run it covers); the rate is the second "
              "ground.")
     if verdict.label != expected.label:
-        fail("judge the best read rate in bytes/s (bw_mib x 2**20) with device_bps=experiment.cache['device_bps'] "
-             "and resident_fraction=experiment.cache['resident_fraction']"
+        fail("judge the best read rate in bytes/s (bw_mib x 2**20) with device_bps=experiment.cache.device_bps "
+             "and resident_fraction=experiment.cache.resident_fraction"
              + (", witness=experiment.witness and nbytes=experiment.bytes_moved('read')." if w is not None else "."))
     table = experiment.opens()
     if table is None or not len(table):

@@ -57,7 +57,7 @@ def held(claims: list[explain.Claim]) -> list[bool | None]:
 @pytest.mark.parametrize("version,fs", CASES)
 def test_every_claim_is_consistent(version, fs):
     e = lesson(version, fs)
-    assert {x.cache.get("fstype") for x in e.values()} == {fs}           # the recordings are what they say
+    assert {x.cache.fstype for x in e.values()} == {fs}           # the recordings are what they say
     assert {r["version"] for x in e.values() for r in x.rows} == {version}
     for section, claims in all_claims(e).items():
         assert claims, section
@@ -158,9 +158,7 @@ def test_only_e_names_the_slow_iteration():
 # --- constructed edge cases (never in a lesson or a recording) ------------------------------------
 
 def _with(e: lab.Experiment, **during) -> lab.Experiment:
-    cache = dict(e.cache)
-    cache["during"] = {**e.during, **during}
-    return replace(e, cache=cache)
+    return replace(e, cache=replace(e.cache, during={**e.during, **during}))
 
 
 def _seen(e: lab.Experiment, **counts) -> lab.Experiment:
@@ -170,7 +168,7 @@ def _seen(e: lab.Experiment, **counts) -> lab.Experiment:
 
 def test_a_device_as_fast_as_memory_fails_the_yardstick_and_says_why():
     e = lesson("4.0.0", "ext4")["shared"]
-    fast = replace(e, cache={**e.cache, "device_bps": e.best("read") * 2**20})     # a device as fast as the read
+    fast = replace(e, cache=replace(e.cache, device_bps=e.best("read") * 2**20))     # a device as fast as the read
     c = lab.layers(fast, yardstick=True, show=False)[-1]
     assert c.held is False and c.consistent() and "the device's counters above can" in c.text
 
@@ -187,7 +185,7 @@ def test_a_filesystem_without_block_device_cannot_tell():
     e = lesson("4.0.0", "ext4")["shared"]
     nfs = replace(_seen(e, own_read=None, own_written=None, device=None, device_read=None, device_written=None,
                         notes=("no block device behind this directory",)),
-                  cache={**e.cache, "fstype": "nfs4", "during": {}})
+                  cache=replace(e.cache, fstype="nfs4", during={}))
     for c in lab.layers(nfs, show=False):
         assert c.held is None and c.consistent() and "no block device" in c.text
 
@@ -345,7 +343,7 @@ def test_live_sweep_point_is_witnessed(monkeypatch, ior_on_path, ws):
 def test_exercise_4_wants_the_witness_first():
     from iolab import check, units
     e = lesson("4.0.0", "ext4")["neighbour"]
-    kw = dict(device_bps=e.cache.get("device_bps"), resident_fraction=e.cache.get("resident_fraction"))
+    kw = dict(device_bps=e.cache.device_bps, resident_fraction=e.cache.resident_fraction)
     witnessed = measure.judge(e.best("read") * units.MiB, witness=e.witness, nbytes=e.bytes_moved("read"), **kw)
     assert witnessed.witnessed and witnessed.label == measure.CACHE
     assert check.check_04_reorder_verdict(e, witnessed)

@@ -37,7 +37,7 @@ def test_experiment_replays_summary_and_cache(monkeypatch, capsys):
     monkeypatch.setenv("IOLAB_MODE", "replay")
     e = lab.experiment(ior.Options(), recording="ior/fpp-reorder-4.0.0")
     assert e.mode == "replay" and "REPLAY" in capsys.readouterr().out
-    assert e.cache["resident_fraction"] == 1.0 and e.cache["device_bps"] > 0
+    assert e.cache.resident_fraction == 1.0 and e.cache.device_bps > 0
     df = e.frame
     assert isinstance(e, recordings.Outcome) and e.frame is df and df["verdict"].notna().any()
     assert set(df["verdict"].dropna()) <= set(measure.LABELS)
@@ -49,7 +49,7 @@ def test_split_phases_replay(monkeypatch):
     w, r = lab.split_phases(ior.Options(file_per_process=True, fsync=True), recording="ior/evict-4.0.0",
                             quiet=True)
     assert {x["access"] for x in w.rows} == {"write"} and {x["access"] for x in r.rows} == {"read"}
-    assert r.cache["resident_fraction"] == 0.0 and w.cache["resident_fraction"] == 1.0
+    assert r.cache.resident_fraction == 0.0 and w.cache.resident_fraction == 1.0
     assert w.mode == r.mode == "replay" and w.frame["run"].iloc[0] == "write (-w -k)"
 
 

@@ -249,6 +249,33 @@ def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fractio
 
 # --- experiments: live here, or replayed from a recording ----------------------------------------
 
+@dataclass
+class CacheFacts:
+    """What iolab measured around an IOR run: the filesystem, the device's uncached read rate, the
+    test files' page-cache residency after the run (for the read run of a split pair: before it),
+    and what the machine did meanwhile. Recorded as ``<recording>-cache`` (JSON, these keys)."""
+
+    fstype: str | None = None
+    device_bps: float | None = None      # iolab.measure.device_rate, bytes/s; None: no device, or not measured
+    device_note: str | None = None       # why there is no device rate
+    files: int | None = None             # the test files
+    bytes: int | None = None
+    pages: int | None = None
+    resident_pages: int | None = None
+    resident_fraction: float | None = None
+    during: dict[str, Any] = field(default_factory=dict)   # SystemWatch facts (Dirty/Writeback, stalls)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CacheFacts":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The recorded JSON's keys (left out when never measured: device_note, during)."""
+        d = dataclasses.asdict(self)
+        return {k: v for k, v in d.items() if not (k in ("device_note", "during") and not v)}
+
+
 @dataclass(kw_only=True)
 class Experiment(recordings.Outcome):
     """One IOR configuration measured (or replayed): the Outcome of its run (``.data``: IOR's rows;
@@ -260,7 +287,7 @@ class Experiment(recordings.Outcome):
     name: str = ""
     options: ior.Options = field(default_factory=ior.Options)
     tasks: int = 2
-    cache: dict[str, Any] = field(default_factory=dict)   # resident_fraction, device_bps, fstype, during...
+    cache: CacheFacts = field(default_factory=CacheFacts)   # what the page cache held, the device's rate...
     opens_text: str | None = None     # the strace -e trace=openat of the run (trace=True), raw
     trace_run: Run | None = None      # live and traced: strace's argv and the trace, to record
 
@@ -293,7 +320,7 @@ class Experiment(recordings.Outcome):
     @property
     def during(self) -> dict[str, Any]:
         """What the machine did while IOR ran (:class:`SystemWatch` facts; empty if not measured)."""
-        return dict(self.cache.get("during") or {})
+        return dict(self.cache.during or {})
 
     def opens(self) -> pd.DataFrame | None:
         """Which file each rank wrote and read (``ior.opens_table``), or None when the run was not traced."""
@@ -322,8 +349,8 @@ class Experiment(recordings.Outcome):
         device, device_read_bytes, device_write_bytes, disturbed, witness_notes, witness_scope): what
         ``.frame`` holds."""
         df = ior.to_frame(self.rows, run=self.name, mode=self.mode, **self.witness_row())
-        return add_verdicts(df, device_bps=self.cache.get("device_bps"),
-                            resident_fraction=self.cache.get("resident_fraction"), fstype=self.cache.get("fstype"),
+        return add_verdicts(df, device_bps=self.cache.device_bps,
+                            resident_fraction=self.cache.resident_fraction, fstype=self.cache.fstype,
                             witnessed=self.witness, moved={a: self.bytes_moved(a) for a in ("write", "read")},
                             scope=self.scope)
 
@@ -352,13 +379,13 @@ class Experiment(recordings.Outcome):
         c = self.cache
         bits = [f"witness{self.scope}: {self.witness}" if self.witness is not None else
                 (self.witness_note or "not witnessed")]
-        if c.get("resident_fraction") is not None:
-            bits.append(f"test files ({units.format_size(c.get('bytes', 0))}) resident in the page cache: "
-                        f"{c['resident_fraction']:.0%}")
-        if c.get("device_bps"):
-            bits.append(f"device behind them, uncached read: {units.format_rate(c['device_bps'])}")
-        if c.get("fstype"):
-            bits.append(f"filesystem: {c['fstype']}")
+        if c.resident_fraction is not None:
+            bits.append(f"test files ({units.format_size(c.bytes or 0)}) resident in the page cache: "
+                        f"{c.resident_fraction:.0%}")
+        if c.device_bps:
+            bits.append(f"device behind them, uncached read: {units.format_rate(c.device_bps)}")
+        if c.fstype:
+            bits.append(f"filesystem: {c.fstype}")
         return "; ".join(bits) or "no cache facts recorded"
 
     def best(self, access: str) -> float | None:
@@ -402,7 +429,7 @@ def experiment(options: ior.Options, *, tasks: int = 2, recording: str, name: st
     mpirun reaps its ranks, we reap mpirun, so the ranks' bytes add up in ours) and what the device
     behind the workspace moved (``.witness``; on tmpfs a note says there is no device); a
     :class:`SystemWatch` samples
-    Dirty/Writeback and the CPU and I/O stalls (``.cache["during"]``). ``trace=True`` runs the
+    Dirty/Writeback and the CPU and I/O stalls (``.cache.during``). ``trace=True`` runs the
     launcher under ``strace -f -e trace=openat`` (strace needed too): ``.opens()`` says which file
     each rank wrote and read.
     Replay: ``<recording>-summary`` (IOR's JSON summary; its meta keeps the witness),
@@ -466,7 +493,8 @@ def experiment(options: ior.Options, *, tasks: int = 2, recording: str, name: st
         seen["witnessed"], seen["note"] = recorded_witness(out.recording)
     fields = {**{f.name: getattr(out, f.name) for f in dataclasses.fields(recordings.Outcome)},
               "witness": seen.get("witnessed"), "witness_note": seen.get("note", ""), "frame": None}
-    return Experiment(**fields, name=name or recording.rpartition("/")[2], options=options, tasks=tasks, cache=cache,
+    return Experiment(**fields, name=name or recording.rpartition("/")[2], options=options, tasks=tasks,
+                      cache=CacheFacts.from_dict(cache),
                       opens_text=traced.get("text"), trace_run=traced.get("run"))
 
 
@@ -505,7 +533,7 @@ def split_phases(options: ior.Options, *, tasks: int = 2, recording: str, evict:
 
         # the read run must see the residency measured between the phases, not after its own run
         def measured_before(e: Experiment) -> Experiment:
-            return replace(e, cache={**e.cache, **before}) if e.mode == "live" else e
+            return replace(e, cache=replace(e.cache, **before)) if e.mode == "live" else e
         r = measured_before(experiment(ropts, tasks=tasks, recording=f"{recording}-read",
                                        name="read after eviction (-r)" if evict else "read (-r)", ws=ws,
                                        launcher=launcher, timeout=timeout, quiet=quiet,
@@ -597,11 +625,11 @@ def _mib(v: float) -> str:
 
 
 def _memory_fs(e: Experiment) -> bool:
-    return (e.cache.get("fstype") or "") in fsinfo.MEMORY_FS
+    return (e.cache.fstype or "") in fsinfo.MEMORY_FS
 
 
 def _fs(e: Experiment) -> str:
-    return e.cache.get("fstype") or "this filesystem"
+    return e.cache.fstype or "this filesystem"
 
 
 def _rates(e: Experiment, access: str) -> list[dict[str, Any]]:
@@ -780,7 +808,7 @@ def _read_claim(e: Experiment, show: bool, *, source: str = "memory", predicted:
     own, dev = _own(e, "read"), _device(e, "read")
     storage = own if own is not None else dev
     name = "read from storage by IOR's processes" if own is not None else "read by the device"
-    resident = e.cache.get("resident_fraction")
+    resident = e.cache.resident_fraction
     res = f"; {resident:.0%} of the test files' pages were in the page cache afterwards" if resident is not None else ""
     said_own = f"its processes read {_size(own)} from storage (task I/O accounting), " if own is not None else ""
     said = f"{said_own}the device {_size(dev)}{_others(e, 'read')}" if dev is not None else \
@@ -826,7 +854,7 @@ def _beyond_device_claim(e: Experiment, show: bool) -> Claim | None:
     best = e.best("read")
     if best is None:
         return None
-    dev = e.cache.get("device_bps")
+    dev = e.cache.device_bps
     predicted = (f"the best read ran more than {BEYOND:g} times the device's uncached rate, faster than any read "
                  "from the device")
     if dev is None:
@@ -1081,7 +1109,7 @@ def fsync(without: Experiment, with_e: Experiment, *, show: bool = True) -> list
 
 def odirect(direct: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
     """O_DIRECT: nothing left in the page cache, reads from the device, slower than the cached read."""
-    frac = direct.cache.get("resident_fraction")
+    frac = direct.cache.resident_fraction
     out = [explain.expect(
         "O_DIRECT left (almost) nothing of the test files in the page cache",
         explain.fact(f"at most {HARDLY:.0%} of the pages resident after the run",
@@ -1112,7 +1140,7 @@ def odirect(direct: Experiment, cached: Experiment, *, show: bool = True) -> lis
 
 def evicted(wrote: Experiment, read: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
     """Write, evict with posix_fadvise(DONTNEED), read in a second run: nothing cached, the device reads."""
-    frac = read.cache.get("resident_fraction")
+    frac = read.cache.resident_fraction
     out = [explain.expect(
         "posix_fadvise(DONTNEED) emptied the page cache of the test files before the read run",
         explain.fact(f"at most {HARDLY:.0%} resident before the read", None if frac is None else frac <= HARDLY),
@@ -1262,7 +1290,7 @@ def _save(e: Experiment, ref: str, fs_path: str, host: str | None, notes: str) -
                     notes=f"{notes} (IOR's JSON summary file; iolab adds -k to look at the test files' page-cache "
                           "residency after the run, then removes them; the witness covers the whole run, from "
                           "launch to the removal of the files)")
-    recordings.save(json.dumps(e.cache, indent=2) + "\n", f"{ref}-cache", ext="json", argv=r.argv, stream="file",
+    recordings.save(json.dumps(e.cache.as_dict(), indent=2) + "\n", f"{ref}-cache", ext="json", argv=r.argv, stream="file",
                     tool_version=r.tool_version, fs_path=fs_path, host_description=host,
                     notes=f"Measured by iolab around the IOR run {ref}-summary: the device's uncached read rate "
                           "(iolab.measure.device_rate, bytes/s), the test files' page-cache residency "
