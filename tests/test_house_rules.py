@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -152,3 +153,78 @@ def test_strace_of_a_learners_command_goes_through_the_door(monkeypatch, tmp_pat
     monkeypatch.setenv("IOLAB_MODE", "replay")        # nothing to replay: it runs live all the same
     out = lab03.count(["true"], cwd=tmp_path)
     assert out.live and out.run is not None and isinstance(out.frame, pd.DataFrame)
+
+
+# --- one result shape ----------------------------------------------------------------------------------
+
+LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / "lab.py", PACKAGE / "firstlook.py"]
+# TODO(lead): lesson 08 hands its claims back in out.extra["claims"]; h20b-ceph is editing
+# labs/parallel_fs.py at the same time. Give its outcomes a typed field (or return the claims) and
+# drop this exception (and Outcome.extra with it).
+BAG_EXCEPTIONS = {"labs/parallel_fs.py"}
+
+
+def result_bags(source: str) -> list[tuple[int, str]]:
+    """Where a module hands results back in a bag of strings: writes into a DataFrame's ``attrs``
+    (``df.attrs[k] = v``, ``df.attrs.update(...)``) or an Outcome's ``extra`` (``out.extra[k] = v``,
+    ``out.extra.update(...)``, ``extra={...}`` / ``extra=dict(...)`` in a call)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Attribute) \
+                        and sub.value.attr in ("attrs", "extra"):
+                    found.append((node.lineno, f"writes .{sub.value.attr}[...]"))
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in ("update", "setdefault") \
+                    and isinstance(f.value, ast.Attribute) and f.value.attr in ("attrs", "extra"):
+                found.append((node.lineno, f"calls .{f.value.attr}.{f.attr}()"))
+            for kw in node.keywords:
+                if kw.arg == "extra" and (isinstance(kw.value, ast.Dict) or (
+                        isinstance(kw.value, ast.Call) and isinstance(kw.value.func, ast.Name)
+                        and kw.value.func.id == "dict")):
+                    found.append((node.lineno, "passes extra={...}"))
+    return found
+
+
+def test_the_bag_reader_sees_each_kind_of_bag():
+    probe = ("df.attrs['tasks'] = 4\ndf.attrs.update(a=1)\nout.extra['x'] = 1\nout.extra.update(x=1)\n"
+             "Profile(log, extra={'target': t})\ncombine(parts, extra=dict(fstype='ext4'))\n"
+             "o = replace(options, extra=options.extra + ('-c',))\nrun(launcher_kwargs={'extra': []})\n"
+             "x = df.attrs['total']\n")
+    assert sorted(line for line, _ in result_bags(probe)) == [1, 2, 3, 4, 5, 6]
+
+
+def test_lesson_functions_return_typed_fields_not_bags():
+    wrong = {}
+    for path in LESSON_MODULES:
+        rel = str(path.relative_to(PACKAGE))
+        if rel in BAG_EXCEPTIONS:
+            continue
+        found = result_bags(path.read_text())
+        if found:
+            wrong[rel] = found
+    assert not wrong, f"lesson modules that hand results back in DataFrame.attrs or Outcome.extra: {wrong}"
+
+
+def test_the_bag_exceptions_still_need_to_be_exceptions():
+    for rel in BAG_EXCEPTIONS:
+        assert result_bags((PACKAGE / rel).read_text()), f"{rel} has no bags now: drop it from BAG_EXCEPTIONS"
+
+
+def test_notebooks_and_solutions_read_no_bags():
+    """What learners read and copy: no ``.extra[...]``, ``.attrs[...]`` or ``.cache.get(...)``."""
+    import json
+    pattern = re.compile(r"\.(extra|attrs)\[|\.cache\.get\(|\.extra\.get\(")
+    wrong = {}
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb")):
+        if nb.name.startswith("08"):
+            continue                      # TODO(lead): lesson 08 (see BAG_EXCEPTIONS)
+        cells = json.loads(nb.read_text())["cells"]
+        hits = [c for c in cells if pattern.search("".join(c["source"]))]
+        if hits:
+            wrong[nb.name] = len(hits)
+    assert not wrong, f"notebooks whose cells read results out of bags: {wrong}"
