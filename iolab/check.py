@@ -709,7 +709,7 @@ def check_07_reads(answer: object, profile) -> bool:
     """Exercise 07.1: the read(2) calls Darshan counted on the data file of a read-loop profile
     (``iolab.labs.darshan.profile_read_loop``): POSIX_READS of that file."""
 
-    given(profile, "profile", "profile = lab.profile_read_loop(data, 65536, recording_name=\"readloop-64k-1mib\").")
+    given(profile, "profile", "profile = lab.profile_read_loop(data, 65536, recording=\"readloop-64k-1mib\").")
     given(answer, "reads", "first predict it: ceil(file size / read size), plus the read that returns 0 "
                            "bytes; then read POSIX_READS of the data file from profile.log.")
     target, n, size = profile.target, profile.read_size, profile.file_size

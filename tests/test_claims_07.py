@@ -24,13 +24,13 @@ def _ok(claims, held=True):
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_profiles_of_known_programs(setup):
-    p = lab.profile_read_loop(None, 4096, recording_name="readloop-4k-16mib", setup=setup, quiet=True)
+    p = lab.profile_read_loop(None, 4096, recording="readloop-4k-16mib", setup=setup, quiet=True)
     assert p.file_size == 16 * 2**20 and p.meta["filesystem"]["fstype"] == setup
     _ok(lab.explain_read_loop(p, show=False))
-    b = lab.profile_read_loop(None, 1, buffered=True, recording_name="readloop-buffered-1b-100000", setup=setup,
+    b = lab.profile_read_loop(None, 1, buffered=True, recording="readloop-buffered-1b-100000", setup=setup,
                               quiet=True)
     _ok(lab.explain_buffered(b, show=False))
-    d = lab.profile_dd(None, None, bs="1MiB", recording_name="dd-1m-16mib", setup=setup, quiet=True)
+    d = lab.profile_dd(None, None, bs="1MiB", recording="dd-1m-16mib", setup=setup, quiet=True)
     _ok(lab.explain_dd(d, show=False))
 
 

@@ -218,7 +218,7 @@ def test_run_refuses_a_command_line_with_a_newline(tmp_path):
 @needs_runtime
 def test_live_read_loop_under_darshan(ws):
     data = ws.make_file("data.bin", 100_000)
-    p = lab.profile_read_loop(data, 4096, recording_name="readloop-4k-16mib", ws=ws, quiet=True)
+    p = lab.profile_read_loop(data, 4096, recording="readloop-4k-16mib", ws=ws, quiet=True)
     assert p.live
     assert darshan.counter(p.log, "POSIX_READS", file=str(data)) == expected_reads(100_000, 4096)
     assert darshan.counter(p.log, "POSIX_BYTES_READ", file=str(data)) == 100_000
@@ -246,7 +246,7 @@ def test_live_read_loop_in_dev_shm_is_recorded():
 
     with workspace.Workspace(budget="16MiB", base="/dev/shm") as w:
         data = w.make_file("data.bin", 8192)
-        p = lab.profile_read_loop(data, 4096, recording_name="readloop-4k-16mib", ws=w, quiet=True)
+        p = lab.profile_read_loop(data, 4096, recording="readloop-4k-16mib", ws=w, quiet=True)
         assert darshan.counter(p.log, "POSIX_READS", file=str(data)) == 3
 
 

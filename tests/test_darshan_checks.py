@@ -14,7 +14,7 @@ def _replay(monkeypatch):
 
 @pytest.fixture
 def profile():
-    return lab.profile_read_loop(None, 65536, recording_name="readloop-64k-1mib", quiet=True)
+    return lab.profile_read_loop(None, 65536, recording="readloop-64k-1mib", quiet=True)
 
 
 def test_reads(profile):

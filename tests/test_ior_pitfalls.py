@@ -78,8 +78,8 @@ def test_an_older_recording_says_it_has_no_witness_and_its_verdicts_are_inferenc
 def test_block_device_of_memory_and_disk():
     from iolab import fsinfo
     if fsinfo.fstype("/dev/shm") in fsinfo.MEMORY_FS:
-        assert lab.block_device("/dev/shm") is None
-    dev = lab.block_device("/tmp")
+        assert lab.device_name("/dev/shm") is None
+    dev = lab.device_name("/tmp")
     assert dev is None or Path(f"/sys/class/block/{dev}/stat").exists()
 
 

@@ -110,7 +110,11 @@ def _profile(live: Callable[[], Profile], ref: str, *, requires: Sequence[str] =
 
 
 def recording(name: str, setup: str = SETUP) -> str:
+    """The recording of the lesson's run ``name`` made on ``setup``: ``darshan/<name>-<setup>``."""
     return f"darshan/{name}-{setup}"
+
+
+_ref = recording          # inside a lesson function whose ``recording`` parameter shadows it
 
 
 def runtime_problem() -> str | None:
@@ -186,9 +190,9 @@ def _target_of(argv: Sequence[str]) -> str:
 
 
 def profile_read_loop(path: str | os.PathLike[str] | None, read_size: int, *, buffered: bool = False,
-                      recording_name: str, ws: workspace.Workspace | None = None, save_as: str | None = None,
+                      recording: str, ws: workspace.Workspace | None = None, save_as: str | None = None,
                       setup: str = SETUP, quiet: bool = False) -> Profile:
-    """Run the read loop over ``path`` under Darshan (or replay ``darshan/<recording_name>-<setup>``).
+    """Run the read loop over ``path`` under Darshan (or replay ``darshan/<recording>-<setup>``).
 
     A :class:`Profile` with ``target`` (the data file as the log names it), ``read_size``, ``buffered``,
     ``file_size``, ``st_blksize``.
@@ -205,7 +209,7 @@ def profile_read_loop(path: str | os.PathLike[str] | None, read_size: int, *, bu
                         f"over a {p.stat().st_size}-byte file, under Darshan (DARSHAN_ENABLE_NONMPI=1)")
         return _live(prof.run, prof.log, argv, file_size=p.stat().st_size, st_blksize=os.stat(p).st_blksize)
 
-    out = _profile(live, recording(recording_name, setup), given=path is not None, not_given="no data file given",
+    out = _profile(live, _ref(recording, setup), given=path is not None, not_given="no data file given",
                    quiet=quiet)
     out.target, out.read_size, out.buffered = _target_of(out.argv), int(read_size), buffered
     if not out.live:
@@ -314,7 +318,7 @@ def _dd_target(argv: Sequence[str], key: str) -> str:
 
 
 def profile_dd(src: str | os.PathLike[str] | None, dst: str | os.PathLike[str] | None, *, bs: int | str,
-               recording_name: str, save_as: str | None = None, setup: str = SETUP, quiet: bool = False) -> Profile:
+               recording: str, save_as: str | None = None, setup: str = SETUP, quiet: bool = False) -> Profile:
     """``dd if=SRC of=DST bs=BS`` under Darshan (or a replay); a :class:`Profile` with ``src``, ``dst``, ``bs``, ``file_size``."""
 
     def live() -> Profile:
@@ -330,7 +334,7 @@ def profile_dd(src: str | os.PathLike[str] | None, dst: str | os.PathLike[str] |
                   notes=f"dd copying a {Path(src).stat().st_size}-byte file with bs={bs}, under Darshan")
         return _live(r, log_path, r.argv, file_size=Path(src).stat().st_size)
 
-    out = _profile(live, recording(recording_name, setup), requires=("dd",),
+    out = _profile(live, _ref(recording, setup), requires=("dd",),
                    given=src is not None and dst is not None, not_given="no files given", quiet=quiet)
     out.src, out.dst, out.bs = _dd_target(out.argv, "if"), _dd_target(out.argv, "of"), parse_size(bs)
     if not out.live:
@@ -355,7 +359,7 @@ def explain_dd(profile: Profile, *, show: bool = True) -> list[Claim]:
 
 # --- section 2: Darshan beside strace -------------------------------------------------------------
 
-def both(path: str | os.PathLike[str] | None, read_size: int, *, recording_name: str = "both-read-4k",
+def both(path: str | os.PathLike[str] | None, read_size: int, *, recording: str = "both-read-4k",
          ws: workspace.Workspace | None = None, save_as: str | None = None, setup: str = SETUP,
          quiet: bool = False) -> Profile:
     """One run of the read loop watched by strace and Darshan at once.
@@ -384,7 +388,7 @@ def both(path: str | os.PathLike[str] | None, read_size: int, *, recording_name:
         return _live(replace(r, tool_version=rt.version), log_path, inner, file_size=p.stat().st_size,
                      strace=strace.calls_frame(strace.parse_calls(r.stdout)), strace_version=r.tool_version)
 
-    out = _profile(live, recording(recording_name, setup), requires=("strace", "env"), given=path is not None,
+    out = _profile(live, _ref(recording, setup), requires=("strace", "env"), given=path is not None,
                    not_given="no data file given", siblings=("strace",), quiet=quiet)
     if not out.live:
         srec = out.siblings["strace"]
@@ -460,12 +464,12 @@ def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 5,
 
 
 def measure_overhead(path: str | os.PathLike[str] | None, read_size: int, *, repeat: int = 5,
-                     recording_name: str = "overhead-1k-16mib", save_as: str | None = None,
+                     recording: str = "overhead-1k-16mib", save_as: str | None = None,
                      setup: str = SETUP, quiet: bool = False) -> recordings.Outcome:
     """:func:`overhead` live (Darshan runtime and strace here), or its recording (the same frame as
     CSV): an Outcome whose ``.frame`` (and ``.data``) is the timings."""
     return recordings.live_or_recorded(
-        lambda: _overhead_csv(path, read_size, repeat, save_as), recording(recording_name, setup),
+        lambda: _overhead_csv(path, read_size, repeat, save_as), _ref(recording, setup),
         requires=("strace",), unavailable=runtime_problem if path is not None else "no data file given",
         parse=lambda text: pd.read_csv(io.StringIO(text)), quiet=quiet)
 
@@ -548,7 +552,7 @@ def _testfile(argv: Sequence[str]) -> str:
     return argv[argv.index("-o") + 1]
 
 
-def profile_ior(options: ior.Options = IOR_FPP, tasks: int = IOR_TASKS, *, recording_name: str = "ior-posix-F-dxt",
+def profile_ior(options: ior.Options = IOR_FPP, tasks: int = IOR_TASKS, *, recording: str = "ior-posix-F-dxt",
                 dxt: bool = True, ws: workspace.Workspace | None = None, save_as: str | None = None,
                 setup: str = SETUP, quiet: bool = False) -> Profile:
     """IOR under Darshan (``-x LD_PRELOAD=...`` for every rank), DXT on; a :class:`Profile` with ``testfile``, ``options``, ``tasks``."""
@@ -565,7 +569,7 @@ def profile_ior(options: ior.Options = IOR_FPP, tasks: int = IOR_TASKS, *, recor
                         + (" with DXT" if dxt else ""))
         return _live(r, log_path, res.run.argv, ior_version=res.version)
 
-    out = _profile(live, recording(recording_name, setup), requires=("ior", "mpirun"), quiet=quiet)
+    out = _profile(live, _ref(recording, setup), requires=("ior", "mpirun"), quiet=quiet)
     out.testfile, out.options, out.tasks = _testfile(out.argv), options, tasks
     return out
 
@@ -896,16 +900,16 @@ def record(directory: str, label: str) -> list[str]:
         small = ws.make_file("data-1MiB.bin", "1MiB")
         seed = ws.make_file("data-100000B.bin", 100_000)
         r = recording("readloop-4k-16mib", label)
-        profile_read_loop(data, 4096, recording_name="readloop-4k-16mib", ws=ws, save_as=r)
+        profile_read_loop(data, 4096, recording="readloop-4k-16mib", ws=ws, save_as=r)
         made.append(r)
         r = recording("readloop-64k-1mib", label)             # exercise 07
-        profile_read_loop(small, 65536, recording_name="readloop-64k-1mib", ws=ws, save_as=r)
+        profile_read_loop(small, 65536, recording="readloop-64k-1mib", ws=ws, save_as=r)
         made.append(r)
         r = recording("readloop-buffered-1b-100000", label)
-        profile_read_loop(seed, 1, buffered=True, recording_name="readloop-buffered-1b-100000", ws=ws, save_as=r)
+        profile_read_loop(seed, 1, buffered=True, recording="readloop-buffered-1b-100000", ws=ws, save_as=r)
         made.append(r)
         r = recording("dd-1m-16mib", label)
-        profile_dd(data, ws.path("copy.bin"), bs="1MiB", recording_name="dd-1m-16mib", save_as=r)
+        profile_dd(data, ws.path("copy.bin"), bs="1MiB", recording="dd-1m-16mib", save_as=r)
         ws.remove("copy.bin")
         made.append(r)
         r = recording("both-read-4k", label)

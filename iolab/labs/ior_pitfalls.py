@@ -84,7 +84,7 @@ def recording(run: str, version: str = "4.0.0", fs: str = "ext4") -> str:
 
 # --- what the machine did while IOR ran -----------------------------------------------------------
 
-def block_device(path: str | os.PathLike[str]) -> str | None:
+def device_name(path: str | os.PathLike[str]) -> str | None:
     """The block device behind ``path`` as /sys/class/block names it (vda, nvme0n1p2, dm-0), or None
     (tmpfs, NFS, FUSE, overlay: nothing whose I/O counters iolab can read)."""
     d = witness.block_device(path)
@@ -131,7 +131,7 @@ class SystemWatch:
     """
 
     def __init__(self, path: str | os.PathLike[str], interval: float = 0.01):
-        self.device = block_device(path)
+        self.device = device_name(path)
         self._sampler = pagecache.MeminfoSampler(interval, ("Dirty", "Writeback"))
         self._facts: dict[str, Any] = {}
 

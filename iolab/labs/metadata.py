@@ -197,7 +197,7 @@ def fsyncs(counts: pd.DataFrame, name: str = "fsync") -> int:
 
 
 def explain_syncs(seed: pd.DataFrame, with_data: pd.DataFrame, *, expected_seed: int, expected_data: int,
-                  with_data_flags: str = "-w 4096") -> list[explain.Claim]:
+                  with_data_flags: str = "-w 4096", show: bool = True) -> list[explain.Claim]:
     """strace's fsync counts of the seed's command and of the same command with ``-w``, against what
     mdtest's source says they are (:func:`iolab.tools.mdtest.expected_fsyncs`)."""
     n0, n1 = fsyncs(seed), fsyncs(with_data)
@@ -211,12 +211,12 @@ def explain_syncs(seed: pd.DataFrame, with_data: pd.DataFrame, *, expected_seed:
         explain.fact("fsync count as expected", n0 == expected_seed and others0 == 0),
         yes=f"strace counted {n0} fsync and {others0} other sync calls, among {removals} unlink and rmdir "
             "calls: the -y in this command asked for nothing",
-        no=f"strace counted {n0} fsync and {others0} other sync calls", why=why)]
+        no=f"strace counted {n0} fsync and {others0} other sync calls", why=why, show=show)]
     claims.append(explain.expect(
         f"with {with_data_flags} every file is written and then synced: {expected_data} fsync calls "
         "(ranks x files x iterations)",
         explain.fact("fsync count as expected", n1 == expected_data),
-        yes=f"strace counted {n1}", no=f"strace counted {n1}", why=why))
+        yes=f"strace counted {n1}", no=f"strace counted {n1}", why=why, show=show))
     return claims
 
 
@@ -227,7 +227,7 @@ def rate(frame: pd.DataFrame, operation: str) -> float | None:
     return float(part["mean"].iloc[0]) if len(part) else None
 
 
-def explain_rates(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts]) -> list[explain.Claim]:
+def explain_rates(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
     """Section 3 (the seed's command on each filesystem): stat against creation on each, and
     creation in memory against creation on each disk-backed filesystem. ``frames``/``fs`` are keyed
     by the same labels."""
@@ -248,7 +248,7 @@ def explain_rates(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts])
             yes=lambda e, served=served: f"{e['stat']:,.0f} stats/s against {e['create']:,.0f} creations/s: {served}",
             no=lambda e: f"it ran at {e['stat']:,.0f}/s against {e['create']:,.0f} creations/s",
             why="with 10 files per rank a phase lasts well under a millisecond, so one interruption of a "
-                "rank (another job on the same cores) weighs on a whole iteration's rate"))
+                "rank (another job on the same cores) weighs on a whole iteration's rate", show=show))
     mem = [k for k, f in fs.items() if f.memory and k in frames]
     for label in [k for k, f in fs.items() if not f.memory and k in frames]:
         for m in mem:
@@ -263,14 +263,14 @@ def explain_rates(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts])
                                    + ") in memory, to be written later",
                 no=lambda e: f"memory created {e['memory']:,.0f} and {label} {e['disk']:,.0f} per second",
                 why="without -w nothing waits for the device: an ext4 creation is memory work too, only "
-                    "more of it, and a fast CPU hides the difference"))
+                    "more of it, and a fast CPU hides the difference", show=show))
     return claims
 
 
 # --- section 4: -w 4096 -y -----------------------------------------------------------------------
 
 def explain_fsync_cost(plain: Mapping[str, pd.DataFrame], synced: Mapping[str, pd.DataFrame],
-                       fs: Mapping[str, FsFacts]) -> list[explain.Claim]:
+                       fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
     """Creation rate without data (the seed's command: 0 fsync) against ``-w 4096 -y`` (one write
     and one fsync per file), per filesystem label."""
     claims = []
@@ -285,7 +285,7 @@ def explain_fsync_cost(plain: Mapping[str, pd.DataFrame], synced: Mapping[str, p
                 yes=lambda e: f"{e['without']:,.0f} -> {e['with']:,.0f} creations/s: tmpfs has no device, its "
                               "fsync returns at once; what is left is copying 4 KiB into a new page",
                 no=lambda e: f"creation fell from {e['without']:,.0f} to {e['with']:,.0f} per second",
-                why="a busy machine: each phase of 10 files lasts a fraction of a millisecond"))
+                why="a busy machine: each phase of 10 files lasts a fraction of a millisecond", show=show))
         else:
             how = ("it waits for the journal to commit the file's metadata, then flushes the device's cache"
                    if f.journal else
@@ -299,7 +299,7 @@ def explain_fsync_cost(plain: Mapping[str, pd.DataFrame], synced: Mapping[str, p
                                        f"is a round trip to the device ({how})",
                 no=lambda e: f"creation went from {e['without']:,.0f} to {e['with']:,.0f} per second",
                 why="a device with a fast, battery-backed or host-side write cache acknowledges a flush "
-                    "almost at once; a virtual disk's flush may never reach a physical one"))
+                    "almost at once; a virtual disk's flush may never reach a physical one", show=show))
     return claims
 
 
@@ -310,7 +310,7 @@ def _call(calls: pd.DataFrame, syscall: str, nth: int = 0) -> float | None:
     return float(d.iloc[nth]) if len(d) > nth else None
 
 
-def explain_one_file(traces: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts]) -> list[explain.Claim]:
+def explain_one_file(traces: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
     """One mdtest file (4 KiB, -y) traced with strace -T on each filesystem."""
     claims = []
     for label, calls in traces.items():
@@ -324,7 +324,7 @@ def explain_one_file(traces: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFact
                 yes=lambda e: f"fsync {e['fsync'] * 1e6:,.0f} µs, openat + lseek + write + close "
                               f"{e['others'] * 1e6:,.0f} µs",
                 no=lambda e: f"fsync took {e['fsync'] * 1e6:,.0f} µs, the other calls {e['others'] * 1e6:,.0f} µs",
-                why="strace stops the process at every call; on a busy machine any call can wait for a CPU"))
+                why="strace stops the process at every call; on a busy machine any call can wait for a CPU", show=show))
             continue
         creating = calls[calls["syscall"].isin(["openat", "lseek", "write", "close"])]
         slowest = creating.loc[creating["duration"].idxmax()] if len(creating) else None
@@ -340,7 +340,7 @@ def explain_one_file(traces: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFact
             yes=lambda e: f"fsync {e['fsync'] * 1e6:,.0f} µs, openat + lseek + write + close "
                           f"{e['others'] * 1e6:,.0f} µs: only fsync waits for the device",
             no=lambda e: f"fsync took {e['fsync'] * 1e6:,.0f} µs, the other calls {e['others'] * 1e6:,.0f} µs",
-            why=why))
+            why=why, show=show))
         quiet = calls.loc[calls["syscall"].isin(["lseek", "close", "newfstatat"]), "duration"]
         claims.append(_unlink_claim(label, f, unlink=unlink, create=create, fsync=fsync,
                                     quiet=float(quiet.median()) if len(quiet) else None))
@@ -394,7 +394,7 @@ def _median(calls: pd.DataFrame, syscall: str, item: str) -> float | None:
     return float(d.median()) if len(d) else None
 
 
-def explain_removals(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written: bool = False) -> explain.Claim:
+def explain_removals(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written: bool = False, show: bool = True) -> explain.Claim:
     """rmdir of mdtest's directories against unlink of its files, from a -T trace of the whole run.
 
     ``files_written``: the files got -w bytes and an fsync, so each owns a block too (then the
@@ -412,14 +412,14 @@ def explain_removals(label: str, calls: pd.DataFrame, f: FsFacts, *, files_writt
                           "file owns no block, so its unlink frees nothing",
             no=lambda e: us(e),
             why="the device answered its discards quickly this time: the cost is the device's (a "
-                "virtual disk's depends on its host), not the filesystem's")
+                "virtual disk's depends on its host), not the filesystem's", show=show)
     if inside and files_written:
         return explain.expect(
             f"on {label}, removing a written file costs about as much as removing a directory: each frees a block",
             explain.greater("unlink", unlink, "rmdir", rmdir, by=1 / 3),
             yes=lambda e: f"{us(e)}: on {f.describe()}, both calls wait for the discard of the block they free",
             no=lambda e: us(e),
-            why="discards of neighbouring blocks can be merged, and a device answers some faster than others")
+            why="discards of neighbouring blocks can be merged, and a device answers some faster than others", show=show)
     if f.memory:
         reason = "in memory nothing is freed on a device"
     elif f.ext and f.discard is False:
@@ -437,10 +437,10 @@ def explain_removals(label: str, calls: pd.DataFrame, f: FsFacts, *, files_writt
         why=("something else waits inside rmdir here: on a network or parallel filesystem each removal is "
              "a request to a server, and a directory's can take more of them") if not (f.ext or f.memory) else
             "a directory's removal updates the parent's link count and its own inode too; on a busy machine "
-            "a handful of slow calls moves a median of few calls")
+            "a handful of slow calls moves a median of few calls", show=show)
 
 
-def explain_removal_rates(label: str, frame: pd.DataFrame, f: FsFacts) -> explain.Claim:
+def explain_removal_rates(label: str, frame: pd.DataFrame, f: FsFacts, *, show: bool = True) -> explain.Claim:
     """mdtest's own removal rates (section 3) read the same way as the trace."""
     d, fr = rate(frame, "directory removal"), rate(frame, "file removal")
     if f.discard_in_call:
@@ -449,14 +449,14 @@ def explain_removal_rates(label: str, frame: pd.DataFrame, f: FsFacts) -> explai
             explain.greater("files", fr, "directories", d, by=3),
             yes=lambda e: f"{e['files']:,.0f} files/s against {e['directories']:,.0f} directories/s",
             no=lambda e: f"{e['files']:,.0f} files/s against {e['directories']:,.0f} directories/s",
-            why="the discards were cheap during this run")
+            why="the discards were cheap during this run", show=show)
     return explain.expect(
         f"mdtest's rates on {label} agree: directory removal within 3x of file removal",
         explain.greater("directories", d, "files", fr, by=1 / 3),
         yes=lambda e: f"{e['files']:,.0f} files/s against {e['directories']:,.0f} directories/s",
         no=lambda e: f"{e['files']:,.0f} files/s against {e['directories']:,.0f} directories/s",
         why="with 10 items per rank a phase lasts well under a millisecond: one slow call, or another "
-            "job on the same cores, weighs on a whole iteration")
+            "job on the same cores, weighs on a whole iteration", show=show)
 
 
 # --- section 6, witnessed: what the device did during each phase ---------------------------------
@@ -468,7 +468,7 @@ def _dev(d: Mapping[str, Any] | None, key: str) -> Any:
     return None if d is None else d.get(key)
 
 
-def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
+def explain_phases(label: str, ph: Any, f: FsFacts, *, show: bool = True) -> list[explain.Claim]:
     """mdtest's create, stat and remove phases run one at a time (:func:`measure_phases`),
     each witnessed: what mdtest's processes read from storage during the stat phase, what the device
     wrote during the create phase, and the discards the device received during the remove phase (and,
@@ -486,7 +486,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
         no=lambda e: f"mdtest's processes read {format_size(own_r)} from storage to stat {2 * items:,} items",
         why="memory was short, and the inodes had been evicted between the phases (each phase is a separate run, "
             "so mdtest's own program and libraries are loaded again too: a cold start reads them from disk)",
-        missing="this run was not witnessed.")]
+        missing="this run was not witnessed.", show=show)]
     if f.memory or (dev.get("remove") is None and dev.get("create") is None and ph.phases
                     and all(m.witness is not None and m.witness.device is None for m in ph.phases.values())):
         claims.append(explain.expect(
@@ -494,7 +494,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
             explain.fact("no block device behind it (the witness's note)", f.memory or None),
             yes=f"{f.describe()}: the witness found no block device to count; files and directories are memory",
             no="", missing="the witness found no block device here, but this filesystem is not one kept in memory: "
-                           "a network or FUSE filesystem's requests are not block I/O."))
+                           "a network or FUSE filesystem's requests are not block I/O.", show=show))
         return claims
     create, remove, after = dev.get("create"), dev.get("remove"), dev.get("after")
     written = _dev(create, "written_bytes")
@@ -510,7 +510,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
         no=lambda e: f"the device wrote {format_size(written)} while {dirs:,} directories were made",
         why="the device's counters are everybody's (another program, the write-back of older dirty pages), and a "
             "journal that commits during the phase writes it then.",
-        missing="the device's counters were not read for this run."))
+        missing="the device's counters were not read for this run.", show=show))
     d_rem, d_after = _dev(remove, "discards"), _dev(after, "discards")
     rw = ph.phases["remove"].witness if ph.phases.get("remove") is not None else None
     crowd = ""
@@ -532,7 +532,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
                  "device mounted with discard send discards too." if more else
                  "the block layer merged neighbouring discards into fewer requests, or this ext4 frees directory "
                  "blocks in another way than the lesson read in its source."),
-            missing="this kernel's stat file has no discard counters (before Linux 4.18)."))
+            missing="this kernel's stat file has no discard counters (before Linux 4.18).", show=show))
     elif f.discards and f.journal:
         settle = ph.settle_s
         claims.append(explain.expect(
@@ -543,7 +543,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
             no=lambda e: f"the device counted {d_rem:,} discards while {dirs:,} directories were removed",
             why="the device's counters are everybody's: another program removing files on this device sends "
                 "discards too; and a commit can fall inside the phase.",
-            missing="this kernel's stat file has no discard counters (before Linux 4.18)."))
+            missing="this kernel's stat file has no discard counters (before Linux 4.18).", show=show))
         claims.append(explain.expect(
             f"on {label}, the discards came after the phase, once the journal had committed (a kernel worker sends "
             "them, not rmdir)",
@@ -553,7 +553,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
                           f"with {format_size(_dev(after, 'written_bytes'))} written (the commit)",
             no=lambda e: f"no discard in the {settle:g} s after the last phase",
             why="the journal had not committed yet when the watch ended (mount option commit=, or a busy journal).",
-            missing="the device was not watched after the last phase (settle_s=0)."))
+            missing="the device was not watched after the last phase (settle_s=0).", show=show))
     elif f.ext and f.discards is False:
         total = sum(x for x in (_dev(dev.get(k), "discards") for k in ("create", "stat", "remove", "after"))
                     if x is not None) if d_rem is not None else None
@@ -565,18 +565,18 @@ def explain_phases(label: str, ph: Any, f: FsFacts) -> list[explain.Claim]:
             no=lambda e: f"the device counted {total:,} discards while {dirs:,} directories were removed",
             why="the device's counters are everybody's: another program removing files on a filesystem of this device "
                 "mounted with discard sends discards too.",
-            missing="this kernel's stat file has no discard counters (before Linux 4.18)."))
+            missing="this kernel's stat file has no discard counters (before Linux 4.18).", show=show))
     else:
         claims.append(explain.expect(
             f"on {label}, the device's discards follow the filesystem's facts",
             explain.fact("the facts are known", None),
-            missing=f"the lesson does not know how {f.describe()} frees a block (its journal, its discard option)."))
+            missing=f"the lesson does not know how {f.describe()} frees a block (its journal, its discard option).", show=show))
     return claims
 
 
 # --- section 7: many small files against one stream ----------------------------------------------
 
-def explain_small_files(n: int, size: int, per_second: float, stream_mib_s: float) -> explain.Claim:
+def explain_small_files(n: int, size: int, per_second: float, stream_mib_s: float, *, show: bool = True) -> explain.Claim:
     small, stream = n / per_second, n * size / (stream_mib_s * 2 ** 20)
     return explain.expect(
         f"{n:,} small files, each created, written and fsynced, take at least 10x longer than the same "
@@ -585,7 +585,7 @@ def explain_small_files(n: int, size: int, per_second: float, stream_mib_s: floa
         yes=lambda e: f"{e['small files']:,.1f} s against {e['one stream']:,.1f} s",
         no=lambda e: f"{e['small files']:,.1f} s against {e['one stream']:,.1f} s",
         why="a device that acknowledges each flush at once makes an fsync per file almost free; "
-            "on a parallel filesystem the metadata server's round trip stays")
+            "on a parallel filesystem the metadata server's round trip stays", show=show)
 
 
 # --- the instructor's class data -----------------------------------------------------------------
@@ -716,7 +716,7 @@ def _crowding(near: pd.DataFrame, fs_label: str, user: str, base_users: set[str]
             "other down, and here that outweighed the options")
 
 
-def explain_class(md: pd.DataFrame, *, operation: str = "file creation", factor: float = 2.0) -> list[explain.Claim]:
+def explain_class(md: pd.DataFrame, *, operation: str = "file creation", factor: float = 2.0, show: bool = True) -> list[explain.Claim]:
     """What each student's difference from the class predicts for ``operation``, checked against the
     median of the students who ran the class's most common configuration, on each filesystem:
     a command that fsyncs each file (-y with -w) is predicted slower on every filesystem with a
@@ -771,7 +771,7 @@ def explain_class(md: pd.DataFrame, *, operation: str = "file creation", factor:
     return claims
 
 
-def explain_class_filesystems(md: pd.DataFrame, *, operation: str = "file creation") -> list[explain.Claim]:
+def explain_class_filesystems(md: pd.DataFrame, *, operation: str = "file creation", show: bool = True) -> list[explain.Claim]:
     """Class medians of ``operation`` on each filesystem, ordered as their layers predict: memory
     fastest, a sync-mounted filesystem slower than the same filesystem mounted normally, an object
     store through FUSE slowest. Which is which comes from the data (fs_kind, fstype, fs_options: the

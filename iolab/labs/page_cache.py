@@ -532,7 +532,7 @@ def parse_hdparm(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def block_device(path: str | os.PathLike[str]) -> str | None:
+def device_path(path: str | os.PathLike[str]) -> str | None:
     """The /dev/... device behind ``path``'s filesystem, or None (tmpfs, overlay, network)."""
     src = fsinfo.mount_of(path).source
     return src if src.startswith("/dev/") else None
@@ -541,7 +541,7 @@ def block_device(path: str | os.PathLike[str]) -> str | None:
 def hdparm(path: str | os.PathLike[str], allowed: bool) -> list[dict[str, Any]] | None:
     """Run ``hdparm -Tt`` on the device behind ``path`` when ``allowed``, root, and the device opens;
     otherwise print why not. hdparm flushes the device's buffer cache and reads it for several seconds."""
-    dev = block_device(path)
+    dev = device_path(path)
     if dev is None:
         print(f"{path} is not on a local block device: hdparm has nothing to measure here.")
         return None

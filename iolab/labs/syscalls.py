@@ -221,7 +221,7 @@ def make_tree(root: str | os.PathLike[str], dirs: int = 10, files_per_dir: int =
     return dirs * files_per_dir
 
 
-def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 3, timeout: float = 120):
+def overhead(path: str | os.PathLike[str], read_size: int, *, repeat: int = 3, timeout: float = 120) -> pd.DataFrame:
     """Elapsed seconds of one unbuffered read loop over ``path``: plain, under ``strace -c`` and under a
     full ``-f -tt -T -y`` trace to a file. Returns a DataFrame (how, seconds, calls, repeat)."""
     p = Path(path).resolve()
