@@ -26,24 +26,24 @@ def _ok(claims, held=True):
 def test_profiles_of_known_programs(setup):
     p = lab.profile_read_loop(None, 4096, recording="readloop-4k-16mib", setup=setup, quiet=True)
     assert p.file_size == 16 * 2**20 and p.meta["filesystem"]["fstype"] == setup
-    _ok(lab.explain_read_loop(p, show=False))
+    _ok(lab.read_loop_claims(p, show=False))
     b = lab.profile_read_loop(None, 1, buffered=True, recording="readloop-buffered-1b-100000", setup=setup,
                               quiet=True)
-    _ok(lab.explain_buffered(b, show=False))
+    _ok(lab.buffered_claims(b, show=False))
     d = lab.profile_dd(None, None, bs="1MiB", recording="dd-1m-16mib", setup=setup, quiet=True)
-    _ok(lab.explain_dd(d, show=False))
+    _ok(lab.dd_claims(d, show=False))
 
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_strace_and_darshan_agree(setup):
     p = lab.both(None, 4096, setup=setup, quiet=True)
-    _ok(lab.explain_side_by_side(p, show=False))
+    _ok(lab.side_by_side_claims(p, show=False))
 
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_overhead_claims(setup):
     o = lab.measure_overhead(None, 1024, setup=setup, quiet=True)
-    claims = lab.explain_overhead(o.data, show=False)
+    claims = lab.overhead_claims(o.data, show=False)
     _ok(claims, held=None)
     t = lab.overhead_trials(o.data)
     assert [len(t.values(h)) for h in lab.HOWS] == [5, 5, 5]
@@ -63,7 +63,7 @@ def _overhead(plain, darshan, strace, calls=16385):
 
 
 def test_a_slow_darshan_is_not_called_cheap():
-    claims = lab.explain_overhead(_overhead(0.040, 0.100, 0.400), show=False)
+    claims = lab.overhead_claims(_overhead(0.040, 0.100, 0.400), show=False)
     assert all(c.consistent() for c in claims)
     assert claims[0].held is True                       # its cost shows
     assert claims[1].held is False and explain.NOT_THIS_TIME in claims[1].text and "busy machine" in claims[1].text
@@ -75,20 +75,20 @@ def test_darshan_faster_than_plain_is_never_a_percentage_of_one_pair():
     df = pd.DataFrame({"how": ["plain", "under Darshan", "under strace -c"] * 3,
                        "seconds": [0.080, 0.061, 0.40, 0.060, 0.075, 0.41, 0.070, 0.066, 0.39], "repeat": [0] * 9,
                        "calls": 16385})
-    claims = lab.explain_overhead(df, show=False)
+    claims = lab.overhead_claims(df, show=False)
     assert all(c.consistent() for c in claims)
     assert claims[0].text.startswith(explain.TOO_CLOSE) and "%" not in claims[0].text
 
 
 def test_a_fast_tracer_is_said_so():
-    claims = lab.explain_overhead(_overhead(0.040, 0.041, 0.045), show=False)
+    claims = lab.overhead_claims(_overhead(0.040, 0.041, 0.045), show=False)
     assert all(c.consistent() for c in claims) and claims[1].held and claims[2].held is False
 
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_ior_fpp_and_dxt(setup):
     p = lab.profile_ior(setup=setup, quiet=True)
-    _ok(lab.explain_ior_fpp(p, show=False))
+    _ok(lab.ior_fpp_claims(p, show=False))
 
 
 @pytest.mark.parametrize("setup", SETUPS)
@@ -96,7 +96,7 @@ def test_collective_write_counts(setup):
     writes = lab.collective(setup=setup, quiet=True)
     df = writes.frame
     assert list(df["mode"]) == ["replay"] * len(lab.CASES)
-    claims = lab.explain_collective(writes, show=False)
+    claims = lab.collective_claims(writes, show=False)
     _ok(claims)
     n = df.set_index("case")["posix_writes"]
     assert n["independent"] == 256 and n["collective"] == 64 and n["collective, cb_nodes=2"] == 128
@@ -114,14 +114,14 @@ def _counts(**writes):
 
 def test_an_mpi_that_does_not_aggregate_is_told_so():
     # an MPI-IO layer whose collective writes stay independent (like ROMIO's 'automatic' here)
-    claims = lab.explain_collective(_counts(independent=256, collective=256), show=False)
+    claims = lab.collective_claims(_counts(independent=256, collective=256), show=False)
     assert all(c.consistent() for c in claims)
     fewer = claims[1]
     assert fewer.held is False and "automatic" in fewer.text
 
 
 def test_an_ignored_hint_and_two_default_aggregators():
-    claims = lab.explain_collective(_counts(independent=256, collective=128, cb2=128, romio=64, enable=64),
+    claims = lab.collective_claims(_counts(independent=256, collective=128, cb2=128, romio=64, enable=64),
                                     show=False)
     assert all(c.consistent() for c in claims)
     assert claims[2].held and "2 aggregators" in claims[2].text

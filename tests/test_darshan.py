@@ -235,7 +235,7 @@ def test_live_strace_and_darshan_count_the_same_reads(ws):
     s, d = t["strace (-e trace=read -P FILE)"], t["Darshan (POSIX module)"]
     assert s["read calls"] == d["read calls"] == expected_reads(2**20, 4096)
     assert s["bytes"] == d["bytes"] == 2**20
-    assert all(c.consistent() and c.held for c in lab.explain_side_by_side(p, show=False))
+    assert all(c.consistent() and c.held for c in lab.side_by_side_claims(p, show=False))
 
 
 @pytest.mark.live

@@ -250,7 +250,7 @@ def kinds_table(profile: Profile) -> pd.DataFrame:
     return t.reindex([k for k in order if k in t.index])
 
 
-def explain_read_loop(profile: Profile, *, show: bool = True) -> list[Claim]:
+def read_loop_claims(profile: Profile, *, show: bool = True) -> list[Claim]:
     """Darshan's counts for the unbuffered loop against ``ceil(N/n) + 1``, the histogram, the other files."""
     target, n = profile.target, profile.read_size
     log = profile.log
@@ -291,7 +291,7 @@ def explain_read_loop(profile: Profile, *, show: bool = True) -> list[Claim]:
     return claims
 
 
-def explain_buffered(profile: Profile, *, show: bool = True) -> list[Claim]:
+def buffered_claims(profile: Profile, *, show: bool = True) -> list[Claim]:
     """Buffered 1-byte reads: how many reached the POSIX layer, and how big they were."""
     target, n = profile.target, profile.read_size
     size = profile.file_size
@@ -342,7 +342,7 @@ def profile_dd(src: str | os.PathLike[str] | None, dst: str | os.PathLike[str] |
     return out
 
 
-def explain_dd(profile: Profile, *, show: bool = True) -> list[Claim]:
+def dd_claims(profile: Profile, *, show: bool = True) -> list[Claim]:
     size, bs = profile.file_size, profile.bs
     reads = darshan.counter(profile.log, "POSIX_READS", file=profile.src)
     writes = darshan.counter(profile.log, "POSIX_WRITES", file=profile.dst)
@@ -415,7 +415,7 @@ def side_by_side(profile: Profile) -> pd.DataFrame:
     }, index=["read calls", "bytes", "calls that returned 0 bytes (end of file)"], dtype=object)
 
 
-def explain_side_by_side(profile: Profile, *, show: bool = True) -> list[Claim]:
+def side_by_side_claims(profile: Profile, *, show: bool = True) -> list[Claim]:
     t = side_by_side(profile)
     s, d = t["strace (-e trace=read -P FILE)"], t["Darshan (POSIX module)"]
     return [
@@ -504,7 +504,7 @@ def overhead_trials(df: pd.DataFrame) -> trials.Trials:
 STRACE_BY = 1.5
 
 
-def explain_overhead(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
+def overhead_claims(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
     """Darshan's cost against plain and against strace's, from :func:`overhead`'s table, over every run
     of each way (the rule of :func:`iolab.explain.beyond`: a way is slower only when its fastest run
     is slower than the other's slowest; otherwise too close to call here)."""
@@ -583,7 +583,7 @@ def per_file(profile: Profile) -> pd.DataFrame:
     return f[["rank", "file", "opens", "writes", "reads", "bytes_written", "bytes_read"]].reset_index(drop=True)
 
 
-def explain_ior_fpp(profile: Profile, *, show: bool = True) -> list[Claim]:
+def ior_fpp_claims(profile: Profile, *, show: bool = True) -> list[Claim]:
     o, tasks = profile.options, profile.tasks
 
     per_rank = o.bytes_per_task // parse_size(o.transfer_size)
@@ -793,7 +793,7 @@ def written(writes: Writes, case: str) -> Written:
     return next(w for w in writes.written if w.case.name == case)
 
 
-def explain_collective(writes: Writes, *, show: bool = True) -> list[Claim]:
+def collective_claims(writes: Writes, *, show: bool = True) -> list[Claim]:
     """The write counts of :func:`collective`, as claims."""
     tasks, segments, t = writes.tasks, writes.segments, writes.transfer
     rows = writes.frame.set_index("case")
@@ -870,7 +870,7 @@ def other_files(log: darshan.Log | None, testfile: str) -> pd.DataFrame:
     return f[["module", "file", "rank", "opens", "writes", "bytes_written"]].reset_index(drop=True)
 
 
-def explain_other_files(log: darshan.Log | None, testfile: str, *, show: bool = True) -> list[Claim]:
+def other_files_claims(log: darshan.Log | None, testfile: str, *, show: bool = True) -> list[Claim]:
     """Did the MPI job touch files of its own besides the one IOR wrote? (None: no log, counted by strace.)"""
     if log is None:
         return [explain.expect("the log names files IOR itself never asked for: the MPI library's own",

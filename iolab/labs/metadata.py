@@ -15,7 +15,7 @@ from a recording's meta. The mechanisms, checked in the sources:
   for, inside the call that freed the block (``unlink`` of a file that owns a block, ``rmdir`` of a
   directory: every ext4 directory owns one). An empty file owns no block, so its ``unlink`` frees
   nothing. The device's stat file counts the discards (fields 12-15, Linux 4.18+): the lesson's
-  witnessed phases (:func:`explain_phases`) show them during the remove phase or after it; a device
+  witnessed phases (:func:`phases_claims`) show them during the remove phase or after it; a device
   whose ``queue/discard_max_bytes`` is 0 takes none, whatever the mount option.
 * ext4 ``fsync`` (fs/ext4/fsync.c): with a journal it waits for the commit of the transaction that
   holds the file's metadata; without one it writes the file's data and inode itself; both then
@@ -196,7 +196,7 @@ def fsyncs(counts: pd.DataFrame, name: str = "fsync") -> int:
     return int(counts.loc[counts["syscall"] == name, "calls"].sum())
 
 
-def explain_syncs(seed: pd.DataFrame, with_data: pd.DataFrame, *, expected_seed: int, expected_data: int,
+def syncs_claims(seed: pd.DataFrame, with_data: pd.DataFrame, *, expected_seed: int, expected_data: int,
                   with_data_flags: str = "-w 4096", show: bool = True) -> list[explain.Claim]:
     """strace's fsync counts of the seed's command and of the same command with ``-w``, against what
     mdtest's source says they are (:func:`iolab.tools.mdtest.expected_fsyncs`)."""
@@ -227,7 +227,7 @@ def rate(frame: pd.DataFrame, operation: str) -> float | None:
     return float(part["mean"].iloc[0]) if len(part) else None
 
 
-def explain_rates(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
+def rates_claims(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
     """Section 3 (the seed's command on each filesystem): stat against creation on each, and
     creation in memory against creation on each disk-backed filesystem. ``frames``/``fs`` are keyed
     by the same labels."""
@@ -269,7 +269,7 @@ def explain_rates(frames: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts],
 
 # --- section 4: -w 4096 -y -----------------------------------------------------------------------
 
-def explain_fsync_cost(plain: Mapping[str, pd.DataFrame], synced: Mapping[str, pd.DataFrame],
+def fsync_cost_claims(plain: Mapping[str, pd.DataFrame], synced: Mapping[str, pd.DataFrame],
                        fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
     """Creation rate without data (the seed's command: 0 fsync) against ``-w 4096 -y`` (one write
     and one fsync per file), per filesystem label."""
@@ -310,7 +310,7 @@ def _call(calls: pd.DataFrame, syscall: str, nth: int = 0) -> float | None:
     return float(d.iloc[nth]) if len(d) > nth else None
 
 
-def explain_one_file(traces: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
+def one_file_claims(traces: Mapping[str, pd.DataFrame], fs: Mapping[str, FsFacts], *, show: bool = True) -> list[explain.Claim]:
     """One mdtest file (4 KiB, -y) traced with strace -T on each filesystem."""
     claims = []
     for label, calls in traces.items():
@@ -394,7 +394,7 @@ def _median(calls: pd.DataFrame, syscall: str, item: str) -> float | None:
     return float(d.median()) if len(d) else None
 
 
-def explain_removals(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written: bool = False, show: bool = True) -> explain.Claim:
+def removals_claim(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written: bool = False, show: bool = True) -> explain.Claim:
     """rmdir of mdtest's directories against unlink of its files, from a -T trace of the whole run.
 
     ``files_written``: the files got -w bytes and an fsync, so each owns a block too (then the
@@ -440,7 +440,7 @@ def explain_removals(label: str, calls: pd.DataFrame, f: FsFacts, *, files_writt
             "a handful of slow calls moves a median of few calls", show=show)
 
 
-def explain_removal_rates(label: str, frame: pd.DataFrame, f: FsFacts, *, show: bool = True) -> explain.Claim:
+def removal_rates_claim(label: str, frame: pd.DataFrame, f: FsFacts, *, show: bool = True) -> explain.Claim:
     """mdtest's own removal rates (section 3) read the same way as the trace."""
     d, fr = rate(frame, "directory removal"), rate(frame, "file removal")
     if f.discard_in_call:
@@ -468,7 +468,7 @@ def _dev(d: Mapping[str, Any] | None, key: str) -> Any:
     return None if d is None else d.get(key)
 
 
-def explain_phases(label: str, ph: Any, f: FsFacts, *, show: bool = True) -> list[explain.Claim]:
+def phases_claims(label: str, ph: Any, f: FsFacts, *, show: bool = True) -> list[explain.Claim]:
     """mdtest's create, stat and remove phases run one at a time (:func:`measure_phases`),
     each witnessed: what mdtest's processes read from storage during the stat phase, what the device
     wrote during the create phase, and the discards the device received during the remove phase (and,
@@ -576,7 +576,7 @@ def explain_phases(label: str, ph: Any, f: FsFacts, *, show: bool = True) -> lis
 
 # --- section 7: many small files against one stream ----------------------------------------------
 
-def explain_small_files(n: int, size: int, per_second: float, stream_mib_s: float, *, show: bool = True) -> explain.Claim:
+def small_files_claim(n: int, size: int, per_second: float, stream_mib_s: float, *, show: bool = True) -> explain.Claim:
     small, stream = n / per_second, n * size / (stream_mib_s * 2 ** 20)
     return explain.expect(
         f"{n:,} small files, each created, written and fsynced, take at least 10x longer than the same "
@@ -716,7 +716,7 @@ def _crowding(near: pd.DataFrame, fs_label: str, user: str, base_users: set[str]
             "other down, and here that outweighed the options")
 
 
-def explain_class(md: pd.DataFrame, *, operation: str = "file creation", factor: float = 2.0, show: bool = True) -> list[explain.Claim]:
+def class_claims(md: pd.DataFrame, *, operation: str = "file creation", factor: float = 2.0, show: bool = True) -> list[explain.Claim]:
     """What each student's difference from the class predicts for ``operation``, checked against the
     median of the students who ran the class's most common configuration, on each filesystem:
     a command that fsyncs each file (-y with -w) is predicted slower on every filesystem with a
@@ -771,7 +771,7 @@ def explain_class(md: pd.DataFrame, *, operation: str = "file creation", factor:
     return claims
 
 
-def explain_class_filesystems(md: pd.DataFrame, *, operation: str = "file creation", show: bool = True) -> list[explain.Claim]:
+def class_filesystems_claims(md: pd.DataFrame, *, operation: str = "file creation", show: bool = True) -> list[explain.Claim]:
     """Class medians of ``operation`` on each filesystem, ordered as their layers predict: memory
     fastest, a sync-mounted filesystem slower than the same filesystem mounted normally, an object
     store through FUSE slowest. Which is which comes from the data (fs_kind, fstype, fs_options: the
