@@ -41,7 +41,7 @@ def test_sweep_live(place, monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "live")
     out = lab.dd_one_byte(f, recording="dd/read-1mib-bs1-tmp", quiet=True)
     assert out.data["records_in"] == 256 * 1024
-    cost = lab.call_cost(sweep, out, show=False)
+    cost = lab.call_cost_claims(sweep, out, show=False)
     all_consistent(cost)
     assert cost[0].held is not None                                 # both measured here
 
@@ -52,7 +52,7 @@ def test_call_cost_with_a_replayed_dd_cannot_tell(where, monkeypatch, tmp_path):
     out = lab.dd_one_byte(tmp_path / "x", recording=f"dd/read-1mib-bs1-{where}", quiet=True)
     assert out.mode == "replay" and out.data["records_in"] == MiB
     sweep = _sweep(cold_big=0.002, warm_big=0.00005)
-    c = lab.call_cost(sweep, out, show=False)[0]
+    c = lab.call_cost_claims(sweep, out, show=False)[0]
     assert c.held is None and c.consistent() and "another machine" in c.text
 
 
@@ -158,7 +158,7 @@ def _dd(seconds, records=MiB, mode="live"):
 ])
 def test_call_cost_constructed(dd_seconds, held):
     sweep = _sweep(warm_small=0.9)
-    c = lab.call_cost(sweep, _dd(dd_seconds), show=False)[0]
+    c = lab.call_cost_claims(sweep, _dd(dd_seconds), show=False)[0]
     assert c.held is held and c.consistent()
 
 

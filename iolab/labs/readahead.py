@@ -196,7 +196,7 @@ def dd_one_byte(path: str | os.PathLike[str], *, recording: str, quiet: bool = F
     return out
 
 
-def call_cost(frame: pd.DataFrame, dd_out: recordings.Outcome, *, show: bool = True) -> list[Claim]:
+def call_cost_claims(frame: pd.DataFrame, dd_out: recordings.Outcome, *, show: bool = True) -> list[Claim]:
     """Python's cost per 1-byte read() (warm sweep) against dd's cost per system call: each dd record
     of ``bs=1`` is one read(2) of the file and one write(2) to /dev/null, from a C program."""
     one = _row(frame, "warm", 1)
@@ -424,13 +424,13 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
     return out
 
 
-def record_growth(path: str | os.PathLike[str], ref: str = GROWTH_RECORDING, *, read_size: str = "4KiB",
+def record_growth(path: str | os.PathLike[str], save_as: str = GROWTH_RECORDING, *, read_size: str = "4KiB",
                   root=None) -> "os.PathLike[str]":
     """Make the recording :func:`growth_trace` replays: a live trace, saved with its witness, the
     file's size and the device's read_ahead_kb."""
     run, w = readahead.trace_growth(path, read_size)
     size = os.stat(path).st_size
-    return recordings.save(run, ref, fs_path=path, witness=w, root=root,
+    return recordings.save(run, save_as, fs_path=path, witness=w, root=root,
                            fs_facts={"read_ahead_kb": readahead.read_ahead_kb(path).kb, "file_bytes": size,
                                      "read_size": read_size},
                            notes=f"bpftrace of readahead:page_cache_{{sync,async}}_ra, readahead:page_cache_ra_order "

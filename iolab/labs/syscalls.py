@@ -400,17 +400,18 @@ class Clocks(recordings.Outcome):
     fstype: str = ""                     # the filesystem where it ran or was recorded
 
 
-def write_fsync(ws, *, nbytes: int = 64 << 20, recording_prefix: str = "write-fsync-64m-tmp") -> Clocks:
+def write_fsync(ws, *, nbytes: int = 64 << 20, recording: str = "write-fsync-64m-tmp") -> Clocks:
     """The write + fsync program under ``strace -c`` and ``strace -c -w`` (two runs), only the write
     and fsync rows: one Outcome of the two (``.parts``: system time, wall time), its ``.frame`` both
     tables with a ``clock`` column (:data:`CLOCKS`), ``.fstype`` the filesystem where it ran or was
-    recorded."""
+    recorded. ``recording``: the name its two recordings share (``strace/count-<recording>``,
+    ``strace/count-wall-<recording>``)."""
     cmd = write_fsync_argv(ws.root / "written.bin", nbytes)
     ws.reserve(nbytes)
-    cpu = count(cmd, syscalls=["write", "fsync"], cwd=ws.root, recording=f"strace/count-{recording_prefix}",
+    cpu = count(cmd, syscalls=["write", "fsync"], cwd=ws.root, recording=f"strace/count-{recording}",
                 quiet=False)
     wall = count(cmd, syscalls=["write", "fsync"], wall=True, cwd=ws.root,
-                 recording=f"strace/count-wall-{recording_prefix}")
+                 recording=f"strace/count-wall-{recording}")
     both = pd.concat([cpu.frame.assign(clock=CLOCKS[0]), wall.frame.assign(clock=CLOCKS[1])])
     return recordings.combine([cpu, wall], both, cls=Clocks, fstype=where_it_ran(cpu, ws.root))
 
