@@ -252,9 +252,9 @@ NOT_YET_CLAIMS = {
 NOT_YET_RECORDING: set[tuple[str, str, str]] = set()
 
 
-def lesson_functions() -> list[tuple[str, ast.FunctionDef]]:
+def lesson_functions(paths: list[Path] = LABS) -> list[tuple[str, ast.FunctionDef]]:
     out = []
-    for path in LABS:
+    for path in paths:
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
                 out.append((path.stem, node))
@@ -266,8 +266,10 @@ def returns_claims(fn: ast.FunctionDef) -> bool:
 
 
 def test_claim_functions_take_show():
-    wrong = [f"{m}.{fn.name}" for m, fn in lesson_functions()
-             if returns_claims(fn) and "show" not in [a.arg for a in fn.args.kwonlyargs]]
+    # lesson 06 too (iolab/objectstore/lab.py, until it moves to labs/)
+    wrong = [f"{m}.{fn.name}" for m, fn in lesson_functions(LABS + [PACKAGE / "objectstore" / "lab.py"])
+             if (returns_claims(fn) or re.search(r"_claims?$", fn.name))
+             and "show" not in [a.arg for a in fn.args.kwonlyargs]]
     assert not wrong, f"claim functions without a keyword show=: {wrong}"
 
 

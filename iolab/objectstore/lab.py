@@ -825,7 +825,7 @@ def link_check(store: Store, key: str) -> dict[str, Any]:
     return row
 
 
-def link_claims(row: dict[str, Any]) -> list:
+def link_claims(row: dict[str, Any], *, show: bool = True) -> list[explain.Claim]:
     """Section 1: does the link behave as its settings say, and is the store itself fast?"""
     floor = transfer_floor(row.get("nbytes"), requests=1, latency_ms=row.get("latency_ms"),
                            rate_kbps=row.get("rate_kbps"))
@@ -840,7 +840,7 @@ def link_claims(row: dict[str, Any]) -> list:
                           "expected",
             why="the store, the proxy and this notebook share the node's CPU; on a busy node each of them waits "
                 "its turn, and the transfer takes longer than the link alone would make it.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "straight from the store, the same read is several times faster",
             explain.greater("through the link (s)", slow, "straight from the store (s)", direct, by=3),
@@ -849,11 +849,11 @@ def link_claims(row: dict[str, Any]) -> list:
                           f"{ev['through the link (s)']:.3f} s",
             why="a store on this node answers from memory at CPU speed; when the CPU is busy (other students, "
                 "the server's own work) even the local read slows down, and the gap to the link shrinks.",
-            missing="a number it needs was not measured."),
+            missing="a number it needs was not measured.", show=show),
     ]
 
 
-def fio_claims(table: Any) -> list:
+def fio_claims(table: Any, *, show: bool = True) -> list[explain.Claim]:
     """Section 2: seed 000's table, here: does the cache help, RAM against disk, which layer served
     fio's reads, and what fio's write rate leaves out."""
 
@@ -889,7 +889,7 @@ def fio_claims(table: Any) -> list:
             no=lambda ev: f"use_cache gave {ev['use_cache on local disk (MB/s)']:.1f} MB/s against "
                           f"{ev['no cache (MB/s)']:.1f} MB/s without",
             why="without a slow link the store on this node is as fast as the cache directory, so a cache "
-                "has nothing to save."),
+                "has nothing to save.", show=show),
         explain.expect(
             "a cache in RAM and a cache on local disk perform alike, as in the seed (38.3 and 42.0 MB/s)",
             explain.within("in RAM (MB/s)", rate(here, ram), "on local disk (MB/s)", rate(here, disk), rel=0.25),
@@ -900,7 +900,7 @@ def fio_claims(table: Any) -> list:
             why="a run of a fraction of a second is at the mercy of whatever else the node does (a single run of "
                 "each: more runs would tell noise from a difference). The disk cache's pages come from memory only "
                 "while memory is spare: under memory pressure (see MemAvailable in the doctor table) they are "
-                "evicted and read from the disk again."),
+                "evicted and read from the disk again.", show=show),
         explain.expect(
             "with use_cache, fio's reads came from the cache directory: almost nothing came down the link",
             explain.greater("bytes fio read", read_disk, "bytes down the link", down_disk, by=10),
@@ -909,7 +909,7 @@ def fio_claims(table: Any) -> list:
             no=lambda ev: f"{ev['bytes down the link']:,.0f} bytes came down the link for "
                           f"{ev['bytes fio read']:,.0f} bytes read",
             why="a cache directory that was emptied (or too small for the files) makes s3fs fetch them again.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "without a cache, s3fs fetched fio's files from the store, at least as many bytes as fio read",
             explain.greater("bytes down the link", down_none, "bytes fio read", read_none, by=0.9),
@@ -917,7 +917,7 @@ def fio_claims(table: Any) -> list:
                            f"({ev['bytes down the link'] / ev['bytes fio read']:.1f}x: s3fs downloads whole objects).",
             no=lambda ev: f"only {ev['bytes down the link']:,.0f} bytes came down for {ev['bytes fio read']:,.0f} read",
             why="s3fs without use_cache still keeps an open file's data in a temporary file while it is open.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "fio's write rate leaves out the uploads: s3fs sends a file to the store when it is closed",
             explain.greater("uploads at the cap (s)", upload_s, "fio run time (s)", runtime_s, by=1),
@@ -927,7 +927,7 @@ def fio_claims(table: Any) -> list:
             no=lambda ev: f"the uploads need {ev['uploads at the cap (s)']:.2f} s at the cap and fio's run took "
                           f"{ev['fio run time (s)']:.2f} s",
             why="with a fast link (or none) the uploads are short, and nothing tells them apart from fio's own time.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "fio read and wrote nrfiles x 2,000,000 bytes in all: its 'MiB' in filesize=2MiB is 10^6 bytes",
             explain.within("bytes read + written", total_io, "nrfiles x 2,000,000", None if nrfiles is None else nrfiles * 2e6,
@@ -935,12 +935,12 @@ def fio_claims(table: Any) -> list:
             yes=lambda ev: f"{ev['bytes read + written']:,.0f} bytes for {ev['nrfiles x 2,000,000']:,.0f} "
                            "(fio rounds each file to whole 4 KiB blocks).",
             no=lambda ev: f"{ev['bytes read + written']:,.0f} bytes against {ev['nrfiles x 2,000,000']:,.0f}",
-            why="a fio built with another kb_base default, or a job file that sets kb_base=1000."),
+            why="a fio built with another kb_base default, or a job file that sets kb_base=1000.", show=show),
     ]
     return claims
 
 
-def reads_claims(reads: Any) -> list:
+def reads_claims(reads: Any, *, show: bool = True) -> list[explain.Claim]:
     """Section 3: which layer served each read, for each client, from the bytes over the link and
     the page cache as a new open finds it and as the reading descriptor sees it."""
 
@@ -978,7 +978,7 @@ def reads_claims(reads: Any) -> list:
                           f"{ev['object size']:,.0f}-byte object",
             why="s3fs keeps an open file's data in a temporary file until the kernel reports the last close (RELEASE, "
                 "sent after close() returned): an open that arrives before that shares the data.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "with a file cache (s3fs use_cache, gcsfuse --cache-dir, rclone full), the 3rd read fetches no data "
             "from the store, although its pages were dropped",
@@ -988,7 +988,7 @@ def reads_claims(reads: Any) -> list:
                            "replies, no data): the client's cache directory served them.",
             no=lambda ev: f"one 3rd read brought {ev['most bytes down the link in a 3rd read']:,.0f} bytes down",
             why="a cache that is too small, or that the client checks and finds stale, is filled again from the store.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "every client holds the file's pages in the page cache while the file is open after reading it",
             explain.within("least part resident, asked through the reading descriptor",
@@ -999,7 +999,7 @@ def reads_claims(reads: Any) -> list:
                           "of the file resident",
             why="a client that opens files with direct_io (rclone's --direct-io, s3fs's -o direct_io) bypasses "
                 "the page cache altogether.",
-            missing="this recording was made before the lesson asked the reading descriptor."),
+            missing="this recording was made before the lesson asked the reading descriptor.", show=show),
         explain.expect(
             "s3fs and rclone (by default) lose those pages at the next open: the kernel drops them because the "
             "client does not ask it to keep them (FOPEN_KEEP_CACHE)",
@@ -1008,14 +1008,14 @@ def reads_claims(reads: Any) -> list:
             yes="a new open found none of the pages the previous read had left: there was nothing for "
                 "posix_fadvise to drop before the 3rd read.",
             no=lambda ev: f"a new open found {ev['most found resident by a new open (2nd, 3rd reads)']:.0%} of the file",
-            why="a client started with -o kernel_cache (s3fs) or a FUSE that keeps pages across opens."),
+            why="a client started with -o kernel_cache (s3fs) or a FUSE that keeps pages across opens.", show=show),
         explain.expect(
             "gcsfuse keeps the pages across opens, with or without a file cache: its 2nd read finds them all",
             explain.within("least found resident by a 2nd gcsfuse open", extreme(gcs, READS[1:2], "resident_before", min),
                            "whole file", 1.0, rel=0.05),
             yes="its 2nd read was served by the page cache (gcsfuse answers every open with FOPEN_KEEP_CACHE).",
             no=lambda ev: f"its 2nd open found {ev['least found resident by a 2nd gcsfuse open']:.0%} resident",
-            why="memory pressure can evict the pages between two reads."),
+            why="memory pressure can evict the pages between two reads.", show=show),
         explain.expect(
             "with -o kernel_cache, s3fs keeps the pages too: its 2nd read finds them, its 3rd (dropped) read is "
             "served by use_cache",
@@ -1024,7 +1024,7 @@ def reads_claims(reads: Any) -> list:
             yes="the option that keeps pages is the FUSE library's, not a property of object storage.",
             no=lambda ev: f"its 2nd open found {ev['part found resident by its 2nd open']:.0%} resident",
             why="memory pressure can evict the pages between two reads.",
-            missing="this recording has no s3fs run with kernel_cache."),
+            missing="this recording has no s3fs run with kernel_cache.", show=show),
         explain.expect(
             "s3fs asks the store at every open, even when use_cache holds the data: each open waits a round trip",
             explain.greater("shortest open, 2nd or 3rd read (ms)", min(opens) if len(opens) == 2 else None,
@@ -1035,12 +1035,12 @@ def reads_claims(reads: Any) -> list:
                           f"{ev['link latency (ms)']:.0f} ms link",
             why="s3fs's stat cache answered the open (a recent stat of the same file), which happens when the "
                 "file is still open elsewhere.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
     ]
     return claims
 
 
-def dd_claims(sweep: Any) -> list:
+def dd_claims(sweep: Any, *, show: bool = True) -> list[explain.Claim]:
     """Section 4: what dd's block size changes through s3fs with O_DIRECT, with and without use_cache."""
     warm = sweep[sweep["cached"].astype(bool)]
     cold = sweep[~sweep["cached"].astype(bool)]
@@ -1072,7 +1072,7 @@ def dd_claims(sweep: Any) -> list:
                           f"{ev['link latency (ms)']:.0f} ms link",
             why="on a busy node each FUSE request waits for the CPU; and a longer link latency (or a store that "
                 "answers slowly) makes the round trip itself longer.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "the block size hardly matters (the line is flat)",
             explain.within("fastest run (MB/s)", maxnum(warm["mb_per_s"]), "slowest run (MB/s)",
@@ -1082,7 +1082,7 @@ def dd_claims(sweep: Any) -> list:
                           + (f"; each extra read() cost about {per_call_us:.0f} µs here" if per_call_us else ""),
             why=("with O_DIRECT every read() is one request to the s3fs process, so 256 reads of 4 KiB are 256 "
                  "requests; " + ("a busy CPU can make them as long as the round trip itself." if latency else
-                                 "with no slow link there is no round trip to hide their cost."))),
+                                 "with no slow link there is no round trip to hide their cost.")), show=show),
         explain.expect(
             "the run's time is a round trip, not data: no file data crosses the link",
             explain.greater("bytes dd read per run", 1 << 20, "most bytes down the link in one run",
@@ -1091,7 +1091,7 @@ def dd_claims(sweep: Any) -> list:
                            "(the replies to s3fs's requests).",
             no=lambda ev: f"a run brought {ev['most bytes down the link in one run']:,.0f} bytes down",
             why="a cache directory emptied between runs.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "without a cache, each run downloads the whole object, however little of it dd reads (s3fs prefetches "
             "up to multipart_size x parallel_count bytes from the first read)",
@@ -1102,7 +1102,7 @@ def dd_claims(sweep: Any) -> list:
             no=lambda ev: f"a run brought only {ev['fewest bytes down the link in one run']:,.0f} bytes down",
             why="s3fs fetches from the first read's offset max(read size, multipart_size x parallel_count) bytes "
                 "(10 MB x 5 by default): an object larger than that is not fetched whole.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "each uncached run takes the object's transfer time, whatever the block size",
             explain.within("median run (s)", _num(cold["seconds"].median()) if len(cold) else None,
@@ -1111,11 +1111,11 @@ def dd_claims(sweep: Any) -> list:
                            "request that carries the whole object.",
             no=lambda ev: f"a run took {ev['median run (s)']:.3f} s against {ev['latency + object / cap (s)']:.3f} s",
             why="the node's CPU is shared by the store, the proxy, s3fs and dd.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
     ]
 
 
-def fsspec_claims(rows: Any) -> list:
+def fsspec_claims(rows: Any, *, show: bool = True) -> list[explain.Claim]:
     """Section 5: fsspec's in-file buffers and caching filesystems, from the requests they sent."""
     df = rows.set_index("label") if "label" in rows else rows
 
@@ -1135,20 +1135,20 @@ def fsspec_claims(rows: Any) -> list:
             yes=lambda ev: f"{ev['requests in one pass']:.0f} GET requests for {ev['read() calls']:.0f} calls, each "
                            "waiting for the link's latency.",
             no=lambda ev: f"it sent {ev['requests in one pass']:.0f} GET requests for {ev['read() calls']:.0f} calls",
-            why="an fsspec version that merges neighbouring reads."),
+            why="an fsspec version that merges neighbouring reads.", show=show),
         explain.expect(
             "cache_type='none' is the slowest way over the link",
             explain.greater("none (s)", v(none_, "first_s"), "readahead (s)", v(ra, "first_s"), by=1.2),
             yes=lambda ev: f"{ev['none (s)']:.3f} s against {ev['readahead (s)']:.3f} s with readahead.",
             no=lambda ev: f"none took {ev['none (s)']:.3f} s and readahead {ev['readahead (s)']:.3f} s",
-            why="without a slow link a request costs next to nothing, and the number of requests hardly matters."),
+            why="without a slow link a request costs next to nothing, and the number of requests hardly matters.", show=show),
         explain.expect(
             "readahead keeps only the block it read last: reading the file again in the same open file fetches "
             "it all again",
             explain.greater("GET requests in the 2nd pass", v(ra, "second_gets"), "none", 0, by=1),
             yes=lambda ev: f"{ev['GET requests in the 2nd pass']:.0f} GET requests in the 2nd pass, as many as in the 1st.",
             no="the 2nd pass sent no request",
-            why="a file no larger than one block stays in the buffer."),
+            why="a file no larger than one block stays in the buffer.", show=show),
         explain.expect(
             "blockcache keeps every block it fetched: the 2nd pass in the same open file sends no request",
             explain.greater("GET requests in the 1st pass", v(bc, "first_gets"), "in the 2nd pass",
@@ -1156,7 +1156,7 @@ def fsspec_claims(rows: Any) -> list:
             yes=lambda ev: f"{ev['GET requests in the 1st pass']:.0f} in the 1st pass, {ev['in the 2nd pass']:.0f} in "
                            "the 2nd.",
             no=lambda ev: f"the 2nd pass sent {ev['in the 2nd pass']:.0f} GET requests",
-            why="a buffer limited to fewer blocks than the file has (maxblocks)."),
+            why="a buffer limited to fewer blocks than the file has (maxblocks).", show=show),
         explain.expect(
             "simplecache's first open costs what its requests cost on the link: it asks whether the object "
             "exists, then downloads all of it before the first byte is read",
@@ -1168,7 +1168,7 @@ def fsspec_claims(rows: Any) -> list:
                           f"{ev['requests x latency + size / cap (s)']:.3f} s for its requests on this link",
             why="the copy is also written to the local cache directory, and the CPU is shared; setting up the S3 "
                 "client is timed apart (setup_s) and is not in this number.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "the caching filesystems serve the second open from the local copy, with no request",
             explain.greater("requests of the 1st opens", (v(simple, "first_requests") or 0) +
@@ -1178,11 +1178,11 @@ def fsspec_claims(rows: Any) -> list:
             yes=lambda ev: f"{ev['requests of the 2nd opens']:.0f} requests for the two 2nd opens.",
             no=lambda ev: f"the 2nd opens still sent {ev['requests of the 2nd opens']:.0f} requests",
             why="blockcache (and filecache) may check the remote file's details again when check_files or "
-                "expiry_time ask for it."),
+                "expiry_time ask for it.", show=show),
     ]
 
 
-def staging_claims(staging: Any) -> list:
+def staging_claims(staging: Any, *, show: bool = True) -> list[explain.Claim]:
     """Section 6: stage or stream, and what staging with one s3cmd process per object costs."""
     def row(prefix: str) -> Any:
         d = staging[staging["strategy"].str.startswith(prefix)]
@@ -1215,7 +1215,7 @@ def staging_claims(staging: Any) -> list:
             why=("there is no slow link here, so a second pass through the mount costs next to nothing, and "
                  "staging can only add its copy." if floor is None else
                  "staging with one s3cmd process per object pays the program's start-up once per object (see "
-                 "the next lines); with few, small inputs that costs more than a second pass over the link.")),
+                 "the next lines); with few, small inputs that costs more than a second pass over the link."), show=show),
     ]
     size = _num(stage.get("object_bytes")) if stage is not None else None
     down_stage = _num(stage.get("link_down")) if stage is not None else None
@@ -1230,7 +1230,7 @@ def staging_claims(staging: Any) -> list:
         no=lambda ev: f"{ev['bytes down the link, staging']:,.0f} bytes came down for "
                       f"{ev['bytes of inputs']:,.0f} bytes of inputs",
         why="a copy that was retried, or a tool that fetched an object twice (a listing, a checksum), moves more.",
-        missing=NO_LINK))
+        missing=NO_LINK, show=show))
     claims.append(explain.expect(
         "streaming paid the link on every pass: about the inputs' size per pass came down (within 10 %)",
         explain.within("bytes down the link, streaming", down_stream, "passes x bytes of inputs",
@@ -1243,7 +1243,7 @@ def staging_claims(staging: Any) -> list:
                       f"{size:,.0f} bytes",
         why="a mount that kept the file open between passes (or a page cache kept across opens) serves the second "
             "pass from memory, and fetches less.",
-        missing=NO_LINK))
+        missing=NO_LINK, show=show))
     if startup is not None and n:
         claims.append(explain.expect(
             "starting s3cmd once per object is a large part of staging",
@@ -1254,7 +1254,7 @@ def staging_claims(staging: Any) -> list:
                            + (f"{floor:.2f} s on this link." if floor is not None else "the rest (no slow link to say how much)."),
             no=lambda ev: f"{n:.0f} start-ups of {startup:.2f} s are {ev['start-ups (s)']:.2f} s of "
                           f"{_num(stage['stage_s']):.2f} s of staging",
-            why="with large objects the transfer dwarfs a program's start-up."))
+            why="with large objects the transfer dwarfs a program's start-up.", show=show))
         claims.append(explain.expect(
             "one s3cmd process for all the objects stages faster than one process per object",
             explain.greater("one process per object (s)", _num(per["stage_s"]) if per is not None else None,
@@ -1264,11 +1264,11 @@ def staging_claims(staging: Any) -> list:
             no=lambda ev: f"one process took {ev['one process for all (s)']:.2f} s, one per object "
                           f"{ev['one process per object (s)']:.2f} s",
             why="a recursive get lists the prefix first (one more request), which can outweigh one start-up "
-                "saved when there are only two objects."))
+                "saved when there are only two objects.", show=show))
     return claims
 
 
-def gcsfuse_copy_claims(copy: Any) -> list:
+def gcsfuse_copy_claims(copy: Any, *, show: bool = True) -> list[explain.Claim]:
     """Seed 002 at lesson size: write and read rates of files copied through gcsfuse."""
     cap = _cap_bps(_first(copy, "rate_kbps"))
     cap_mb = cap / 1e6 if cap else None
@@ -1288,7 +1288,7 @@ def gcsfuse_copy_claims(copy: Any) -> list:
                            f"{_mb(total('nbytes'))} of files.",
             no=lambda ev: f"a write ran at {ev['fastest write (MB/s)']:.1f} MB/s on a {ev['link cap (MB/s)']:.0f} MB/s link",
             why="a client that returns from close() before the upload ends (asynchronous writes) hides it.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "small files write slower than big ones, as in seed 002 (4.78 against 21.18 MB/s): each file pays "
             "its own requests' round trips",
@@ -1298,7 +1298,7 @@ def gcsfuse_copy_claims(copy: Any) -> list:
             yes=lambda ev: f"{ev['biggest file, write (MB/s)']:.1f} against {ev['smallest file, write (MB/s)']:.1f} MB/s.",
             no=lambda ev: f"{ev['biggest file, write (MB/s)']:.1f} against "
                           f"{ev['smallest file, write (MB/s)']:.1f} MB/s",
-            why="without latency (no slow link) the fixed cost per file is small."),
+            why="without latency (no slow link) the fixed cost per file is small.", show=show),
         explain.expect(
             "reading a file back right after writing it comes from this node's page cache, not from the store",
             explain.greater("bytes read back", total("nbytes"), "bytes down the link meanwhile", total("read_link_down"),
@@ -1307,7 +1307,7 @@ def gcsfuse_copy_claims(copy: Any) -> list:
                            "read: the pages written stayed in the page cache, and gcsfuse keeps them across opens.",
             no=lambda ev: f"{ev['bytes down the link meanwhile']:,.0f} bytes came down for {ev['bytes read back']:,.0f} read",
             why="memory pressure can evict the written pages before they are read.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
         explain.expect(
             "once the pages are dropped, reading crosses the link: no faster than its cap",
             explain.greater("link cap (MB/s)", cap_mb, "fastest read after dropping (MB/s)",
@@ -1315,7 +1315,7 @@ def gcsfuse_copy_claims(copy: Any) -> list:
             yes=lambda ev: f"at most {ev['fastest read after dropping (MB/s)']:.1f} MB/s.",
             no=lambda ev: f"a read after dropping ran at {ev['fastest read after dropping (MB/s)']:.1f} MB/s",
             why="a gcsfuse file cache (--cache-dir) would serve it; this mount has none.",
-            missing=NO_LINK),
+            missing=NO_LINK, show=show),
     ]
 
 
