@@ -162,14 +162,24 @@ LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / 
 # labs/parallel_fs.py at the same time. Give its outcomes a typed field (or return the claims) and
 # drop this exception (and Outcome.extra with it).
 BAG_EXCEPTIONS = {"labs/parallel_fs.py"}
+# TODO(lead): merged from h22b-variance while this rule was being written (lesson 04 section 12):
+# cache_frame hands its provenance line back in df.attrs["where"], and notebook 04 reads it. Give
+# it a typed home (an Outcome subclass with .where) and drop these.
+BAG_FUNCTION_EXCEPTIONS = {("labs/ior_pitfalls.py", "cache_frame")}
+BAG_NOTEBOOK_EXCEPTIONS = {"04-ior-pitfalls.ipynb": 1}
 
 
-def result_bags(source: str) -> list[tuple[int, str]]:
+def result_bags(source: str, skip_functions: set[str] = frozenset()) -> list[tuple[int, str]]:
     """Where a module hands results back in a bag of strings: writes into a DataFrame's ``attrs``
     (``df.attrs[k] = v``, ``df.attrs.update(...)``) or an Outcome's ``extra`` (``out.extra[k] = v``,
     ``out.extra.update(...)``, ``extra={...}`` / ``extra=dict(...)`` in a call)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    skipped = {id(n) for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in skip_functions
+               for n in ast.walk(f)}
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:
@@ -204,10 +214,13 @@ def test_lesson_functions_return_typed_fields_not_bags():
         rel = str(path.relative_to(PACKAGE))
         if rel in BAG_EXCEPTIONS:
             continue
-        found = result_bags(path.read_text())
+        found = result_bags(path.read_text(), {f for m, f in BAG_FUNCTION_EXCEPTIONS if m == rel})
         if found:
             wrong[rel] = found
     assert not wrong, f"lesson modules that hand results back in DataFrame.attrs or Outcome.extra: {wrong}"
+    for rel, fn in BAG_FUNCTION_EXCEPTIONS:
+        assert result_bags((PACKAGE / rel).read_text()) != result_bags((PACKAGE / rel).read_text(), {fn}), \
+            f"{rel}:{fn} has no bags now: drop it from BAG_FUNCTION_EXCEPTIONS"
 
 
 def test_the_bag_exceptions_still_need_to_be_exceptions():
@@ -225,8 +238,8 @@ def test_notebooks_and_solutions_read_no_bags():
             continue                      # TODO(lead): lesson 08 (see BAG_EXCEPTIONS)
         cells = json.loads(nb.read_text())["cells"]
         hits = [c for c in cells if pattern.search("".join(c["source"]))]
-        if hits:
-            wrong[nb.name] = len(hits)
+        if len(hits) != BAG_NOTEBOOK_EXCEPTIONS.get(nb.name, 0) and (hits or nb.parent.name == "notebooks"):
+            wrong[str(nb.relative_to(ROOT))] = len(hits)
     assert not wrong, f"notebooks whose cells read results out of bags: {wrong}"
 
 
@@ -243,7 +256,7 @@ RECORDING_SPELLINGS = {"recording", "save_as"}
 # The test fails when one of them conforms (drop it here) or a new one does not.
 NOT_YET_CLAIMS = {
     "ior_pitfalls": {"dataset", "layers", "spread", "file_per_process", "reorder", "neighbour", "fsync", "odirect",
-                     "evicted", "only_e", "sweep"},
+                     "evicted", "only_e", "sweep", "hog", "hog_parse", "overflow"},
     "page_cache": {"after_write", "cold_warm", "witnessed_reads", "regions_readahead", "writeback", "dd_sync",
                    "odirect"},
     "parallel_fs": {"claims_layouts", "claims_caches", "claims_metadata", "claims_coherence", "claims_ior", "compare"},
