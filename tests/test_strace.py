@@ -654,3 +654,13 @@ def test_lesson_03_charts_have_units_and_log_axes():
     assert sum(sum(t.y) for t in hist.data) == (calls["syscall"] == "read").sum()
     timeline = plot.reads_timeline(st.calls_frame(st.parse_calls(recordings.load("strace/trace-forks-reads").text)))
     assert len(timeline.data) == 3 and "ms" in timeline.layout.xaxis.title.text
+
+
+@pytest.mark.timeout(120)   # a bound thousands of times the fix's time, not a timing: before, hours
+@pytest.mark.parametrize("body", ["9" * (1 << 20), "a" * (1 << 20), "12345 " + "9" * (1 << 20)])
+def test_a_line_of_a_million_characters_is_refused_at_once(body):
+    """The layout of a run was found by an unanchored search: each position inside a long run of digits
+    ran to its end, 34 s for one 64 KiB line of digits and hours for 1 MiB (the parser attack's huge
+    lines). Anchored at the line's start, it is one try per line."""
+    with pytest.raises(ParseError):
+        list(st.parse_calls(body + "\n"))

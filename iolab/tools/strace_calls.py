@@ -368,8 +368,9 @@ _STAMPS = {"hm": (r"\d\d:\d\d:", rf"(\d\d(?:\.\d+{_P})?) "), "s": (rf" *{_P}\d{{
 _FAST = {(pids, stamp): re.compile(f"({pid_re}{memo_re}){rest_re}" + _FAST_BODY, re.ASCII)
          for pids, pid_re in _PIDS.items() for stamp, (memo_re, rest_re) in _STAMPS.items()}
 # the layout of a run: its first line (of those with a call, an exit or a signal) as the general path
-# reads it
-_LAYOUT_RE = re.compile(r"(?:\[pid +\d+\] |(\d+) +)?(?: *(\d[\d:.]*) )?(?:[a-z_]\w*\(|<\.\.\. |\+\+\+ |--- )",
+# reads it; anchored at a line's start and bounded, so that a line of a million digits is one try, not
+# a million (unanchored, each position in the digits ran to their end: seconds per 64 KiB line)
+_LAYOUT_RE = re.compile(r"^(?:\[pid +\d{1,10}\] |(\d{1,10}) +)?(?: *(\d[\d:.]{0,40}) )?(?:[a-z_]\w*\(|<\.\.\. |\+\+\+ |--- )",
                         re.ASCII | re.MULTILINE)
 
 
