@@ -35,7 +35,7 @@ import errno
 import os
 import resource
 import stat as stat_
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import fsinfo
@@ -364,6 +364,7 @@ class Witnessable:
     device_why: str
     counters: str | None
     inferred: str
+    path: str = ""
 
     def row(self) -> dict[str, object]:
         return {"mount": self.mountpoint, "fstype": self.fstype, "kind": self.kind, "own bytes": self.own_bytes,
@@ -371,7 +372,8 @@ class Witnessable:
 
     def __str__(self) -> str:
         return "\n".join([
-            f"{self.mountpoint} is {self.fstype} ({self.kind})",
+            (f"{self.path} is on {self.mountpoint}: " if self.path else f"{self.mountpoint}: ")
+            + f"{self.fstype} ({self.kind})",
             f"  this process's own bytes: {self.own_bytes}: {self.own_why}",
             f"  device counters: {self.device or 'none'}: {self.device_why}",
             f"  other counters: {self.counters or 'none'}",
@@ -397,7 +399,7 @@ def _by_kind(m: fsinfo.Mount) -> tuple[str, str, str, str | None, str]:
                         "read_bytes to the task that collects a finished read (netfs_read_collection): the "
                         "reader, or a kernel worker thread, so the reader's count can be short",
                 "CephFS: the bytes are on the OSDs' disks, across the network; no local block device",
-                "the OSDs' perf counters (bytes and ops per OSD: lesson 08) and the MDS's request counts, "
+                "the OSDs' perf counters (bytes and ops per OSD, as lesson 08 reads them) and the MDS's request counts, "
                 "with the cluster's key", _SERVERS_INFER)
     if t in ("fuse.ceph-fuse", "fuse.ceph"):
         return (NOT_READER, "ceph-fuse answers in user space: it fetches objects from the OSDs over sockets, "
@@ -406,7 +408,7 @@ def _by_kind(m: fsinfo.Mount) -> tuple[str, str, str, str | None, str]:
                             "nothing)",
                 "CephFS through FUSE: the bytes are on the OSDs' disks, across the network; no local "
                 "block device",
-                "the OSDs' perf counters (bytes and ops per OSD: lesson 08), the MDS's request counts and "
+                "the OSDs' perf counters (bytes and ops per OSD, as lesson 08 reads them), the MDS's request counts and "
                 "ceph-fuse's own (its admin socket), with the cluster's key", _SERVERS_INFER)
     if t == "lustre":
         return (PARTLY, "Lustre's client (llite, outside the kernel tree) charges read_bytes when it submits "
@@ -449,8 +451,8 @@ def _by_kind(m: fsinfo.Mount) -> tuple[str, str, str, str | None, str]:
                 "the device: which disk is below, and its counters")
     if kind == "local disk" or m.source.startswith("/dev/"):
         return (COUNTED, _LOCAL, "", None,
-                "whose the device's other bytes were (another user, write-back, the journal): its "
-                "counters show only that they were not this process's")
+                "who moved the device's other bytes (another user, write-back, the journal): its "
+                "counters say only that this process did not")
     return (UNKNOWN, f"a {t} filesystem: whether its client charges read_bytes is not known to iolab",
             "no block device found for this filesystem", None, "everything beyond the measured rate")
 
@@ -475,15 +477,13 @@ def witnessable(path: str | os.PathLike[str], text: str | None = None) -> Witnes
     machine's block device below ``path`` and whether it has task I/O accounting at all."""
     m = fsinfo.mount_of(path, text)
     if text is not None:
-        return witnessable_mount(m)
+        return replace(witnessable_mount(m), path=str(path))
     dev = block_device(path)
-    w = witnessable_mount(m, device=dev.name if dev else None)
-    if w.device is None and dev is not None and w.own_bytes in (COUNTED, UNKNOWN):
+    w = replace(witnessable_mount(m, device=dev.name if dev else None), path=str(path))
+    if w.device is None and dev is not None and w.kind == "other":
         # a filesystem of a kind iolab does not know, on a real block device: that device witnesses it
-        w = Witnessable(w.mountpoint, w.fstype, w.kind, w.own_bytes, w.own_why, dev.name,
-                        "its sysfs counters count every byte read and written on it, by everyone",
-                        w.counters, w.inferred)
+        w = replace(w, device=dev.name,
+                    device_why="its sysfs counters count every byte read and written on it, by everyone")
     if task_io() is None and w.own_bytes != NONE:
-        w = Witnessable(w.mountpoint, w.fstype, w.kind, UNKNOWN, _NO_ACCOUNTING, w.device, w.device_why,
-                        w.counters, w.inferred)
+        w = replace(w, own_bytes=UNKNOWN, own_why=_NO_ACCOUNTING)
     return w

@@ -1,4 +1,7 @@
 """witness.witnessable: what the kernel can witness on each kind of filesystem, and what is inferred."""
+import json
+from pathlib import Path
+
 import pytest
 
 from iolab import fsinfo, witness
@@ -102,3 +105,28 @@ def test_no_task_accounting_makes_own_bytes_unknown(tmp_path, monkeypatch):
     assert w.own_bytes in (witness.UNKNOWN, witness.NONE)
     if w.own_bytes == witness.UNKNOWN:
         assert "task I/O accounting" in w.own_why
+
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+@pytest.mark.parametrize("name, calls", [
+    ("04-ior-pitfalls", ["witness.witnessable("]),
+    ("05-mdtest-metadata", ["witness.witnessable("]),
+    ("08-parallel-fs", ["witness.witnessable(", "witness.witnessable_mount("]),
+])
+def test_lessons_print_what_can_be_witnessed_near_their_start(name, calls):
+    cells = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())["cells"]
+    code = [i for i, c in enumerate(cells) if c["cell_type"] == "code"
+            and all(call in "".join(c["source"]) for call in calls)]
+    assert code, f"lesson {name} does not print witness.witnessable for its workspace"
+    i = code[0]
+    assert i < len(cells) // 2, "the cell should sit near the lesson's start, before its measurements"
+    prose = "".join(cells[i - 1]["source"])
+    assert cells[i - 1]["cell_type"] == "markdown" and "witness" in prose and "infer" in prose
+    assert not any(ch.isdigit() for ch in prose), "the prose holds everywhere: no measured figure in it"
+
+
+def test_the_answer_names_the_path_and_its_mount():
+    text = str(answer("/lustre/run/f"))
+    assert text.startswith("/lustre/run/f is on /lustre: lustre (parallel (Lustre))")
