@@ -324,7 +324,8 @@ class Witness:
 
 # Checked in each client's source (the commits are those read; a later client may differ):
 #   block layer: block/blk-core.c submit_bio -> task_io_account_read (the reader, O_DIRECT included)
-#   NFS: fs/nfs/read.c nfs_read_folio / nfs_readahead, fs/nfs/direct.c -> task_io_account_read
+#   NFS: fs/nfs/read.c nfs_read_folio / nfs_readahead, fs/nfs/direct.c -> task_io_account_read (the 3.x
+#     client's nfs_readpage / nfs_readpages charge nothing: only its direct reads are counted)
 #   CephFS kernel client: fs/ceph/addr.c ceph_aops .readahead = netfs_readahead; netfs charges the read
 #     in fs/netfs/read_collect.c netfs_read_collection, "possibly running on a workqueue" (its comment)
 #   Lustre (lustre/lustre-release c881f8eb, lustre/llite/rw.c): ll_io_read_page and the asynchronous
@@ -432,8 +433,9 @@ def _by_kind(m: fsinfo.Mount) -> tuple[str, str, str, str | None, str]:
                 "names no block device", "GPFS's own monitor (mmpmon), run by its administrators",
                 _SERVERS_INFER)
     if kind.startswith("network (NFS)"):
-        return (COUNTED, "the NFS client charges read_bytes when it fetches pages from the server "
-                         "(nfs_read_folio, nfs_readahead) and for O_DIRECT reads",
+        return (COUNTED, "the NFS client of recent kernels charges read_bytes when it fetches pages from "
+                         "the server (nfs_read_folio, nfs_readahead) and for O_DIRECT reads; older ones "
+                         "(Linux 3.x, checked) charged only O_DIRECT reads, so there a 0 proves nothing",
                 "NFS: the bytes are on the server, across the network; no local block device",
                 "the client's byte counts per mount (/proc/self/mountstats); the server's are the server's",
                 "whether the server answered from its memory or its disks")
