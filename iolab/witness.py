@@ -480,7 +480,10 @@ def witnessable(path: str | os.PathLike[str], text: str | None = None) -> Witnes
     m = fsinfo.mount_of(path, text)
     if text is not None:
         return replace(witnessable_mount(m), path=str(path))
-    dev = block_device(path)
+    here = Path(path).absolute()
+    while not here.exists() and here != here.parent:   # a file not written yet: its directory's device
+        here = here.parent
+    dev = block_device(here)
     w = replace(witnessable_mount(m, device=dev.name if dev else None), path=str(path))
     if w.device is None and dev is not None and w.kind == "other":
         # a filesystem of a kind iolab does not know, on a real block device: that device witnesses it

@@ -130,3 +130,9 @@ def test_lessons_print_what_can_be_witnessed_near_their_start(name, calls):
 def test_the_answer_names_the_path_and_its_mount():
     text = str(answer("/lustre/run/f"))
     assert text.startswith("/lustre/run/f is on /lustre: lustre (parallel (Lustre))")
+
+
+def test_a_path_not_written_yet_is_answered_from_its_directory(tmp_path):
+    later = witness.witnessable(tmp_path / "not" / "yet")
+    now = witness.witnessable(tmp_path)
+    assert (later.own_bytes, later.device, later.mountpoint) == (now.own_bytes, now.device, now.mountpoint)
