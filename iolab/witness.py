@@ -35,7 +35,7 @@ import errno
 import os
 import resource
 import stat as stat_
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import fsinfo
@@ -318,3 +318,177 @@ class Witness:
             notes.append(f"no block device behind this {what} (memory, network or FUSE filesystem): the "
                          "device's counters cannot witness it")
         self.result = Witnessed(own_r, own_w, self._dev.name if self._dev else None, dev_r, dev_w, tuple(notes))
+
+
+# --- what can be witnessed on a filesystem -----------------------------------------------------------
+
+# Checked in each client's source (the commits are those read; a later client may differ):
+#   block layer: block/blk-core.c submit_bio -> task_io_account_read (the reader, O_DIRECT included)
+#   NFS: fs/nfs/read.c nfs_read_folio / nfs_readahead, fs/nfs/direct.c -> task_io_account_read (the 3.x
+#     client's nfs_readpage / nfs_readpages charge nothing: only its direct reads are counted)
+#   CephFS kernel client: fs/ceph/addr.c ceph_aops .readahead = netfs_readahead; netfs charges the read
+#     in fs/netfs/read_collect.c netfs_read_collection, "possibly running on a workqueue" (its comment)
+#   Lustre (lustre/lustre-release c881f8eb, lustre/llite/rw.c): ll_io_read_page and the asynchronous
+#     readahead work charge task_io_account_read(PAGE_SIZE * pages) when they submit the pages
+#   BeeGFS (ThinkParQ/beegfs 87d28c1a, client_module/source/filesystem): FhgfsOpsFile.c read_common
+#     charges every byte a read returns, its own cache's included (after FhgfsOpsHelper_readCached);
+#     FhgfsOpsFileNative.c charges a page it fetches
+#   GPFS: proprietary, its client's source is not public: not checked
+
+COUNTED = "counted"
+PARTLY = "counted, maybe short"
+UPPER = "counted, maybe over"
+NOT_READER = "not the reader's"
+NONE = "nothing to count"
+UNKNOWN = "unknown here"
+
+_NO_ACCOUNTING = ("no task I/O accounting here (/proc/self/io is missing): this process's storage bytes "
+                  "cannot be counted")
+
+
+@dataclass(frozen=True)
+class Witnessable:
+    """What the kernel can witness on one filesystem, and what a verdict there has to infer.
+
+    ``own_bytes``: can task I/O accounting count the bytes this process makes its filesystem fetch?
+    (:data:`COUNTED`, :data:`PARTLY`, :data:`UPPER`, :data:`NOT_READER`, :data:`NONE`, :data:`UNKNOWN`),
+    ``own_why`` says why; ``device``: the block device whose counters witness the bytes, or None,
+    ``device_why`` says why; ``counters``: where else the bytes can be counted (the servers', the
+    client's own), or None; ``inferred``: what is left to inference there."""
+
+    mountpoint: str
+    fstype: str
+    kind: str
+    own_bytes: str
+    own_why: str
+    device: str | None
+    device_why: str
+    counters: str | None
+    inferred: str
+    path: str = ""
+
+    def row(self) -> dict[str, object]:
+        return {"mount": self.mountpoint, "fstype": self.fstype, "kind": self.kind, "own bytes": self.own_bytes,
+                "device": self.device, "other counters": self.counters, "inferred": self.inferred}
+
+    def __str__(self) -> str:
+        return "\n".join([
+            (f"{self.path} is on {self.mountpoint}: " if self.path else f"{self.mountpoint}: ")
+            + f"{self.fstype} ({self.kind})",
+            f"  this process's own bytes: {self.own_bytes}: {self.own_why}",
+            f"  device counters: {self.device or 'none'}: {self.device_why}",
+            f"  other counters: {self.counters or 'none'}",
+            f"  inferred: {self.inferred}",
+        ])
+
+
+_LOCAL = ("a read is charged to the reader when its request goes to the block layer "
+          "(submit_bio), O_DIRECT included; a write when a page is first dirtied")
+_SERVERS_INFER = ("whether a server answered from its memory or its disks, and which server: unless its "
+                  "counters can be read, a rate compared with what the servers and network can deliver")
+
+
+def _by_kind(m: fsinfo.Mount) -> tuple[str, str, str, str | None, str]:
+    """(own_bytes, own_why, device_why, counters, inferred) for a mount, from its filesystem type."""
+    t, kind = m.fstype, m.kind
+    if t in fsinfo.MEMORY_FS or kind.startswith("memory"):
+        return (NONE, "the file lives in memory: reading it fetches nothing from storage, so read_bytes "
+                      "stays 0 and that 0 is true (unless its pages were swapped out)",
+                "memory: there is no device below", None, "nothing: there is no storage below to infer")
+    if t == "ceph":
+        return (PARTLY, "the kernel client reads through netfs (ceph_aops: netfs_readahead), which charges "
+                        "read_bytes to the task that collects a finished read (netfs_read_collection): the "
+                        "reader, or a kernel worker thread, so the reader's count can be short",
+                "CephFS: the bytes are on the OSDs' disks, across the network; no local block device",
+                "the OSDs' perf counters (bytes and ops per OSD, as lesson 08 reads them) and the MDS's request counts, "
+                "with the cluster's key", _SERVERS_INFER)
+    if t in ("fuse.ceph-fuse", "fuse.ceph"):
+        return (NOT_READER, "ceph-fuse answers in user space: it fetches objects from the OSDs over sockets, "
+                            "which task I/O accounting does not count, and its own object cache answers with "
+                            "no fetch at all; the reader's read_bytes stays 0 whatever served it (0 proves "
+                            "nothing)",
+                "CephFS through FUSE: the bytes are on the OSDs' disks, across the network; no local "
+                "block device",
+                "the OSDs' perf counters (bytes and ops per OSD, as lesson 08 reads them), the MDS's request counts and "
+                "ceph-fuse's own (its admin socket), with the cluster's key", _SERVERS_INFER)
+    if t == "lustre":
+        return (PARTLY, "Lustre's client (llite, outside the kernel tree) charges read_bytes when it submits "
+                        "pages to read (lustre/llite/rw.c); its asynchronous readahead is charged to the "
+                        "worker thread that submits it, so the reader's count can be short",
+                "Lustre: the bytes are on OSTs on storage servers, across the network; no local block "
+                "device", "the servers' own statistics, kept by Lustre: how to read them here is unknown",
+                _SERVERS_INFER)
+    if t == "beegfs":
+        return (UPPER, "BeeGFS's client module charges read_bytes itself: in its buffered mode for every "
+                       "byte a read returns, its own cache's included (FhgfsOpsFile.c), in its native mode "
+                       "for each page it fetches (FhgfsOpsFileNative.c): a count that can include bytes no "
+                       "server sent",
+                "BeeGFS: the bytes are on storage targets on servers, across the network; no local block "
+                "device", "the servers' own statistics, kept by BeeGFS: how to read them here is unknown",
+                _SERVERS_INFER)
+    if t == "gpfs":
+        return (UNKNOWN, "GPFS (IBM Storage Scale) is proprietary; whether its client charges read_bytes "
+                         "could not be checked, so a 0 proves nothing",
+                "GPFS: its daemon reads its disks (NSDs) itself, locally or through NSD servers; the mount "
+                "names no block device", "GPFS's own monitor (mmpmon), run by its administrators",
+                _SERVERS_INFER)
+    if kind.startswith("network (NFS)"):
+        return (COUNTED, "the NFS client of recent kernels charges read_bytes when it fetches pages from "
+                         "the server (nfs_read_folio, nfs_readahead) and for O_DIRECT reads; older ones "
+                         "(Linux 3.x, checked) charged only O_DIRECT reads, so there a 0 proves nothing",
+                "NFS: the bytes are on the server, across the network; no local block device",
+                "the client's byte counts per mount (/proc/self/mountstats); the server's are the server's",
+                "whether the server answered from its memory or its disks")
+    if t.startswith("fuse") or kind == "FUSE" or kind.startswith("object storage"):
+        return (NOT_READER, "a FUSE filesystem answers in user space: what its daemon reads from a local "
+                            "disk is charged to the daemon, what it fetches over the network to no one's "
+                            "read_bytes; the reader's 0 proves nothing",
+                "FUSE: the daemon decides where the bytes come from; the mount has no block device",
+                "the daemon's or its server's own counts, if they keep any (lesson 06 counts bytes at a "
+                "proxy in front of the store)", "where the daemon got the bytes: its cache, a disk or a server")
+    if t == "overlay":
+        return (COUNTED, "an overlay passes each read to the filesystem below it: counted there when that is "
+                         "a local disk",
+                "an overlay has no device number of its own", None,
+                "the device: which disk is below, and its counters")
+    if kind == "local disk" or m.source.startswith("/dev/"):
+        return (COUNTED, _LOCAL, "", None,
+                "who moved the device's other bytes (another user, write-back, the journal): its "
+                "counters say only that this process did not")
+    return (UNKNOWN, f"a {t} filesystem: whether its client charges read_bytes is not known to iolab",
+            "no block device found for this filesystem", None, "everything beyond the measured rate")
+
+
+def witnessable_mount(m: fsinfo.Mount, device: str | None = None) -> Witnessable:
+    """:class:`Witnessable` for a mount, from its type alone (``device``: the block device found for it,
+    if any; without one a local disk's mount source names it when it is a /dev/ path)."""
+    own, own_why, device_why, counters, inferred = _by_kind(m)
+    if own == COUNTED and (m.kind == "local disk" or m.source.startswith("/dev/")) and m.fstype != "overlay":
+        device = device or (os.path.basename(m.source) if m.source.startswith("/dev/") else None)
+        device_why = ("its sysfs counters count every byte read and written on it, by everyone" if device
+                      else "no block device found below this mount")
+    else:
+        device = None
+    return Witnessable(m.mountpoint, m.fstype, m.kind, own, own_why, device, device_why, counters, inferred)
+
+
+def witnessable(path: str | os.PathLike[str], text: str | None = None) -> Witnessable:
+    """What the kernel can witness for I/O on ``path`` and what a verdict there must infer, with why.
+
+    ``text``: a mountinfo text to read the mount from (tests); without it the live mount table, this
+    machine's block device below ``path`` and whether it has task I/O accounting at all."""
+    m = fsinfo.mount_of(path, text)
+    if text is not None:
+        return replace(witnessable_mount(m), path=str(path))
+    here = Path(path).absolute()
+    while not here.exists() and here != here.parent:   # a file not written yet: its directory's device
+        here = here.parent
+    dev = block_device(here)
+    w = replace(witnessable_mount(m, device=dev.name if dev else None), path=str(path))
+    if w.device is None and dev is not None and w.kind == "other":
+        # a filesystem of a kind iolab does not know, on a real block device: that device witnesses it
+        w = replace(w, device=dev.name,
+                    device_why="its sysfs counters count every byte read and written on it, by everyone")
+    if task_io() is None and w.own_bytes != NONE:
+        w = replace(w, own_bytes=UNKNOWN, own_why=_NO_ACCOUNTING)
+    return w

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import is_root, mpi_leftovers_in_tmp, needs
 
-from iolab import BudgetExceeded, fsinfo, guard, workspace
+from iolab import BudgetExceeded, fsinfo, guard, witness, workspace
 from iolab.ceph import TOOLS, Cluster
 from iolab.labs import parallel_fs
 from iolab.tools import ceph as cephtools
@@ -91,6 +91,27 @@ def test_a_write_on_node_a_is_read_on_node_b_and_counted_by_the_osds(cluster):
     assert (b / "shared.bin").read_bytes() == data
     sessions = cephtools.parse_sessions(cluster.daemon("mds.a", "session ls"))
     assert len([s for s in sessions if s["state"] == "open"]) >= 2
+
+
+def test_through_ceph_fuse_the_reader_is_charged_nothing_and_the_osds_count_it(cluster):
+    # what witness.witnessable says of a ceph-fuse mount, live: the OSDs sent the bytes, read_bytes moved 0
+    a, b = cluster.check_mounted("a"), cluster.check_mounted("b")
+    assert witness.witnessable(b / "cold.bin").own_bytes == witness.NOT_READER
+    data = os.urandom(8 << 20)
+    with open(a / "cold.bin", "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    before = {o: cephtools.parse_perf(cluster.perf(o, "osd")) for o in cluster.osd_names}
+    io0 = witness.task_io()
+    assert (b / "cold.bin").read_bytes() == data      # node B never held it: fetched from the OSDs
+    io1 = witness.task_io()
+    after = {o: cephtools.parse_perf(cluster.perf(o, "osd")) for o in cluster.osd_names}
+    sent = sum(after[o]["osd.op_r_out_bytes"] - before[o]["osd.op_r_out_bytes"] for o in cluster.osd_names)
+    assert sent >= len(data)
+    if io0 is not None and io1 is not None:
+        assert io1.rchar - io0.rchar >= len(data)
+        assert io1.read_bytes - io0.read_bytes == 0
 
 
 def test_a_directory_layout_applies_to_new_files_and_their_objects(cluster):
