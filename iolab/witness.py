@@ -9,8 +9,9 @@ readable without root:
   them. Reads served by the page cache add to ``rchar`` and not to ``read_bytes``. ``read_bytes`` is
   charged when a read request is sent to the block layer (``submit_bio``), O_DIRECT included, and by
   the kernel's network clients when they fetch pages from their server (NFS's ``nfs_readahead``; the
-  netfs clients); a FUSE filesystem's reads are charged to its daemon, not to the reader (0 there
-  proves nothing). ``write_bytes`` is charged when a page is first dirtied (``folio_account_dirtied``),
+  netfs clients); a FUSE filesystem's reads are never charged to the reader: its daemon is charged
+  what it reads from a local disk, and a network daemon (ceph-fuse, s3fs) shows 0 for everyone (0 there
+  proves nothing; :func:`witnessable` says what can be witnessed where). ``write_bytes`` is charged when a page is first dirtied (``folio_account_dirtied``),
   not when it reaches the device; an O_DIRECT write dirties no page and is charged when it is
   submitted to the device (``task_io_account_write`` in ``fs/iomap/direct-io.c``); truncating dirty pages adds to ``cancelled_write_bytes``. When a child is reaped, the kernel adds its counters to the parent's, so a tool run and
   waited for (dd, fio, mpirun and its ranks) is in ``/proc/self/io`` too, and in
