@@ -1,6 +1,9 @@
 """Re-make the recordings lesson 08 replays, on a private Ceph cluster (real runs only).
 
-    PATH=/tmp/ior-4.0.0/bin:$PATH .venv/bin/python -m recorders.ceph [--only layouts,caches,metadata,coherence,shared,replication,ior,singles]
+    PATH=/tmp/ior-4.0.0/bin:$PATH .venv/bin/python -m recorders.ceph [--only layouts,caches,metadata,coherence,shared,replication,ior,ior-cephfs,singles]
+
+``ior-cephfs`` needs an IOR built with the CEPHFS backend (``parallel_fs.cephfs_ior()`` finds it on PATH or
+in /tmp/ior-*-cephfs/bin; ``parallel_fs.CEPHFS_BUILD`` says how to build one).
 
 Starts :class:`iolab.ceph.Cluster` (3 OSDs, node A and node B mounted with ceph-fuse), runs each
 section of :mod:`iolab.labs.parallel_fs` live (IOLAB_MODE=live) and saves what it gave, verbatim:
@@ -25,7 +28,7 @@ HOST = "2-core VM (Debian 12), a private Ceph 16.2.15 cluster on 127.0.0.1 (1 mo
 SECTIONS = {"layouts": parallel_fs.where_bytes_live, "caches": parallel_fs.client_caches,
             "metadata": parallel_fs.metadata, "coherence": parallel_fs.coherence,
             "shared": parallel_fs.shared_file, "replication": parallel_fs.replication,
-            "ior": parallel_fs.ior_two_clients}
+            "ior": parallel_fs.ior_two_clients, "ior-cephfs": parallel_fs.ior_cephfs}
 NOTES = {
     "layouts": "Section 1: three 16 MiB files written with fsync on node A in directories with the default layout, "
                "4 stripes of 1 MiB, and 1 MiB objects; getfattr of each, the OSDs' perf dumps around each write, "
@@ -47,6 +50,13 @@ NOTES = {
            "-O numTasksOnNode0=1); per trial a write and a read of each rank's own file in one run (-w -r -k), then a "
            "read with -C -Q 1 (the other node's file), the OSDs' perf dumps around each run. The witness is the kernel's "
            "view of the disk below the OSDs' files over the whole section.",
+    "ior-cephfs": "Section 8 (IOR's own CEPHFS backend, as seed 001 built it): an IOR built --with-cephfs (its path and "
+                  "version are in the document) under mpirun, 2 ranks, 1 MiB per rank in 4 KiB transfers, write "
+                  "only with -e and -g (a barrier between the open and the writes); per trial, interleaved: -a CEPHFS into one shared file, -a CEPHFS -F, -a CEPHFS "
+                  "--cephfs.olazy into one shared file (each rank its own libcephfs client, no mount), then -a POSIX "
+                  "into one shared file on node A's ceph-fuse mount (both ranks in one client); the OSDs' perf dumps "
+                  "around each run. The witness is the kernel's view of the disk below the OSDs' files over the "
+                  "whole section.",
 }
 
 

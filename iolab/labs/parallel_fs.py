@@ -14,6 +14,7 @@ Every comparison is a few interleaved trials (A, B, A, B, ...), kept as :class:`
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -730,3 +731,136 @@ def claims_ior(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True)
         compare("IOR's read rate is higher without -C (a cache on the node) than with it (the OSDs)",
                 "no -C", list(own["mib_per_s"]), "-C", list(other["mib_per_s"]), "MiB/s",
                 keep=keep, key="read", show=show)]
+
+
+# --- 8. IOR's own CEPHFS backend: libcephfs in each rank, no mount -----------------------------------
+
+CEPHFS_BLOCK = 1 * MiB                  # per rank, in 4 KiB transfers, fsync at the end (-e)
+CEPHFS_TRANSFER = 4096
+CEPHFS_SETTINGS = {                     # setting -> IOR's own options for it (besides -a, -t, -b, -o)
+    "CEPHFS, one shared file": ["-a", "CEPHFS"],
+    "CEPHFS, a file per rank (-F)": ["-a", "CEPHFS", "-F"],
+    "CEPHFS, shared, --cephfs.olazy": ["-a", "CEPHFS", "--cephfs.olazy"],
+    "POSIX on node A's mount, one shared file": ["-a", "POSIX"],
+}
+CEPHFS_BUILD = (
+    "build IOR with the CEPHFS backend (IOR 3.3.0 or 4.0.0; needs libcephfs-dev and librados-dev): "
+    "./bootstrap && ./configure --prefix=/tmp/ior-4.0.0-cephfs --with-cephfs CC=mpicc && make install, after "
+    "seed 001's one-line change to src/aiori-CEPHFS.c (line 17: #ifdef HAVE_CONFIG_H becomes #ifndef "
+    "HAVE_CONFIG_H; or add #include <sys/time.h> before <cephfs/libcephfs.h>): without it the build stops "
+    "at libcephfs.h's 'struct timeval'. Put its bin/ on PATH or leave it in /tmp/ior-<version>-cephfs/bin")
+
+
+@functools.lru_cache(maxsize=8)
+def _lists_cephfs(exe: str) -> bool:
+    with workspace.Workspace(budget="1MiB") as w:
+        r = runner.run([exe, "--help"], timeout=60, env=mpi.runtime_env(w.root, singleton=True), check=False)
+    return any(line.lstrip().startswith("-a=") and "CEPHFS" in line for line in (r.stdout + r.stderr).splitlines())
+
+
+def cephfs_ior() -> str | None:
+    """An IOR built with the CEPHFS backend (its ``--help`` lists CEPHFS among ``-a``'s choices): the
+    ``ior`` on PATH, else /tmp/ior-*-cephfs/bin/ior (newest name first); None when there is none."""
+    found = runner.which("ior")
+    candidates = [found] if found else []
+    candidates += sorted((str(p) for p in Path("/tmp").glob("ior-*-cephfs/bin/ior")), reverse=True)
+    for exe in candidates:
+        if os.access(exe, os.X_OK) and _lists_cephfs(exe):
+            return exe
+    return None
+
+
+def _cephfs_argv(c: Cluster, exe: str, conf: Path, setting: str, test_file: Path) -> list[str]:
+    # -g: a barrier between the open and the writes, so that every rank has the file open before any
+    # writes (without it one client may write its whole block alone, buffered, before the other opens)
+    argv = [exe, *CEPHFS_SETTINGS[setting], "-t", "4k", "-b", ior.ior_size(CEPHFS_BLOCK), "-w", "-e", "-g"]
+    if "-a" in argv and argv[argv.index("-a") + 1] == "CEPHFS":
+        # --cephfs.prefix is required (IOR 3.3.0 and 4.0.0 crash without it): IOR strips it from -o, so the
+        # same path names the file through the mount (POSIX) and inside CephFS (libcephfs)
+        argv += ["--cephfs.user=admin", f"--cephfs.conf={conf}", f"--cephfs.prefix={c.mounts['a']}"]
+    extra = ["--oversubscribe"] if mpi.flavour() in ("openmpi", "unknown") else []
+    return mpi.command(argv + ["-o", str(test_file)], 2, extra=extra)
+
+
+def _cephfs_live(c: Cluster, exe: str) -> dict:
+    a = c.check_mounted("a")
+    assert c.conf is not None and c.keyring is not None
+    # the cluster's configuration and where libcephfs finds client.admin's key (IOR passes no keyring)
+    conf = c.dir / "ior-cephfs.conf"
+    conf.write_text(c.conf.read_text() + f"\n[client.admin]\nkeyring = {c.keyring}\n")
+    conf.chmod(0o600)
+    env = mpi.runtime_env(c.ws.mkdir("ior-cephfs-mpi"))
+    c.ws.reserve(2 * CEPHFS_BLOCK)                  # IOR removes its files after each run (no -k)
+    runs = []
+    for trial in range(TRIALS):
+        for i, setting in enumerate(CEPHFS_SETTINGS):
+            d = a / "ior-cephfs" / f"t{trial}-{i}"
+            d.mkdir(parents=True, exist_ok=True)
+            before = _osds(c)
+            r = runner.run(_cephfs_argv(c, exe, conf, setting, d / "f"), timeout=180, env=env)
+            runs.append({"trial": trial + 1, "setting": setting, "argv": r.argv, "stdout": r.stdout,
+                         "seconds": r.seconds, "perf_before": before, "perf_after": _osds(c)})
+    return {"block_per_rank": CEPHFS_BLOCK, "transfer": CEPHFS_TRANSFER, "ranks": 2, "ior": exe,
+            "ior_version": ior._installed_version(exe), "trials": runs}
+
+
+def parse_cephfs(text: str) -> pd.DataFrame:
+    """The section's document -> one row per IOR run: its write rate, and what the OSDs took (bytes and
+    write operations, from their perf dumps around the run)."""
+    doc = json.loads(text)
+    rows = []
+    for t in doc["trials"]:
+        res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "write"]
+        if not res:
+            raise ParseError(f"trial {t['trial']} ({t['setting']}): IOR printed no write result")
+        ops = sum(_osd_delta(t["perf_before"], t["perf_after"], "osd.op_w").values())
+        nbytes = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_W).values())
+        rows.append({"trial": t["trial"], "setting": t["setting"], "mib_per_s": float(res[0]["bw_mib"]),
+                     "bytes": doc["block_per_rank"] * doc["ranks"], "osd_bytes_in": nbytes, "osd_write_ops": ops,
+                     "kib_per_osd_write": nbytes / ops / 1024 if ops else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def ior_cephfs(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
+    """IOR's CEPHFS backend (each rank its own libcephfs client, no mount) at 4 KiB: one shared file, a
+    file per rank, a shared file with LazyIO, and POSIX on one ceph-fuse mount beside them."""
+    exe = cephfs_ior()
+    reason = ""
+    if cluster is not None and (exe is None or runner.which("mpirun") is None):
+        what = "mpirun" if exe is not None else "IOR built with the CEPHFS backend"
+        if recordings.mode() == "live":
+            raise ToolMissing(what, CEPHFS_BUILD if exe is None else runner.install_hint("mpirun"))
+        reason = f"no {what} here; to run it live, {CEPHFS_BUILD}" if exe is None else "mpirun not installed here"
+    out = _outcome(cluster, "ior-cephfs", lambda c: _cephfs_live(c, exe), parse_cephfs, reason=reason, witness=True)
+    out.extra["trials"] = {}
+    out.extra["claims"] = claims_cephfs(out.frame, keep=out.extra["trials"], show=show)
+    return out
+
+
+def claims_cephfs(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+    shared, fpp, lazy, posix = (df[df["setting"] == s] for s in CEPHFS_SETTINGS)
+    col = "mib_per_s"
+    return [
+        explain.expect(
+            "the OSDs took every byte IOR wrote, in every run (-e: an fsync ends each write phase)",
+            explain.fact("the OSDs' op_w_in_bytes grew by at least IOR's bytes in every run",
+                         bool((df["osd_bytes_in"] >= df["bytes"]).all())),
+            yes=f"the OSDs took {spread([x / MiB for x in df['osd_bytes_in']], ',.2f')} MiB per run of "
+                f"{format_size(int(df['bytes'].iloc[0]))}",
+            no=f"the OSDs took {spread([x / MiB for x in df['osd_bytes_in']], ',.2f')} MiB per run",
+            why="a run's data stayed in a client's cache past its end", show=show),
+        compare("through libcephfs, two ranks writing 4 KiB at a time are faster into a file each (-F) than into "
+                "one shared file (two clients on one file: neither may buffer)",
+                "-F", list(fpp[col]), "shared", list(shared[col]), "MiB/s", keep=keep, key="cephfs", show=show),
+        compare("in a shared file the OSDs receive smaller writes than with a file each (every 4 KiB sent on "
+                "its own, unbuffered)",
+                "-F", list(fpp["kib_per_osd_write"]), "shared", list(shared["kib_per_osd_write"]),
+                "KiB per OSD write", keep=keep, key="osd writes", show=show),
+        compare("--cephfs.olazy (LazyIO: the clients may buffer a shared file) makes the shared file faster",
+                "shared, olazy", list(lazy[col]), "shared", list(shared[col]), "MiB/s", keep=keep, key="olazy",
+                show=show),
+        compare("POSIX on one ceph-fuse mount (both ranks in ONE client, no capability to share) writes the "
+                "shared file faster than two libcephfs clients do",
+                "POSIX, one client", list(posix[col]), "CEPHFS, two clients", list(shared[col]), "MiB/s",
+                keep=keep, key="posix", show=show),
+    ]
