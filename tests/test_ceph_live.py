@@ -170,6 +170,26 @@ def test_ior_minus_c_across_the_two_clients_reads_from_the_osds_live(cluster, mo
     assert mpi_leftovers_in_tmp() <= before             # Open MPI's session files stay in the workspace
 
 
+def test_ior_cephfs_backend_live(cluster, monkeypatch):
+    """Lesson 08's section 6b live: IOR's CEPHFS backend (an IOR built --with-cephfs: /tmp/ior-4.0.0-cephfs
+    here) on the student's cluster; the OSDs take every byte, and two libcephfs clients on one shared
+    file send them one write per 4 KiB transfer while a file each sends large ones."""
+    exe = parallel_fs.cephfs_ior()
+    if exe is None:
+        pytest.skip(f"no IOR built with the CEPHFS backend here: {parallel_fs.CEPHFS_BUILD}")
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun not installed here (apt-get install openmpi-bin)")
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    before = mpi_leftovers_in_tmp()
+    out = parallel_fs.ior_cephfs(cluster, show=False)
+    assert out.mode == "live" and out.witness is not None and json.loads(out.text)["ior"] == exe
+    assert out.extra["claims"][0].held is True
+    df = out.frame
+    shared, fpp = (df[df["setting"] == s] for s in list(parallel_fs.CEPHFS_SETTINGS)[:2])
+    assert shared["kib_per_osd_write"].median() < 16 < 32 < fpp["kib_per_osd_write"].median()
+    assert mpi_leftovers_in_tmp() <= before             # Open MPI's session files stay in the workspace
+
+
 def test_another_user_cannot_read_the_keys_enter_the_mount_or_talk_to_the_cluster(cluster, other_user):
     name, _, _ = other_user
     assert _as(name, ["cat", str(cluster.keyring)], timeout=30).returncode != 0

@@ -193,3 +193,81 @@ def test_ior_section_without_ior_replays_saying_so(monkeypatch):
     monkeypatch.setattr(P.runner, "which", lambda t: None if t == "ior" else real(t))
     out = P.ior_two_clients(object(), show=False)       # a cluster that must not be touched
     assert out.mode == "replay" and out.reason.startswith("ior not installed here")
+
+
+# --- section 8: IOR's own CEPHFS backend ---------------------------------------------------------------
+
+def test_ior_cephfs_shared_file_sends_every_4k_on_its_own_and_olazy_buffers_again():
+    """Seed 001's shared file against -F, through libcephfs (recorded, IOR 4.0.0 built --with-cephfs):
+    two clients on one file send the OSDs one write per 4 KiB transfer; a file each, LazyIO, and one
+    ceph-fuse client send large writes; every sentence re-checks against the numbers."""
+    out = P.ior_cephfs(None, show=False)
+    df = out.frame
+    assert out.mode == "replay" and len(df) == len(P.CEPHFS_SETTINGS) * P.TRIALS
+    assert list(df["setting"][:len(P.CEPHFS_SETTINGS)]) == list(P.CEPHFS_SETTINGS)   # interleaved
+    shared, fpp, lazy, posix = (df[df["setting"] == s] for s in P.CEPHFS_SETTINGS)
+    assert (shared["kib_per_osd_write"] < 8).all() and (shared["osd_write_ops"] >= 256).all()
+    for other in (fpp, lazy, posix):
+        assert (other["kib_per_osd_write"] > 32).all()
+    assert (df["osd_bytes_in"] >= df["bytes"]).all()
+    assert held(out.extra["claims"])[:3] == [True, True, True]
+    all_consistent(out.extra["claims"])
+    assert set(out.extra["trials"]["all"].settings) == set(P.CEPHFS_SETTINGS)
+    doc = json.loads(out.text)
+    assert doc["ior_version"] == "4.0.0"
+    for t in doc["trials"]:
+        argv = t["argv"]
+        if "CEPHFS" in argv:
+            assert any(a.startswith("--cephfs.prefix=") for a in argv) and "--cephfs.user=admin" in argv
+        assert "-g" in argv and ("--cephfs.olazy" in argv) == t["setting"].endswith("olazy")
+    assert out.witness is not None and out.witness.device is not None
+
+
+def test_ior_cephfs_sentences_turn_with_the_numbers():
+    df = P.ior_cephfs(None, show=False).frame.copy()
+    shared = df["setting"] == next(iter(P.CEPHFS_SETTINGS))
+    df.loc[shared, "mib_per_s"] = df.loc[df["setting"] == list(P.CEPHFS_SETTINGS)[1], "mib_per_s"].values
+    df.loc[df.index[0], "osd_bytes_in"] = 0
+    claims = P.claims_cephfs(df, show=False)
+    all_consistent(claims)
+    assert claims[0].held is False and claims[1].held is None
+
+
+def test_ior_cephfs_without_a_cephfs_ior_replays_saying_how_to_build_one(monkeypatch):
+    monkeypatch.setattr(P, "cephfs_ior", lambda: None)
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    out = P.ior_cephfs(object(), show=False)           # a cluster that must not be touched
+    assert out.mode == "replay" and "CEPHFS backend" in out.reason
+    assert "--with-cephfs" in out.reason and "#ifndef HAVE_CONFIG_H" in out.reason
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    with pytest.raises(P.ToolMissing, match="with-cephfs"):
+        P.ior_cephfs(object(), show=False)
+
+
+def test_cephfs_ior_is_the_one_whose_help_lists_the_backend(tmp_path, monkeypatch):
+    def fake(d, backends):
+        d.mkdir(parents=True)
+        exe = d / "ior"
+        exe.write_text(f"#!/bin/sh\necho 'Synopsis ior'\necho '  -a=POSIX   API for I/O [{backends}]'\n")
+        exe.chmod(0o755)
+        return exe
+    plain = fake(tmp_path / "plain", "POSIX|DUMMY|MPIIO|MMAP")
+    built = fake(tmp_path / "ior-4.0.0-cephfs" / "bin", "POSIX|DUMMY|MPIIO|MMAP|CEPHFS")
+    monkeypatch.setenv("PATH", f"{plain.parent}:/usr/bin:/bin")
+    monkeypatch.setattr(P, "CEPHFS_IOR_GLOB", str(tmp_path / "nothing-*" / "ior"))
+    assert P.cephfs_ior() is None
+    monkeypatch.setattr(P, "CEPHFS_IOR_GLOB", str(tmp_path / "ior-*-cephfs" / "bin" / "ior"))
+    assert P.cephfs_ior() == str(built)
+    monkeypatch.setenv("PATH", f"{built.parent}:/usr/bin:/bin")
+    assert P.cephfs_ior() == str(built)
+
+
+def test_ior_cephfs_document_without_a_write_result_is_a_parse_error():
+    doc = json.loads(recordings.load("ceph/ior-cephfs").text)
+    doc["trials"][2]["stdout"] = doc["trials"][2]["stdout"].replace("write     ", "wrote     ")
+    with pytest.raises(ParseError, match="trial 1"):
+        P.parse_cephfs(json.dumps(doc))
+    doc = json.loads(recordings.load("ceph/ior-cephfs").text)
+    doc["trials"][0]["perf_after"] = 3
+    with pytest.raises(ParseError):
+        P.parse_cephfs(json.dumps(doc))

@@ -15,6 +15,7 @@ Every comparison is a few interleaved trials (A, B, A, B, ...), kept as :class:`
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import threading
@@ -24,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, mpi, pagecache, recordings, runner, trials, workspace
+from .. import explain, fsinfo, mpi, pagecache, recordings, runner, safeio, trials, workspace
 from ..ceph import TOOLS, Cluster, missing
 from ..ceph.cluster import HINT
 from ..errors import IolabError, ParseError, ToolMissing
@@ -751,6 +752,9 @@ CEPHFS_BUILD = (
     "at libcephfs.h's 'struct timeval'. Put its bin/ on PATH or leave it in /tmp/ior-<version>-cephfs/bin")
 
 
+CEPHFS_IOR_GLOB = "/tmp/ior-*-cephfs/bin/ior"     # where the lesson looks, after PATH
+
+
 @functools.lru_cache(maxsize=8)
 def _lists_cephfs(exe: str) -> bool:
     with workspace.Workspace(budget="1MiB") as w:
@@ -763,7 +767,7 @@ def cephfs_ior() -> str | None:
     ``ior`` on PATH, else /tmp/ior-*-cephfs/bin/ior (newest name first); None when there is none."""
     found = runner.which("ior")
     candidates = [found] if found else []
-    candidates += sorted((str(p) for p in Path("/tmp").glob("ior-*-cephfs/bin/ior")), reverse=True)
+    candidates += sorted(glob.glob(CEPHFS_IOR_GLOB), reverse=True)
     for exe in candidates:
         if os.access(exe, os.X_OK) and _lists_cephfs(exe):
             return exe
@@ -806,18 +810,37 @@ def _cephfs_live(c: Cluster, exe: str) -> dict:
 
 def parse_cephfs(text: str) -> pd.DataFrame:
     """The section's document -> one row per IOR run: its write rate, and what the OSDs took (bytes and
-    write operations, from their perf dumps around the run)."""
-    doc = json.loads(text)
-    rows = []
-    for t in doc["trials"]:
-        res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "write"]
-        if not res:
-            raise ParseError(f"trial {t['trial']} ({t['setting']}): IOR printed no write result")
-        ops = sum(_osd_delta(t["perf_before"], t["perf_after"], "osd.op_w").values())
-        nbytes = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_W).values())
-        rows.append({"trial": t["trial"], "setting": t["setting"], "mib_per_s": float(res[0]["bw_mib"]),
-                     "bytes": doc["block_per_rank"] * doc["ranks"], "osd_bytes_in": nbytes, "osd_write_ops": ops,
-                     "kib_per_osd_write": nbytes / ops / 1024 if ops else float("nan")})
+    write operations, from their perf dumps around the run). A document that is not one, or a run with
+    no IOR write result, raises ParseError."""
+    doc = safeio.loads(text, what="IOR CEPHFS section document")
+    try:
+        block, ranks = doc["block_per_rank"], doc["ranks"]
+        if not all(type(x) is int and x > 0 for x in (block, ranks)):
+            raise ParseError(f"block_per_rank and ranks must be positive whole numbers, got {block!r}, {ranks!r}")
+        rows = []
+        for t in doc["trials"]:
+            where = f"trial {t['trial']!r} ({t['setting']!r})"
+            if t["setting"] not in CEPHFS_SETTINGS or type(t["trial"]) is not int:
+                raise ParseError(f"{where}: not a trial of this section")
+            try:
+                res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "write"]
+            except ParseError as e:
+                raise ParseError(f"{where}: {e}") from None
+            if not res:
+                raise ParseError(f"{where}: IOR printed no write result")
+            ops = sum(_osd_delta(t["perf_before"], t["perf_after"], "osd.op_w").values())
+            nbytes = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_W).values())
+            if set(t["perf_before"]) != set(t["perf_after"]) or ops < 0 or nbytes < 0:
+                raise ParseError(f"{where}: the OSDs' counters before and after the run do not match")
+            rows.append({"trial": t["trial"], "setting": t["setting"], "mib_per_s": float(res[0]["bw_mib"]),
+                         "bytes": block * ranks, "osd_bytes_in": nbytes, "osd_write_ops": ops,
+                         "kib_per_osd_write": nbytes / ops / 1024 if ops else float("nan")})
+    except ParseError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise ParseError(f"IOR CEPHFS section document: {type(e).__name__}: {e}") from None
+    if not rows:
+        raise ParseError("IOR CEPHFS section document: no trials")
     return pd.DataFrame(rows)
 
 
@@ -832,7 +855,9 @@ def ior_cephfs(cluster: Cluster | None = None, *, show: bool = True) -> recordin
             raise ToolMissing(what, CEPHFS_BUILD if exe is None else runner.install_hint("mpirun"))
         reason = f"no {what} here; to run it live, {CEPHFS_BUILD}" if exe is None else "mpirun not installed here"
     out = _outcome(cluster, "ior-cephfs", lambda c: _cephfs_live(c, exe), parse_cephfs, reason=reason, witness=True)
-    out.extra["trials"] = {}
+    out.extra["trials"] = {"all": trials.from_values(
+        {s: list(out.frame[out.frame["setting"] == s]["mib_per_s"]) for s in CEPHFS_SETTINGS}, unit="MiB/s",
+        higher=True)}
     out.extra["claims"] = claims_cephfs(out.frame, keep=out.extra["trials"], show=show)
     return out
 
