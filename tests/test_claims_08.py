@@ -228,7 +228,7 @@ def test_ior_cephfs_sentences_turn_with_the_numbers():
     shared = df["setting"] == next(iter(P.CEPHFS_SETTINGS))
     df.loc[shared, "mib_per_s"] = df.loc[df["setting"] == list(P.CEPHFS_SETTINGS)[1], "mib_per_s"].values
     df.loc[df.index[0], "osd_bytes_in"] = 0
-    claims = P.claims_cephfs(df, show=False)
+    claims = P.cephfs_claims(df, show=False)
     all_consistent(claims)
     assert claims[0].held is False and claims[1].held is None
 

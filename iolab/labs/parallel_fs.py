@@ -858,11 +858,11 @@ def ior_cephfs(cluster: Cluster | None = None, *, show: bool = True) -> recordin
     out.extra["trials"] = {"all": trials.from_values(
         {s: list(out.frame[out.frame["setting"] == s]["mib_per_s"]) for s in CEPHFS_SETTINGS}, unit="MiB/s",
         higher=True)}
-    out.extra["claims"] = claims_cephfs(out.frame, keep=out.extra["trials"], show=show)
+    out.extra["claims"] = cephfs_claims(out.frame, keep=out.extra["trials"], show=show)
     return out
 
 
-def claims_cephfs(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+def cephfs_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
     shared, fpp, lazy, posix = (df[df["setting"] == s] for s in CEPHFS_SETTINGS)
     col = "mib_per_s"
     return [
