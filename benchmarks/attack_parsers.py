@@ -415,6 +415,8 @@ def targets() -> list[Target]:
                ordered=False, key='{"osd":{"op_w_in_bytes":'),
         Target("ceph.parse_sessions", ceph.parse_sessions, rec, texts(r for r in cephs if r.endswith("/session-ls")),
                key='[{"id":4164,"state":"'),
+        Target("parallel_fs.parse_ior", parallel_fs.parse_ior, rec,
+               texts(r for r in cephs if r.endswith("/ior")), key='{"block_per_rank": '),
         Target("parallel_fs.parse_cephfs", parallel_fs.parse_cephfs, rec,
                texts(r for r in cephs if r.endswith("/ior-cephfs")), key='{"block_per_rank": '),
         Target("darshan.read_log", _darshan_view, _whole,

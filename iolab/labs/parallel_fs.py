@@ -684,17 +684,40 @@ def _ior_live(c: Cluster) -> dict:
 
 
 def parse_ior(text: str) -> pd.DataFrame:
-    doc = json.loads(text)
-    rows = []
-    for t in doc["trials"]:
-        res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "read"]
-        if not res:
-            raise ParseError(f"trial {t['trial']} ({t['step']}): IOR printed no read result")
-        facts = ior.reorder_facts(t["stdout"])
-        rows.append({"trial": t["trial"], "step": t["step"], "mib_per_s": float(res[0]["bw_mib"]),
-                     "bytes": doc["block_per_rank"] * doc["ranks"], "ordering": facts["ordering"],
-                     "tasks_per_node": facts["tasks_per_node"],
-                     "osd_bytes_sent": sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_R).values())})
+    """Section 2b's document -> one row per IOR read: its rate, its task ordering (-C moves ranks or not)
+    and what the OSDs sent during it. A document that is not one, or a trial with no IOR read result,
+    raises ParseError."""
+    doc = safeio.loads(text, what="IOR -C section document")
+    try:
+        block, ranks = doc["block_per_rank"], doc["ranks"]
+        if not all(type(x) is int and x > 0 for x in (block, ranks)):
+            raise ParseError(f"block_per_rank and ranks must be positive whole numbers, got {block!r}, {ranks!r}")
+        rows = []
+        for t in doc["trials"]:
+            where = f"trial {t['trial']!r} ({t['step']!r})"
+            if type(t["trial"]) is not int or not isinstance(t["step"], str):
+                raise ParseError(f"{where}: not a trial of this section")
+            try:
+                res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "read"]
+                facts = ior.reorder_facts(t["stdout"])
+            except ParseError as e:
+                raise ParseError(f"{where}: {e}") from None
+            if not res:
+                raise ParseError(f"{where}: IOR printed no read result")
+            if set(t["perf_before"]) != set(t["perf_after"]):
+                raise ParseError(f"{where}: the OSDs' counters before and after the run do not match")
+            sent = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_R).values())
+            if sent < 0:
+                raise ParseError(f"{where}: the OSDs' read counters went down during the run")
+            rows.append({"trial": t["trial"], "step": t["step"], "mib_per_s": float(res[0]["bw_mib"]),
+                         "bytes": block * ranks, "ordering": facts["ordering"],
+                         "tasks_per_node": facts["tasks_per_node"], "osd_bytes_sent": sent})
+    except ParseError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise ParseError(f"IOR -C section document: {type(e).__name__}: {e}") from None
+    if not rows:
+        raise ParseError("IOR -C section document: no trials")
     return pd.DataFrame(rows)
 
 
