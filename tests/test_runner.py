@@ -74,6 +74,9 @@ def test_asking_rclone_its_version_writes_nothing_in_home(monkeypatch, tmp_path)
     from iolab import doctor
 
     monkeypatch.setenv("HOME", str(tmp_path))
+    # the doctor keeps its own cache of tool versions (~/.cache/iolab, issue 22): elsewhere, so that
+    # this test sees only what rclone writes
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / f"{tmp_path.name}-cache"))
     monkeypatch.delenv("RCLONE_CONFIG", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     runner.tool_version.cache_clear()
