@@ -18,6 +18,7 @@ tracepoints are recent (Linux 6.x); without them only ``A`` lines are printed.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -113,11 +114,13 @@ class Tracer:
         self.run: Run | None = None
         self._lines: list[str] = []
         self._ready = threading.Event()
+        self._attached = False
 
     def _read(self, stream) -> None:
         for line in stream:
             self._lines.append(line)
             if line.strip() == READY:
+                self._attached = True
                 self._ready.set()
         self._ready.set()                       # EOF: bpftrace ended (or never started)
 
@@ -137,7 +140,12 @@ class Tracer:
         self._out_thread.start()
         self._err_thread.start()
         try:
-            if not self._ready.wait(self.start_timeout) or self._proc.poll() is not None:
+            if not self._ready.wait(self.start_timeout) or not self._attached or self._proc.poll() is not None:
+                # its output ended without READY: bpftrace refused the script and is exiting (its stdout
+                # can close before it is reaped: poll() alone was None now and then)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(10 if self._ready.is_set() else 0.1)
+                self._err_thread.join(5)
                 raise ToolFailed(self.argv, self._proc.poll() if self._proc.poll() is not None else -1,
                                  "".join(self._err)[-2000:] or "bpftrace did not attach its probes in time")
         except BaseException:
