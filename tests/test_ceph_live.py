@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import is_root, mpi_leftovers_in_tmp, needs
 
-from iolab import BudgetExceeded, fsinfo, guard, witness, workspace
+from iolab import BudgetExceeded, IolabError, fsinfo, guard, witness, workspace
 from iolab.ceph import TOOLS, Cluster
 from iolab.labs import parallel_fs
 from iolab.tools import ceph as cephtools
@@ -208,6 +208,26 @@ def test_the_budget_is_checked_before_anything_starts(tmp_path):
         with pytest.raises(BudgetExceeded):
             c.start()
         assert c.services == {} and c.leftovers() == []
+
+
+def test_a_workspace_path_too_long_for_the_admin_sockets_is_refused_before_anything_starts(tmp_path):
+    """A unix socket's path fits in 107 bytes; Ceph skips an admin socket it cannot bind, and the lesson
+    then failed mid-way (on the hub test's scratch, `AF_UNIX path too long` at ceph-fuse's socket)."""
+    deep = tmp_path / ("d" * (120 - len(str(tmp_path))))
+    deep.mkdir()
+    with workspace.Workspace(budget="2GiB", base=deep) as ws:
+        c = Cluster(ws)
+        with pytest.raises(IolabError, match="IOLAB_WORKDIR"):
+            c.start()
+        assert c.services == {} and c.leftovers() == [] and c.dir is None
+
+
+def test_the_client_admin_socket_path_fits_beside_a_hub_workspace(cluster):
+    """The client's admin socket is short (c.<pid>.asok): ceph-fuse binds it and answers through it."""
+    pid = cluster.fuse["a"].pid
+    sock = cluster.socket_of(f"client.admin.{pid}")
+    assert sock.name == f"c.{pid}.asok" and stat.S_ISSOCK(sock.stat().st_mode)
+    assert "objectcacher-libcephfs" in cluster.daemon(f"client.admin.{pid}", "perf dump", logger="objectcacher-libcephfs")
 
 
 def test_stop_leaves_no_process_mount_port_or_file(cluster):
