@@ -175,6 +175,7 @@ class Cluster:
 fsid = {fsid}
 mon_host = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
 public_addr = 127.0.0.1
+cluster_addr = 127.0.0.1
 ms_bind_ipv6 = false
 auth_cluster_required = cephx
 auth_service_required = cephx
