@@ -294,6 +294,20 @@ def _listening() -> dict[int, tuple[str, int]]:
     return out
 
 
+def _listening_uids() -> dict[tuple[str, int], int]:
+    """(local address, port) -> uid of every listening TCP socket (/proc/net/tcp{,6} name the owner
+    even when the process is gone or in no /proc of ours)."""
+    listening = _listening()
+    out = {}
+    for name in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
+                f = line.split()
+                if len(f) >= 10 and f[3] == "0A" and int(f[9]) in listening:
+                    out[listening[int(f[9])]] = int(f[7])
+    return out
+
+
 def _socket_inodes(pid: int) -> set[int]:
     found = set()
     try:
@@ -1049,7 +1063,9 @@ class HubClass:
                     with contextlib.suppress(OSError):
                         if e.stat(follow_symlinks=False).st_uid in uids:
                             strays.append(e.path)
-        return {"processes": procs, "fuse mounts": fuse, "workspaces": workspaces, "files in /tmp etc.": strays}
+        ports = sorted(f"{ip}:{port} uid {uid}" for (ip, port), uid in _listening_uids().items() if uid in uids)
+        return {"processes": procs, "fuse mounts": fuse, "listening ports": ports, "workspaces": workspaces,
+                "files in /tmp etc.": strays}
 
     # -- tear-down ----------------------------------------------------------------------------------
     def stop(self) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import is_root, mpi_leftovers_in_tmp, needs
 
-from iolab import BudgetExceeded, fsinfo, guard, witness, workspace
+from iolab import BudgetExceeded, IolabError, fsinfo, guard, witness, workspace
 from iolab.ceph import TOOLS, Cluster
 from iolab.labs import parallel_fs
 from iolab.tools import ceph as cephtools
@@ -208,6 +208,51 @@ def test_the_budget_is_checked_before_anything_starts(tmp_path):
         with pytest.raises(BudgetExceeded):
             c.start()
         assert c.services == {} and c.leftovers() == []
+
+
+def _listening_of(pid: int) -> list[str]:
+    """The local addresses (ip:port, hex as in /proc/net/tcp) of ``pid``'s listening TCP sockets."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}") if os.path.islink(f"/proc/{pid}/fd/{fd}") else ""
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    found = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(name).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A" and int(f[9]) in inodes:
+                found.append(f[1])
+    return found
+
+
+def test_every_daemon_listens_on_127_0_0_1_only(cluster):
+    """The OSDs' cluster and heartbeat messengers too (they bound 0.0.0.0 without cluster_addr)."""
+    for name, svc in cluster.services.items():
+        addrs = _listening_of(svc.pid)
+        if name.startswith(("mon", "osd", "mds", "mgr")):
+            assert addrs, name
+        assert all(a.startswith("0100007F:") for a in addrs), (name, addrs)     # 127.0.0.1, little-endian
+
+
+def test_a_workspace_path_too_long_for_the_admin_sockets_is_refused_before_anything_starts(tmp_path):
+    """A unix socket's path fits in 107 bytes; Ceph skips an admin socket it cannot bind, and the lesson
+    then failed mid-way (on the hub test's scratch, `AF_UNIX path too long` at ceph-fuse's socket)."""
+    deep = tmp_path / ("d" * (120 - len(str(tmp_path))))
+    deep.mkdir()
+    with workspace.Workspace(budget="2GiB", base=deep) as ws:
+        c = Cluster(ws)
+        with pytest.raises(IolabError, match="IOLAB_WORKDIR"):
+            c.start()
+        assert c.services == {} and c.leftovers() == [] and c.dir is None
+
+
+def test_the_client_admin_socket_path_fits_beside_a_hub_workspace(cluster):
+    """The client's admin socket is short (c.<pid>.asok): ceph-fuse binds it and answers through it."""
+    pid = cluster.fuse["a"].pid
+    sock = cluster.socket_of(f"client.admin.{pid}")
+    assert sock.name == f"c.{pid}.asok" and stat.S_ISSOCK(sock.stat().st_mode)
+    assert "objectcacher-libcephfs" in cluster.daemon(f"client.admin.{pid}", "perf dump", logger="objectcacher-libcephfs")
 
 
 def test_stop_leaves_no_process_mount_port_or_file(cluster):

@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
+from iolab.labs import parallel_fs
 
 from hub_class import (ROOT, SYSTEM_PATH, CellRun, HubClass, NotebookRun, Sampler, Student, _cmdline, _listening,
-                       _socket_inodes, processes_of, together, why_not)
+                       _listening_uids, _pids, _socket_inodes, _uid_of, code_cells, processes_of, together, why_not)
 
 WHY_NOT = why_not()
 
@@ -67,7 +68,8 @@ print(json.dumps({"mode": out.mode, "file": str(results.user_file())}))
 
 @pytest.fixture(scope="module")
 def hub():
-    with HubClass(students=2) as h:
+    # 2 GiB: lesson 08's cluster (OSDs' sparse files, logs, the mounts' files) counts against the budget
+    with HubClass(students=2, budget="2GiB") as h:
         built = f"built in {h.env.built_seconds:.0f} s" if h.env.built_seconds is not None else "cached"
         print(f"\nclass environment: {h.env.root} ({built}, course copied in {h.env.synced_seconds:.1f} s); "
               f"hub started in {h.hub_start_seconds:.1f} s")
@@ -96,6 +98,123 @@ def run_lessons(st: Student) -> list[NotebookRun]:
     return runs
 
 
+# lesson 08, run by the first student while the second runs the other lessons: its private Ceph cluster
+LESSON08 = "notebooks/08-parallel-fs.ipynb"
+
+# after every section, before the lesson's last cell stops the cluster: where it is, and how each section ran
+CLUSTER_FACTS = """\
+import json, os
+print(json.dumps({"uid": os.getuid(), "live": cluster is not None,
+                  "dir": str(cluster.dir) if cluster else None, "conf": str(cluster.conf) if cluster else None,
+                  "keyring": str(cluster.keyring) if cluster else None,
+                  "port": cluster.ports[0] if cluster else None,
+                  "mounts": {k: str(v) for k, v in cluster.mounts.items()} if cluster else {},
+                  "modes": {k: v.mode for k, v in dict(layouts=layouts, caches=caches, ior2=ior2, meta=meta,
+                                                       coh=coh, shared=shared, repl=repl).items()}}))
+"""
+
+
+BANNER = ("import socket, sys\ns = socket.create_connection(('127.0.0.1', int(sys.argv[1])), 10)\n"
+          "s.settimeout(10)\nprint(s.recv(8))")
+
+
+@dataclasses.dataclass
+class Lesson08:
+    run: NotebookRun
+    facts: dict                              # CLUSTER_FACTS, while the cluster was up
+    daemons: list[tuple[int, str, int]]      # (pid, command, uid) of the processes that name its directory
+    others: dict[str, subprocess.CompletedProcess]   # what the other student tried, and the owner's control
+    listening: list[tuple[str, int]]         # the owner's listening sockets while the cluster was up
+    peak_rss: int                            # the owner's processes, summed, at the sampled peak
+    peak_ceph_rss: int                       # of those, the cluster's daemons and clients
+
+
+class RssPeak:
+    """The peak of one uid's summed resident memory: all its processes, and its Ceph daemons and clients."""
+
+    def __init__(self, uid: int, interval: float = 0.5):
+        self.uid, self.interval = uid, interval
+        self.total = self.ceph = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _rss(pid: int) -> int:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return 0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total = ceph = 0
+            for pid in processes_of({self.uid}):
+                r = self._rss(pid)
+                total += r
+                if os.path.basename((_cmdline(pid) or [""])[0]).startswith("ceph"):
+                    ceph += r
+            self.total, self.ceph = max(self.total, total), max(self.ceph, ceph)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "RssPeak":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def as_user(st: Student, argv: list[str], **kw) -> subprocess.CompletedProcess:
+    env = ["env", "-i", f"HOME={st.home}", f"PATH={SYSTEM_PATH}", "LANG=C.UTF-8"]
+    return subprocess.run([RUNUSER, "-u", st.name, "--", *env, *argv], capture_output=True, text=True,
+                          cwd=st.home, timeout=120, **kw)
+
+
+def run_lesson08(owner: Student, other: Student) -> Lesson08:
+    """Lesson 08 in one session on the course's kernel, as a student runs it; before its last cell (which
+    stops the cluster) the test looks at the cluster, and the other student tries to reach it."""
+    cells = code_cells(owner.home / LESSON08)
+    t0, started, runs = time.monotonic(), time.time(), []
+    facts, daemons, others, listening = {}, [], {}, []
+    with RssPeak(owner.uid) as peak, owner.kernel(LESSON08) as k:
+        for src in [*cells[:-1], CLUSTER_FACTS]:
+            runs.append(k.execute(src, timeout=300))
+            if runs[-1].status != "ok":
+                break
+        else:
+            facts = json.loads(runs[-1].text.strip().splitlines()[-1])
+            if facts["live"]:
+                d = facts["dir"]
+                daemons = [(p, os.path.basename(_cmdline(p)[0]), _uid_of(p)) for p in _pids()
+                           if any(d in a for a in _cmdline(p)[1:])]
+                mine = _listening_uids()
+                listening = sorted(a for a, uid in mine.items() if uid == owner.uid)
+                mon = f"127.0.0.1:{facts['port']}"
+                fake = other.home / "made-up.keyring"
+                ceph = ["ceph", "--connect-timeout", "20", "-m", mon, "-s"]
+                others = {
+                    # the port itself is open to them: the monitor greets with its msgr2 banner
+                    "reach the port": as_user(other, ["python3", "-c", BANNER, str(facts["port"])]),
+                    "read keyring": as_user(other, ["cat", facts["keyring"]]),
+                    "read conf": as_user(other, ["cat", facts["conf"]]),
+                    **{f"enter mount {n}": as_user(other, ["ls", m]) for n, m in facts["mounts"].items()},
+                    "ceph -s without a key": as_user(other, [*ceph, "-c", "/dev/null", "--id", "admin"]),
+                    "make a key": as_user(other, ["ceph-authtool", "--create-keyring", str(fake), "--gen-key",
+                                                  "-n", "client.admin"]),
+                    "ceph -s with a made-up key": as_user(other, [*ceph, "-c", "/dev/null", "--id", "admin",
+                                                                  "--keyring", str(fake)]),
+                    # the control: the owner, with the cluster's key, on the same port
+                    "owner ceph -s": as_user(owner, [*ceph, "-c", facts["conf"], "--id", "admin",
+                                                     "--keyring", facts["keyring"], "--format", "json"]),
+                }
+                fake.unlink(missing_ok=True)
+            runs.append(k.execute(cells[-1], timeout=300))
+            if runs[-1].status == "ok":
+                runs.append(k.execute(FACTS, timeout=120))
+    return Lesson08(NotebookRun(owner.name, LESSON08, k.kernel_name, runs, time.monotonic() - t0, started),
+                    facts, daemons, others, listening, peak.total, peak.ceph)
+
+
 def facts_of(run: NotebookRun) -> dict:
     return json.loads(run.cells[-1].text.strip().splitlines()[-1])
 
@@ -105,7 +224,7 @@ def inside(path: str | Path, parent: Path) -> bool:
     return p == d or p.startswith(d + os.sep)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1500)
 @on_a_hub
 def test_students_run_lessons_at_the_same_time(hub):
     students = hub.students
@@ -216,7 +335,84 @@ def test_students_run_lessons_at_the_same_time(hub):
     deadline = time.monotonic() + 20
     while any(hub.leftovers().values()) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert hub.leftovers() == {"processes": [], "fuse mounts": [], "workspaces": [], "files in /tmp etc.": []}
+    assert hub.leftovers() == {"processes": [], "fuse mounts": [], "listening ports": [], "workspaces": [],
+                               "files in /tmp etc.": []}
+
+
+# what the second student runs while the first runs lesson 08
+BESIDE_08 = ("notebooks/01-page-cache.ipynb", "notebooks/03-strace-syscalls.ipynb")
+
+
+@pytest.mark.timeout(1200)
+@on_a_hub
+@pytest.mark.skipif(parallel_fs.why_not_live() not in ("", "IOLAB_MODE=replay"),
+                    reason=f"lesson 08 cannot run live here: {parallel_fs.why_not_live()}")
+def test_a_student_runs_lesson_08_live_beside_another_student(hub):
+    """Lesson 08 on the hub (docs/jupyterhub.md's recommendation: one private Ceph cluster per student),
+    run live by one student, as that student, while another runs other lessons; the other student
+    cannot read its keys, enter its mounts or talk to its monitor; nothing of it is left once the
+    servers stop. Its own test (its ~2.5 minutes under load are on top of the other lessons')."""
+    a, b = ready(hub.students[0]), ready(hub.students[1])
+
+    def lessons(st: Student) -> Lesson08 | list[NotebookRun]:
+        if st is a:
+            return run_lesson08(a, b)
+        return [st.run_notebook(p, after=[FACTS]) for p in BESIDE_08]
+
+    with Sampler(hub.uids) as sampler:
+        l08, b_runs = together(lessons, [a, b])
+    run = l08.run
+    assert run.ok, run.failure()
+    print(f"lesson 08 live on the hub as {a.name}: {run.seconds:.0f} s, peak resident memory of the student "
+          f"{l08.peak_rss / 2**30:.2f} GiB (cluster and clients {l08.peak_ceph_rss / 2**30:.2f} GiB); "
+          f"beside it {b.name} ran {', '.join(Path(r.path).stem for r in b_runs)}")
+    print(run.cells[-2].text.strip())       # the lesson's last cell: the cluster described, stopped
+    f = l08.facts
+    # live, not replayed, as the student, in the student's workspace
+    assert f["live"] is True and f["uid"] == a.uid, f
+    assert "A private Ceph cluster is up in" in run.text
+    assert set(f["modes"].values()) == {"live"}, f["modes"]
+    assert inside(f["dir"], a.workdir) and all(inside(m, a.workdir) for m in f["mounts"].values()), f
+    assert facts_of(run)["uid"] == a.uid
+    # its daemons and clients ran as the student
+    names = {cmd for _p, cmd, _u in l08.daemons}
+    assert {"ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-fuse"} <= names, l08.daemons
+    assert {u for _p, _c, u in l08.daemons} == {a.uid}, l08.daemons
+    assert ("127.0.0.1", f["port"]) in l08.listening, l08.listening
+    assert all(ip == "127.0.0.1" for ip, _port in l08.listening), l08.listening
+    # the other student reaches none of it: the monitor's port answers the owner's key alone
+    o = l08.others
+    for what in ("read keyring", "read conf", *(f"enter mount {n}" for n in f["mounts"])):
+        assert o[what].returncode != 0 and "Permission denied" in o[what].stderr, (what, o[what])
+    assert o["reach the port"].stdout.strip() == repr(b"ceph v2\n"), o["reach the port"]    # so auth refuses them
+    assert o["make a key"].returncode == 0, o["make a key"].stderr
+    for what in ("ceph -s without a key", "ceph -s with a made-up key"):
+        assert o[what].returncode != 0, (what, o[what].stdout[-500:])
+        print(f"{b.name}: {what} on {a.name}'s monitor: exit {o[what].returncode}: "
+              f"{o[what].stderr.strip().splitlines()[-1:] }")
+    assert o["owner ceph -s"].returncode == 0, o["owner ceph -s"].stderr[-1000:]
+    assert json.loads(o["owner ceph -s"].stdout)["fsid"]
+    # the other student's lessons ran beside it, to the end, as that student
+    assert [r.path for r in b_runs] == list(BESIDE_08), [r.failure() for r in b_runs]
+    assert all(r.ok for r in b_runs), [r.failure() for r in b_runs]
+    assert {facts_of(r)["uid"] for r in b_runs} == {b.uid}
+    # the cluster's mounts were the student's, in the student's workspace, and nothing beyond loopback
+    ceph_mounts = {(mp, uid) for mp, fs, uid in sampler.fuse if fs == "fuse.ceph-fuse"}
+    assert {mp for mp, _ in ceph_mounts} >= set(f["mounts"].values()), sorted(sampler.fuse)
+    assert all(uid == a.uid and inside(mp, a.workdir) for mp, uid in ceph_mounts), ceph_mounts
+    assert [x for x in sampler.listeners if x[3].startswith("ceph")
+            and x[1] not in ("127.0.0.1", "::1", "::ffff:127.0.0.1")] == []
+
+    # once the servers stop, nothing of theirs is left: processes, mounts, listening ports, files
+    for st in (a, b):
+        st.stop_server()
+    deadline = time.monotonic() + 30
+    while any(hub.leftovers().values()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert hub.leftovers() == {"processes": [], "fuse mounts": [], "listening ports": [], "workspaces": [],
+                               "files in /tmp etc.": []}
+    assert not Path(f["dir"]).exists()
+    assert [p for p, *_ in l08.daemons if Path(f"/proc/{p}").exists()] == []
 
 
 PROBE = """\

@@ -41,6 +41,11 @@ TOOLS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "ceph", "c
 HINT = ("the Ceph packages (Debian/Ubuntu, as root: apt-get install --no-install-recommends ceph-mon ceph-mgr "
         "ceph-osd ceph-mds ceph-fuse ceph-common attr; `make setup` does it)")
 
+SUN_PATH_MAX = 107         # bytes of a unix socket's path (sockaddr_un.sun_path, NUL excluded)
+try:
+    _PID_MAX = int(Path("/proc/sys/kernel/pid_max").read_text())
+except (OSError, ValueError):
+    _PID_MAX = 4194304
 _counter = 0
 _counter_lock = threading.Lock()
 
@@ -135,7 +140,11 @@ class Cluster:
         return data if isinstance(data, dict) else {}
 
     def socket_of(self, daemon: str) -> Path:
+        """A daemon's admin socket; a client's (``client.admin.<pid>``) is ``c.<pid>.asok``, short, as a
+        unix socket's path must fit in 107 bytes (a hub's workspace path is long)."""
         assert self.dir is not None
+        if daemon.startswith("client."):
+            return self.dir / "run" / f"c.{daemon.rsplit('.', 1)[-1]}.asok"
         return self.dir / "run" / f"{daemon}.asok"
 
     def daemon(self, daemon: str, command: str, **args: object) -> str:
@@ -166,6 +175,7 @@ class Cluster:
 fsid = {fsid}
 mon_host = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
 public_addr = 127.0.0.1
+cluster_addr = 127.0.0.1
 ms_bind_ipv6 = false
 auth_cluster_required = cephx
 auth_service_required = cephx
@@ -210,7 +220,7 @@ osd_objectstore = bluestore
 mds_data = {d}/$name
 keyring = {d}/keyring.$name
 [client]
-admin_socket = {run}/$name.$pid.asok
+admin_socket = {run}/c.$pid.asok
 log_file = /dev/null
 """
         conf.write_text(text)
@@ -229,9 +239,17 @@ log_file = /dev/null
         with _counter_lock:
             _counter += 1
             n = _counter
+        # every admin socket is a unix socket in d/run, whose path must fit in sun_path (107 bytes):
+        # Ceph skips a socket it cannot bind, and the lesson's counters would be gone mid-lesson. The
+        # session's workspace is this process's own, so the directory needs no pid in its name
+        name = f"ceph-{n}"
+        longest = len(os.fsencode(self.ws.root / name / "run" / f"c.{_PID_MAX}.asok"))
+        if longest > SUN_PATH_MAX:
+            raise IolabError(f"the workspace's path is too long for the cluster's admin sockets ({longest} > "
+                             f"{SUN_PATH_MAX} bytes in {self.ws.root}): set IOLAB_WORKDIR to a shorter directory")
         self._t0 = time.monotonic()
         self.ws.reserve(self.reserve_bytes)
-        d = self.ws.mkdir(f"ceph-{os.getpid()}-{n}")
+        d = self.ws.mkdir(name)
         os.chmod(d, 0o700)
         self.dir = d
         for sub in ("run", "log", "crash", "mon.a", "mgr.x", "mds.a", *self.osd_names):
