@@ -12,7 +12,7 @@ LAB_PORT ?= 8888
 
 .PHONY: lab test test-fast test-lesson lint setup system exercises strip check-notebooks doctor clean
 
-setup: system $(STAMP)/venv $(STAMP)/gcsfuse $(STAMP)/toxiproxy
+setup: system $(STAMP)/venv $(STAMP)/kernel $(STAMP)/gcsfuse $(STAMP)/toxiproxy
 
 system:
 	@scripts/system-packages.sh
@@ -22,6 +22,12 @@ $(STAMP)/venv: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[lab,objectstore,grading,test]"
+	@touch $@
+
+# the course's kernel (IPython without the debugger, whose debugpy port on 127.0.0.1 any user of the
+# machine could attach to: iolab/kernel.py), in the environment's own share/jupyter/kernels
+$(STAMP)/kernel: $(STAMP)/venv iolab/kernel.py
+	$(BIN)/python -m iolab.kernel install --prefix $(abspath $(VENV))
 	@touch $@
 
 # gcsfuse is in no Debian release: build it with Go when Go is here (lesson 06 skips it otherwise).
@@ -54,6 +60,7 @@ lab: setup
 	echo "Open http://127.0.0.1:$(LAB_PORT)/lab/tree/notebooks/00-start-here.ipynb?token=$$token"; \
 	JUPYTER_RUNTIME_DIR=$$runtime PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab --no-browser \
 	  --ip=127.0.0.1 --port=$(LAB_PORT) --KernelManager.transport=ipc \
+	  --KernelSpecManager.allowed_kernelspecs=iolab --MappingKernelManager.default_kernel_name=iolab \
 	  --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/00-start-here.ipynb \
 	  --IdentityProvider.token=$$token $$root
 

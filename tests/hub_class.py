@@ -12,7 +12,7 @@ test fails or is interrupted:
   copied into its ``bin``; ``weed`` and ``fake-gcs-server`` come with its PyPI packages;
 * real unix users (a random name prefix, a class group, homes under the run's directory) with the
   course's notebooks copied into each home, and passwords for the hub's PAM login;
-* the shared ``iolab`` kernel installed with ``python -m ipykernel install --env ...`` (class-wide
+* the shared ``iolab`` kernel installed with ``python -m iolab.kernel install --env ...`` (class-wide
   settings in its ``kernel.json``), per-student ``IOLAB_WORKDIR`` on a sticky scratch directory from
   the spawner, and the class results directory (setgid + sticky, group-writable);
 * JupyterHub with ``LocalProcessSpawner`` and PAM, its proxy ``configurable-http-proxy``, on
@@ -1031,7 +1031,7 @@ class HubClass:
 
     def _install_kernel(self) -> None:
         assert self.env is not None and self.dir is not None
-        _run([str(self.env.python), "-m", "ipykernel", "install", "--prefix", str(self.dir / "jupyter"),
+        _run([str(self.env.python), "-m", "iolab.kernel", "install", "--prefix", str(self.dir / "jupyter"),
               "--name", "iolab", "--display-name", "iolab (HPC storage I/O)",
               "--env", "IOLAB_RESULTS", str(self.results), "--env", "PATH", self.kernel_path], timeout=120)
 

@@ -48,6 +48,7 @@ _st, _wd = os.stat(_ws.root), os.stat(os.environ["IOLAB_WORKDIR"])
 print(json.dumps({"uid": os.getuid(), "ws": str(_ws.root), "workdir": os.environ.get("IOLAB_WORKDIR"),
                   "budget": os.environ.get("IOLAB_BUDGET"), "results": os.environ.get("IOLAB_RESULTS"),
                   "python": sys.executable, "cwd": os.getcwd(), "ws_owner": _st.st_uid,
+                  "kernel": type(get_ipython().kernel).__module__,
                   "ws_mode": stat.S_IMODE(_st.st_mode), "workdir_mode": stat.S_IMODE(_wd.st_mode)}))
 """
 
@@ -254,6 +255,7 @@ def test_students_run_lessons_at_the_same_time(hub):
             assert f["budget"] == hub.budget
             assert f["results"] == str(hub.results)             # from kernel.json
             assert f["python"].startswith(str(hub.env.venv)), f["python"]
+            assert f["kernel"] == "iolab.kernel"                # the course's kernel: no debugger
             assert f["cwd"] == str(st.home / Path(run.path).parent)     # the notebook's directory
             assert inside(f["ws"], st.workdir), (f["ws"], st.workdir)
             assert (f["ws_owner"], f["ws_mode"], f["workdir_mode"]) == (st.uid, 0o700, 0o700)

@@ -72,7 +72,11 @@ def test_make_lab_kernels_are_on_unix_sockets_in_a_private_directory(tmp_path):
                 pass
             assert time.monotonic() < deadline, "JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-2000:]
             time.sleep(0.3)
-        kernel = requests.post(f"{base}/api/kernels", json={"name": "python3"}, headers=auth, timeout=120).json()
+        # the lessons name "python3"; the server offers the course's kernel only (no debugger: iolab/kernel.py)
+        specs = requests.get(f"{base}/api/kernelspecs", headers=auth, timeout=60).json()
+        assert (specs["default"], sorted(specs["kernelspecs"])) == ("iolab", ["iolab"]), specs
+        kernel = requests.post(f"{base}/api/kernels", json={}, headers=auth, timeout=120).json()
+        assert kernel["name"] == "iolab", kernel
         while (conn := _kernel_connection_file(kernel["id"])) is None or not conn.exists():
             assert time.monotonic() < deadline, "the kernel's process or connection file did not appear"
             time.sleep(0.3)
@@ -98,11 +102,11 @@ def test_make_lab_kernels_are_on_unix_sockets_in_a_private_directory(tmp_path):
         try:
             kc.wait_for_ready(timeout=120)
             said = []
-            reply = kc.execute_interactive("print(6 * 7)", timeout=120,
+            reply = kc.execute_interactive("print(6 * 7, type(get_ipython().kernel).__module__)", timeout=120,
                                            output_hook=lambda m: said.append(m["content"].get("text")))
         finally:
             kc.stop_channels()
-        assert reply["content"]["status"] == "ok" and "42\n" in said, (reply["content"], said)
+        assert reply["content"]["status"] == "ok" and "42 iolab.kernel\n" in said, (reply["content"], said)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
