@@ -983,7 +983,7 @@ PHASE_COLORS = {"write": "#d62728", "read": "#1f77b4"}
 
 
 def cache_overflow(frame: pd.DataFrame, title: str = "IOR in a memory cgroup: every trial, per file size") -> go.Figure:
-    """The segment-count sweep (from labs.ior_pitfalls.cache_frame): rate against file size, every trial a
+    """The segment-count sweep (labs.ior_sweeps.cache_runs(...).frame): rate against file size, every trial a
     point, the median of each size joined by a line, per phase; a dashed line at the cgroup's limit."""
     fig = go.Figure()
     sweep = frame[frame["run"].str.startswith("cache-s")]
