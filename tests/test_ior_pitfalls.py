@@ -112,8 +112,9 @@ def test_verdicts_on_a_memory_filesystem():
 
 
 @pytest.mark.live
-@needs("ior", "mpirun", "strace")
-def test_live_reorder_on_one_node(ws):
+@needs("strace")
+def test_live_reorder_on_one_node(ws, ior_on_path):
+    ior_on_path("4.0.0", mpirun=True, or_on_path=True)
     opts = ior.Options(transfer_size="1MiB", block_size="2MiB", segments=1, file_per_process=True, reorder_tasks=True)
     plain = lab.experiment(opts, recording="ior/none", ws=ws, trace=True, quiet=True)
     moved = lab.experiment(replace(opts, tasks_per_node=1), recording="ior/none", ws=ws, trace=True, quiet=True)

@@ -146,7 +146,7 @@ def sweep_claims(df: pd.DataFrame, device_bps: float | None, *, show: bool = Tru
     return out
 
 
-def _sweep_recording(version: str) -> Any:
+def _sweep_recording(version: str) -> recordings.Recording:
     return recordings.load(f"ior/sweep-t1m-n2-s4-{version}-cache")
 
 
