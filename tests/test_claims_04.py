@@ -17,6 +17,7 @@ from conftest import all_consistent
 from iolab import explain, measure, recordings
 from iolab.labs import ior_pitfalls as lab
 from iolab.labs import ior_sweeps as sweeps
+from iolab.labs import ior_verdicts as verdicts
 from iolab.tools import ior
 
 CASES = [(v, fs) for v in ("3.3.0", "4.0.0") for fs in ("ext4", "tmpfs")]
@@ -27,7 +28,7 @@ def _replay(monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "replay")
 
 
-def lesson(version: str, fs: str) -> dict[str, lab.Experiment]:
+def lesson(version: str, fs: str) -> dict[str, verdicts.Experiment]:
     out = {name: lab.experiment(o, recording=lab.recording(name, version, fs), name=name, quiet=True,
                                 trace=name in lab.TRACED)
            for name, o in lab.runs().items()}
@@ -36,7 +37,7 @@ def lesson(version: str, fs: str) -> dict[str, lab.Experiment]:
     return out
 
 
-def all_claims(e: dict[str, lab.Experiment]) -> dict[str, list[explain.Claim]]:
+def all_claims(e: dict[str, verdicts.Experiment]) -> dict[str, list[explain.Claim]]:
     pub = recordings.published("seed001-ior-orfeo")
     return {
         "naive": lab.layers_claims(e["shared"], yardstick=True, show=False),
@@ -158,11 +159,11 @@ def test_only_e_names_the_slow_iteration():
 
 # --- constructed edge cases (never in a lesson or a recording) ------------------------------------
 
-def _with(e: lab.Experiment, **during) -> lab.Experiment:
+def _with(e: verdicts.Experiment, **during) -> verdicts.Experiment:
     return replace(e, cache=replace(e.cache, during={**e.during, **during}))
 
 
-def _seen(e: lab.Experiment, **counts) -> lab.Experiment:
+def _seen(e: verdicts.Experiment, **counts) -> verdicts.Experiment:
     """The experiment with another witness (own_read, own_written, device_read, device_written...)."""
     return replace(e, witness=replace(e.witness, **counts))
 

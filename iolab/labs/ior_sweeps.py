@@ -6,8 +6,8 @@ times interleaved, in a memory cgroup (``ior/cache-*``, ``ior/hog-*``, made by
 ``recorders/ior_memory.py``): what a single number hides, IOR's "First Steps" segment sweep
 overflowing the cgroup's limit, ``-M`` measured, and how a report states a spread.
 
-The seed's sequence of single runs, their :class:`~iolab.labs.ior_pitfalls.Experiment` and which
-layer served each are :mod:`iolab.labs.ior_pitfalls`'.
+The seed's sequence of single runs, their :class:`~iolab.labs.ior_verdicts.Experiment` and which
+layer served each are :mod:`iolab.labs.ior_pitfalls`' and :mod:`iolab.labs.ior_verdicts`'.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from .. import trials as trials_mod
 from ..explain import Claim
 from ..tools import ior
 from ..units import MiB, format_size
-from .ior_pitfalls import BEYOND, recorded_witness
+from .ior_pitfalls import BEYOND
+from .ior_verdicts import recorded_witness
 
 
 def _mib(v: float) -> str:
