@@ -12,7 +12,7 @@ from . import explain, fsinfo, measure, pagecache, readahead, witness
 from . import trials as trials_mod
 from .firstlook import speedup
 from .labs import page_cache, readahead as lab, syscalls
-from .labs.ior_pitfalls import Experiment
+from .labs.ior_verdicts import Experiment
 from .labs.syscalls import expected_reads
 from .recordings import published
 from .tools import darshan, ior, mdtest, strace

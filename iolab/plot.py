@@ -475,7 +475,7 @@ def _reference_line(fig: go.Figure, y: float, label: str) -> None:
 def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
                   title: str = "IOR bandwidth per run: every iteration, and the best one") -> go.Figure:
     """A dot plot on a linear axis from zero: one small dot per iteration, a large one for each run's best
-    (IOR's "Max Write"/"Max Read"), labelled with its verdict (from ``ior_pitfalls.add_verdicts``); a dashed line at
+    (IOR's "Max Write"/"Max Read"), labelled with its verdict (from ``ior_verdicts.add_verdicts``); a dashed line at
     the device's uncached read rate when given. Writes and reads side by side in each run's column."""
     key = "run" if "run" in df else "config"
     d = df[df["access"].isin(["write", "read"]) & df["bw_mib"].notna()]
@@ -983,7 +983,7 @@ PHASE_COLORS = {"write": "#d62728", "read": "#1f77b4"}
 
 
 def cache_overflow(frame: pd.DataFrame, title: str = "IOR in a memory cgroup: every trial, per file size") -> go.Figure:
-    """The segment-count sweep (from labs.ior_pitfalls.cache_frame): rate against file size, every trial a
+    """The segment-count sweep (labs.ior_sweeps.cache_runs(...).frame): rate against file size, every trial a
     point, the median of each size joined by a line, per phase; a dashed line at the cgroup's limit."""
     fig = go.Figure()
     sweep = frame[frame["run"].str.startswith("cache-s")]

@@ -1,7 +1,7 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
 from . import firstlook, plot, readahead, recordings
-from .labs import ior_pitfalls as lab, syscalls
+from .labs import ior_sweeps, syscalls
 from .tools import ior
 from .units import format_size
 
@@ -173,31 +173,31 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
 def ior_sweep_explorer(version: str = "4.0.0"):
     """Pick which IOR parameter to vary (transfer size, tasks, segments) and its value.
 
-    The chart shows the recorded sweep (real runs, see ``iolab.labs.ior_pitfalls.sweep_frame``); when IOR and mpirun
+    The chart shows the recorded sweep (real runs, see ``iolab.labs.ior_sweeps.sweep_frame``); when IOR and mpirun
     are here, choosing a value also runs that point live and adds it (ringed); without them the
     control picks among the recorded runs and says so.
     """
     import ipywidgets as w
     import plotly.graph_objects as go
 
-    SWEEP_START = lab.SWEEP_BASE
-    recorded = lab.sweep_frame(version)
-    device_bps = lab.sweep_device_bps(version)
+    SWEEP_START = ior_sweeps.SWEEP_BASE
+    recorded = ior_sweeps.sweep_frame(version)
+    device_bps = ior_sweeps.sweep_device_bps(version)
     device_mib = device_bps / 2**20 if device_bps else None
     can_run = recordings.replay_reason(("ior", "mpirun"), strict=False) is None
     param = w.ToggleButtons(options=[("transfer size", "transfer_size"), ("tasks", "tasks"),
                                      ("segments", "segments")], value="transfer_size", description="vary")
     value = w.SelectionSlider(options=[0], description="value", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.ior_sweep(lab.sweep_slice(recorded, "transfer_size"), "transfer_size",
+    fig = go.FigureWidget(plot.ior_sweep(ior_sweeps.sweep_slice(recorded, "transfer_size"), "transfer_size",
                                                 device_mib=device_mib))
     live_points: list = []
 
     def values_for(by: str) -> list:
-        return sorted(set(lab.sweep_slice(recorded, by)[by]))
+        return sorted(set(ior_sweeps.sweep_slice(recorded, by)[by]))
 
     def redraw(by: str, highlight=None) -> None:
-        part = lab.sweep_slice(recorded, by)
+        part = ior_sweeps.sweep_slice(recorded, by)
         extra = [p for p in live_points if p["by"] == by]
         import pandas as pd
         if extra:
@@ -225,7 +225,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
             return
         by, v = param.value, value.value
         if can_run and change is not None:
-            point = lab.sweep_point(by, v)
+            point = ior_sweeps.sweep_point(by, v)
             live_points.append({"by": by, "frame": point})
             status.value = f"ran IOR here for {by} = {v:,}: see the ringed point"
         else:

@@ -16,6 +16,8 @@ import pytest
 from conftest import all_consistent
 from iolab import explain, measure, recordings
 from iolab.labs import ior_pitfalls as lab
+from iolab.labs import ior_sweeps as sweeps
+from iolab.labs import ior_verdicts as verdicts
 from iolab.tools import ior
 
 CASES = [(v, fs) for v in ("3.3.0", "4.0.0") for fs in ("ext4", "tmpfs")]
@@ -26,7 +28,7 @@ def _replay(monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "replay")
 
 
-def lesson(version: str, fs: str) -> dict[str, lab.Experiment]:
+def lesson(version: str, fs: str) -> dict[str, verdicts.Experiment]:
     out = {name: lab.experiment(o, recording=lab.recording(name, version, fs), name=name, quiet=True,
                                 trace=name in lab.TRACED)
            for name, o in lab.runs().items()}
@@ -35,18 +37,18 @@ def lesson(version: str, fs: str) -> dict[str, lab.Experiment]:
     return out
 
 
-def all_claims(e: dict[str, lab.Experiment]) -> dict[str, list[explain.Claim]]:
+def all_claims(e: dict[str, verdicts.Experiment]) -> dict[str, list[explain.Claim]]:
     pub = recordings.published("seed001-ior-orfeo")
     return {
-        "naive": lab.layers(e["shared"], yardstick=True, show=False),
-        "fpp": lab.file_per_process(e["shared"], e["fpp"], pub, show=False),
-        "reorder": lab.reorder(e["reorder"], show=False),
-        "neighbour": lab.neighbour(e["neighbour"], show=False),
-        "fsync": lab.fsync(e["neighbour"], e["fsync"], show=False),
-        "odirect": lab.odirect(e["odirect"], e["fsync"], show=False),
-        "evicted": lab.evicted(e["evict-write"], e["evict-read"], e["fsync"], show=False),
-        "only_e": lab.only_e([e[n] for n in lab.runs()], show=False),
-        "spread": [c for n in lab.runs() for c in lab.spread(e[n], show=False)],
+        "naive": lab.layers_claims(e["shared"], yardstick=True, show=False),
+        "fpp": lab.file_per_process_claims(e["shared"], e["fpp"], pub, show=False),
+        "reorder": lab.reorder_claims(e["reorder"], show=False),
+        "neighbour": lab.neighbour_claims(e["neighbour"], show=False),
+        "fsync": lab.fsync_claims(e["neighbour"], e["fsync"], show=False),
+        "odirect": lab.odirect_claims(e["odirect"], e["fsync"], show=False),
+        "evicted": lab.evicted_claims(e["evict-write"], e["evict-read"], e["fsync"], show=False),
+        "only_e": lab.only_e_claims([e[n] for n in lab.runs()], show=False),
+        "spread": [c for n in lab.runs() for c in lab.spread_claims(e[n], show=False)],
     }
 
 
@@ -137,7 +139,7 @@ def test_on_tmpfs_nothing_reaches_a_device(version):
 def test_spread_verdicts_follow_the_numbers(version, fs):
     e = lesson(version, fs)
     for name in lab.runs():
-        claims = lab.spread(e[name], show=False)
+        claims = lab.spread_claims(e[name], show=False)
         for access, claim in zip(("write", "read"), claims):
             vals = [r["bw_mib"] for r in e[name].rows if r["access"] == access]
             assert claim.held == (max(vals) <= lab.SPREAD * min(vals)), (name, access, claim.text)
@@ -148,7 +150,7 @@ def test_spread_verdicts_follow_the_numbers(version, fs):
 
 def test_only_e_names_the_slow_iteration():
     e = lesson("4.0.0", "ext4")
-    (c,) = lab.only_e([e[n] for n in lab.runs()], show=False)
+    (c,) = lab.only_e_claims([e[n] for n in lab.runs()], show=False)
     slowest = min(r["bw_mib"] for n in ("shared", "fpp", "reorder", "neighbour")
                   for r in e[n].rows if r["access"] == "write")
     assert c.evidence["slowest write without -e (MiB/s)"] == slowest
@@ -157,11 +159,11 @@ def test_only_e_names_the_slow_iteration():
 
 # --- constructed edge cases (never in a lesson or a recording) ------------------------------------
 
-def _with(e: lab.Experiment, **during) -> lab.Experiment:
+def _with(e: verdicts.Experiment, **during) -> verdicts.Experiment:
     return replace(e, cache=replace(e.cache, during={**e.during, **during}))
 
 
-def _seen(e: lab.Experiment, **counts) -> lab.Experiment:
+def _seen(e: verdicts.Experiment, **counts) -> verdicts.Experiment:
     """The experiment with another witness (own_read, own_written, device_read, device_written...)."""
     return replace(e, witness=replace(e.witness, **counts))
 
@@ -169,14 +171,14 @@ def _seen(e: lab.Experiment, **counts) -> lab.Experiment:
 def test_a_device_as_fast_as_memory_fails_the_yardstick_and_says_why():
     e = lesson("4.0.0", "ext4")["shared"]
     fast = replace(e, cache=replace(e.cache, device_bps=e.best("read") * 2**20))     # a device as fast as the read
-    c = lab.layers(fast, yardstick=True, show=False)[-1]
+    c = lab.layers_claims(fast, yardstick=True, show=False)[-1]
     assert c.held is False and c.consistent() and "the device's counters above can" in c.text
 
 
 def test_write_back_during_the_run_fails_the_write_claim_and_says_why():
     e = lesson("4.0.0", "ext4")["shared"]
     busy = _seen(_with(e, writeback_peak=64 * 2**20), device_written=e.bytes_moved("write"))
-    c = lab.layers(busy, show=False)[0]
+    c = lab.layers_claims(busy, show=False)[0]
     assert c.held is False and c.consistent() and "Writeback peaked at 64" in c.text
     assert "vm.dirty_background_ratio" in c.text
 
@@ -186,13 +188,13 @@ def test_a_filesystem_without_block_device_cannot_tell():
     nfs = replace(_seen(e, own_read=None, own_written=None, device=None, device_read=None, device_written=None,
                         notes=("no block device behind this directory",)),
                   cache=replace(e.cache, fstype="nfs4", during={}))
-    for c in lab.layers(nfs, show=False):
+    for c in lab.layers_claims(nfs, show=False):
         assert c.held is None and c.consistent() and "no block device" in c.text
 
 
 def test_an_unwitnessed_recording_says_so_and_cannot_tell():
     e = replace(lesson("4.0.0", "ext4")["shared"], witness=None, witness_note="recorded before iolab kept them")
-    for c in lab.layers(e, show=False):
+    for c in lab.layers_claims(e, show=False):
         assert c.held is None and c.consistent() and "recorded before iolab kept them" in c.text
     frame = e.frame
     assert frame["own_read_bytes"].isna().all() and set(frame["witness_notes"]) == {"recorded before iolab kept them"}
@@ -202,19 +204,19 @@ def test_an_unwitnessed_recording_says_so_and_cannot_tell():
 def test_reads_from_the_device_while_expected_from_memory():
     e = lesson("4.0.0", "ext4")["shared"]
     small_memory = _seen(e, own_read=e.bytes_moved("read"), device_read=e.bytes_moved("read"))
-    c = lab.layers(small_memory, show=False)[1]
+    c = lab.layers_claims(small_memory, show=False)[1]
     assert c.held is False and c.consistent() and "task I/O accounting also counts" in c.text
     # a recording with only the device's counters: the whole device's bytes are the evidence, and the
     # why names other programs
     device_only = _seen(e, own_read=None, own_written=None, device_read=e.bytes_moved("read"))
-    c = lab.layers(device_only, show=False)[1]
+    c = lab.layers_claims(device_only, show=False)[1]
     assert c.held is False and c.consistent() and "whole device's" in c.text
 
 
 def test_someone_elses_reads_do_not_make_iors_read_a_device_read():
     e = lesson("4.0.0", "ext4")["shared"]
     crowded = _seen(e, own_read=0, device_read=e.bytes_moved("read"))      # another student read meanwhile
-    c = lab.layers(crowded, show=False)[1]
+    c = lab.layers_claims(crowded, show=False)[1]
     # not "Not this time" (the device's bytes were someone else's: IOR's own count is 0), and not "As
     # predicted" either under an "unclear: DISTURBED" verdict (issue 22): cannot tell, with IOR's own count
     assert c.held is None and c.consistent() and "not IOR's" in c.text and "DISTURBED" in c.text
@@ -225,13 +227,13 @@ def test_someone_elses_reads_do_not_make_iors_read_a_device_read():
 
 def test_minus_c_that_moved_ranks_is_not_this_time_with_iors_layout():
     e = lesson("3.3.0", "ext4")["neighbour"]          # as if the ranks had been spread over nodes
-    first = lab.reorder(e, show=False)[0]
+    first = lab.reorder_claims(e, show=False)[0]
     assert first.held is False and first.consistent() and "1 task(s) per node" in first.text
 
 
 def test_an_untraced_run_cannot_tell_who_read_what():
     e = replace(lesson("4.0.0", "ext4")["reorder"], opens_text=None)
-    claims = lab.reorder(e, show=False)
+    claims = lab.reorder_claims(e, show=False)
     assert [c.held for c in claims] == [None, None] and all(c.consistent() for c in claims)
 
 
@@ -240,23 +242,23 @@ def test_a_slow_fsync_device_and_a_fast_one():
     without, with_e = e["neighbour"], e["fsync"]
     fast = replace(with_e, data=[
         {**r, "bw_mib": without.best("write")} if r["access"] == "write" else r for r in with_e.rows])
-    c = lab.fsync(without, fast, show=False)[0]
+    c = lab.fsync_claims(without, fast, show=False)[0]
     assert c.held is False and c.consistent() and "fast NVMe" in c.text
 
 
 def test_data_set_against_memory():
-    small = lab.dataset(lab.BASE, 2, 256 * 2**20, show=False)[0]       # a 256 MiB machine
-    big = lab.dataset(lab.BASE, 2, 64 * 2**30, show=False)[0]
+    small = lab.dataset_claims(lab.BASE, 2, 256 * 2**20, show=False)[0]       # a 256 MiB machine
+    big = lab.dataset_claims(lab.BASE, 2, 64 * 2**30, show=False)[0]
     assert small.held is False and big.held is True and small.consistent() and big.consistent()
 
 
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
 def test_the_recorded_sweep(version):
-    claims = lab.sweep(lab.sweep_frame(version), lab.sweep_device_bps(version), show=False)
+    claims = sweeps.sweep_claims(sweeps.sweep_frame(version), sweeps.sweep_device_bps(version), show=False)
     assert len(claims) == 2 and all(c.consistent() for c in claims)
-    slow_device = lab.sweep(lab.sweep_frame(version), 1e12, show=False)      # a device faster than any read
+    slow_device = sweeps.sweep_claims(sweeps.sweep_frame(version), 1e12, show=False)      # a device faster than any read
     assert slow_device[0].held is False and slow_device[0].consistent()
-    assert lab.sweep(lab.sweep_frame(version), None, show=False)[0].held is None
+    assert sweeps.sweep_claims(sweeps.sweep_frame(version), None, show=False)[0].held is None
 
 
 # --- live: the witness of real IOR runs, on a disk and on tmpfs, with both IOR versions -------------
@@ -294,7 +296,7 @@ def test_live_fpp_write_and_read_back_carry_own_and_device_bytes(monkeypatch, io
     reason = read.frame.query("access == 'read'").iloc[0]["reason"]
     assert re.match(rf"(0 B|[\d.,]+ KiB) came from storage while {data // 2**20} MiB were read: memory served it",
                     reason) or "DISTURBED" in reason
-    all_consistent(lab.layers(wrote, show=False) + lab.layers(read, show=False))
+    all_consistent(lab.layers_claims(wrote, show=False) + lab.layers_claims(read, show=False))
 
 
 @pytest.mark.live
@@ -309,9 +311,9 @@ def test_live_lesson_claims_are_consistent(monkeypatch, ior_on_path, place, vers
     synced = lab.experiment(replace(base, fsync=True), recording="ior/none", ws=ws, quiet=True)
     direct = lab.experiment(replace(base, fsync=True, odirect=True), recording="ior/none", ws=ws, quiet=True)
     wrote, read = lab.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, quiet=True)
-    claims = (lab.layers(plain, yardstick=True, show=False) + lab.spread(plain, show=False)
-              + lab.fsync(plain, synced, show=False) + lab.odirect(direct, synced, show=False)
-              + lab.evicted(wrote, read, synced, show=False))
+    claims = (lab.layers_claims(plain, yardstick=True, show=False) + lab.spread_claims(plain, show=False)
+              + lab.fsync_claims(plain, synced, show=False) + lab.odirect_claims(direct, synced, show=False)
+              + lab.evicted_claims(wrote, read, synced, show=False))
     all_consistent(claims)
     assert all(x.witness is not None for x in (plain, synced, direct, wrote, read))
     if kind == "disk":
@@ -320,22 +322,22 @@ def test_live_lesson_claims_are_consistent(monkeypatch, ior_on_path, place, vers
 
 
 def test_the_recorded_sweep_says_it_has_no_witness_and_a_witnessed_one_is_judged_by_it():
-    df = lab.sweep_frame("4.0.0")
+    df = sweeps.sweep_frame("4.0.0")
     assert df["own_read_bytes"].isna().all() and df["witness_notes"].str.contains("before iolab kept").all()
-    first = lab.sweep(df, lab.sweep_device_bps("4.0.0"), show=False)[0]
+    first = sweeps.sweep_claims(df, sweeps.sweep_device_bps("4.0.0"), show=False)[0]
     assert "by the rate alone" in first.text
     seen = df.assign(own_read_bytes=0, device="vda", device_read_bytes=0)
-    claims = lab.sweep(seen, lab.sweep_device_bps("4.0.0"), show=False)
+    claims = sweeps.sweep_claims(seen, sweeps.sweep_device_bps("4.0.0"), show=False)
     assert len(claims) == 3 and claims[0].held is True and all(c.consistent() for c in claims)
     assert "by the rate alone" not in claims[1].text
     cold = seen.assign(own_read_bytes=16 * 2**20 * seen["segments"] * seen["tasks"])
-    assert lab.sweep(cold, None, show=False)[0].held is False
+    assert sweeps.sweep_claims(cold, None, show=False)[0].held is False
 
 
 @pytest.mark.live
 def test_live_sweep_point_is_witnessed(monkeypatch, ior_on_path, ws):
     ior_on_path("4.0.0", mpirun=True, or_on_path=True)
-    point = lab.sweep_point("segments", 1, ws=ws)
+    point = sweeps.sweep_point("segments", 1, ws=ws)
     assert set(point["access"]) == {"write", "read"} and point["own_write_bytes"].notna().all()
     assert (point["own_write_bytes"] >= 2 * 16 * 2**20).all()       # -e: both ranks' 16 MiB, dirtied
 
@@ -371,7 +373,7 @@ def test_a_disturbed_run_is_never_as_predicted(version):
             assert c.consistent(), (section, c.text)
             if section in ("naive",):
                 assert not c.text.startswith(explain.AS_PREDICTED), (section, c.text)
-    naive = lab.layers(busy["shared"], yardstick=True, show=False)
+    naive = lab.layers_claims(busy["shared"], yardstick=True, show=False)
     assert naive and all(c.held is not True for c in naive)
     assert any("DISTURBED" in c.text and "quieter moment" in c.text for c in naive)
 
@@ -386,7 +388,7 @@ def test_a_slow_first_iteration_is_not_blamed_on_page_allocation():
     for i, r in enumerate(writes):
         r["bw_mib"] = 100.0 if i == 0 else 1_000.0              # the first write iteration, far the slowest
     slow = replace(e, data=rows)
-    c = lab.spread(slow, show=False)[0]
+    c = lab.spread_claims(slow, show=False)[0]
     assert c.held is False and c.consistent()
     assert "the only one that had to allocate" not in c.text
     assert "unless -E" in c.text and "every iteration writes new files" in c.text
@@ -397,11 +399,11 @@ def test_an_odirect_write_dirtied_no_page(version):
     """Issue 22, 3: direct writes are charged to write_bytes when submitted (fs/iomap/direct-io.c,
     task_io_account_write in iomap_dio_bio_iter); no page is dirtied."""
     e = lesson(version, "ext4")
-    direct = lab.layers(e["odirect"], show=False)[0]
+    direct = lab.layers_claims(e["odirect"], show=False)[0]
     assert "dirtied" not in direct.text.replace("no page was dirtied", "")
     if e["odirect"].witness.own_written:
         assert "no page was dirtied" in direct.text and "O_DIRECT" in direct.text
-    buffered = lab.layers(e["fsync"], show=False)[0]
+    buffered = lab.layers_claims(e["fsync"], show=False)[0]
     if e["fsync"].witness.own_written:
         assert "dirtied" in buffered.text and "first dirtied" in buffered.text
 
@@ -409,26 +411,49 @@ def test_an_odirect_write_dirtied_no_page(version):
 # --- section 12: the same run N times in a memory cgroup (recorders/ior_memory.py) -------------------
 
 def test_cache_recordings_are_three_interleaved_trials_with_witnesses():
-    df = lab.cache_frame(show=False)
+    cache = sweeps.cache_runs(show=False)
+    assert isinstance(cache, sweeps.CacheRuns) and isinstance(cache, recordings.Outcome) and cache.mode == "replay"
+    df = cache.frame
     runs = df.groupby("run")["trial"].nunique()
-    assert set(runs.index) == {f"cache-s{s}" for s in lab.CACHE_SEGMENTS} | set(lab.HOG_RUNS)
+    assert set(runs.index) == {f"cache-s{s}" for s in sweeps.CACHE_SEGMENTS} | set(sweeps.HOG_RUNS)
     assert (runs >= 3).all()
     assert df["own_read_bytes"].notna().all() and df["limit_bytes"].notna().all()
 
 
+def test_where_the_cgroup_runs_come_from_is_a_typed_field_not_a_bag(capsys):
+    """Issue 23 (one result shape): the set's provenance line for a report is ``.where``, not
+    ``df.attrs["where"]``; the printed provenance names the first recording and counts the others."""
+    cache = sweeps.cache_runs()
+    printed = capsys.readouterr().out
+    rec = cache.recording
+    assert rec.ref == "ior/cache-s64-t1" and rec.provenance in printed and printed.strip() == cache.provenance
+    n = len(cache.frame.groupby(["run", "trial"]))
+    assert f"and {n - 1} more runs of the same set" in cache.provenance
+    assert cache.where.startswith(f"recorded {rec.meta['date']} on ") and f"ior {rec.meta['tool_version']}" in cache.where
+    load = cache.frame["load"].dropna()
+    assert f"load average {load.min():.1f}–{load.max():.1f}" in cache.where
+    assert not cache.frame.attrs
+    one = sweeps.cache_runs(["hog-none"], show=False)
+    assert set(one.frame["run"]) == {"hog-none"} and one.recording.ref == "ior/hog-none-t1"
+    with pytest.raises(FileNotFoundError, match="no recorded cgroup run"):
+        sweeps.cache_runs(["no-such-run"], show=False)
+
+
 def test_a_single_number_hides_the_spread():
-    df = lab.cache_frame(show=False)
-    s = lab.single_number(df, "cache-s64", "read", show=False)
-    assert s["trials"] >= 3 and s["min"] <= s["first"] <= s["max"]
-    assert s["factor"] == pytest.approx(s["max"] / s["min"])
-    widest = lab.single_number(df, show=False)
-    g = df.groupby(["run", "access"])["mib_per_s"]
-    assert widest["factor"] == pytest.approx((g.max() / g.min()).max()) and widest["factor"] >= s["factor"]
+    cache = sweeps.cache_runs(show=False)
+    s = sweeps.single_number(cache, "cache-s64", "read", show=False)
+    assert isinstance(s, sweeps.SingleNumber) and (s.run, s.access) == ("cache-s64", "read")
+    assert s.trials >= 3 and s.min <= s.first <= s.max
+    assert s.factor == pytest.approx(s.max / s.min)
+    widest = sweeps.single_number(cache, show=False)
+    g = cache.frame.groupby(["run", "access"])["mib_per_s"]
+    assert widest.factor == pytest.approx((g.max() / g.min()).max()) and widest.factor >= s.factor
 
 
 def test_overflow_is_called_by_the_trials_and_the_witness():
-    df = lab.cache_frame(show=False)
-    (c,) = lab.overflow(df, show=False)
+    cache = sweeps.cache_runs(show=False)
+    df = cache.frame
+    (c,) = sweeps.overflow_claims(cache, show=False)
     assert c.consistent() and c.relation.kind == "beyond"
     reads = df[df["access"] == "read"].groupby("run")["own_read_bytes"].median()
     limit = df["limit_bytes"].iloc[0]
@@ -439,34 +464,33 @@ def test_overflow_is_called_by_the_trials_and_the_witness():
 
 
 def test_hog_is_measured_not_described():
-    df = lab.cache_frame(show=False)
-    (c,) = lab.hog(df, show=False)
+    (c,) = sweeps.hog_claims(sweeps.cache_runs(show=False), show=False)
     assert c.consistent() and c.held is True
     assert "241.1 MiB" in c.text and "256 MiB with it" in c.text
 
 
 def test_hog_claim_says_too_close_when_trials_overlap():
-    df = lab.cache_frame(show=False)
+    cache = sweeps.cache_runs(show=False)
     # one -M trial as fast as the no-hog runs, the others far slower: the spreads overlap
-    fake = df.copy()
+    fake = cache.frame.copy()
     none = fake.loc[(fake["run"] == "hog-none") & (fake["access"] == "read"), "mib_per_s"]
     fake.loc[(fake["run"] == "hog-1pct") & (fake["access"] == "read"), "mib_per_s"] = [
         none.max(), none.min() / 10, none.min() / 10]
-    (c,) = lab.hog(fake, show=False)
+    (c,) = sweeps.hog_claims(replace(cache, frame=fake), show=False)
     assert c.text.startswith(explain.TOO_CLOSE) and c.consistent()
 
 
 def test_minus_M_with_a_unit_is_a_percentage():
-    (c,) = lab.hog_parse(show=False)
+    (c,) = sweeps.hog_option_claims(show=False)
     assert c.held is False and c.consistent()
     assert "1.0% of the recording machine" in c.text and "sscanf" in c.text
 
 
 def test_report_states_median_range_and_trials():
-    df = lab.cache_frame(show=False)
-    t = lab.phase_trials(df, "read", {"hog-none": "no -M", "hog-1pct": "-M 1%"})
-    lines = lab.report(t, "IOR read", show=False)
-    assert len(lines) == 2
+    cache = sweeps.cache_runs(show=False)
+    t = sweeps.phase_trials(cache, "read", {"hog-none": "no -M", "hog-1pct": "-M 1%"})
+    lines = sweeps.report(t, "IOR read", where=cache.where, show=False)
+    assert len(lines) == 3 and lines[-1] == f"  ({cache.where})"
     for line, name in zip(lines, ("no -M", "-M 1%")):
         v = sorted(t.values(name))
         assert f"over {len(v)} trials" in line and "median" in line

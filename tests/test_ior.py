@@ -16,7 +16,7 @@ import pytest
 
 from iolab import ParseError, ToolFailed, recordings, units, workspace
 from iolab.tools import ior
-from conftest import mpi_leftovers_in_tmp, needs
+from conftest import mpi_leftovers_in_tmp
 
 
 def rec(name: str) -> str:
@@ -360,8 +360,8 @@ def test_run_without_ior(monkeypatch, tmp_path, ws):
 # --- live: the real IOR with 2 ranks through mpirun --------------------------------------------
 
 @pytest.mark.live
-@needs("ior", "mpirun")
-def test_live_ior_two_ranks(ws):
+def test_live_ior_two_ranks(ws, ior_on_path):
+    ior_on_path("4.0.0", mpirun=True, or_on_path=True)
     before = mpi_leftovers_in_tmp()
     opts = ior.Options(transfer_size="1MiB", block_size="4MiB", segments=2, file_per_process=True, fsync=True)
     r = ior.run(opts, 2, ws=ws, timeout=120)
@@ -376,8 +376,8 @@ def test_live_ior_two_ranks(ws):
 
 
 @pytest.mark.live
-@needs("ior", "mpirun")
-def test_live_ior_missing_directory(ws):
+def test_live_ior_missing_directory(ws, ior_on_path):
+    ior_on_path("4.0.0", mpirun=True, or_on_path=True)
     with pytest.raises(ToolFailed, match="IOR failed: .*ERROR"):
         ior.run(ior.Options(test_file=str(ws.path("no-such-dir") / "t")), 2, ws=ws, timeout=120)
 

@@ -11,6 +11,7 @@ import pytest
 
 from iolab import measure, recordings, units
 from iolab.labs import ior_pitfalls as lab
+from iolab.labs import ior_verdicts as verdicts
 from iolab.tools import ior
 from conftest import needs
 
@@ -22,15 +23,15 @@ def rec(name: str) -> str:
 def test_verdicts():
     dev = 500 * units.MiB
     rows = ior.parse(rec("fpp-4.0.0-summary"))
-    df = lab.add_verdicts(ior.to_frame(rows), device_bps=dev, resident_fraction=1.0)
+    df = verdicts.add_verdicts(ior.to_frame(rows), device_bps=dev, resident_fraction=1.0)
     assert set(df.loc[df["access"] == "read", "verdict"]) == {measure.CACHE}
     assert set(df.loc[df["access"] == "write", "verdict"]) == {measure.CACHE}   # no -e: the page cache took it
-    fsynced = lab.add_verdicts(ior.to_frame(ior.parse(rec("fpp-reorder-fsync-4.0.0-summary"))), device_bps=dev,
+    fsynced = verdicts.add_verdicts(ior.to_frame(ior.parse(rec("fpp-reorder-fsync-4.0.0-summary"))), device_bps=dev,
                                resident_fraction=1.0)
     assert set(fsynced.loc[fsynced["access"] == "write", "verdict"]) == {measure.DEVICE}
-    direct = lab.add_verdicts(ior.to_frame(ior.parse(rec("odirect-4.0.0-summary"))), device_bps=None)
+    direct = verdicts.add_verdicts(ior.to_frame(ior.parse(rec("odirect-4.0.0-summary"))), device_bps=None)
     assert set(direct.loc[direct["access"] == "write", "verdict"]) == {measure.DEVICE}
-    assert lab.verdict({"access": "remove", "bw_mib": None}, device_bps=dev) is None
+    assert verdicts.verdict({"access": "remove", "bw_mib": None}, device_bps=dev) is None
 
 
 def test_experiment_replays_summary_and_cache(monkeypatch, capsys):
@@ -85,7 +86,7 @@ def test_block_device_of_memory_and_disk():
 
 def test_system_watch_samples_dirty_while_the_witness_counts_the_device(tmp_path):
     from iolab import witness
-    watch = lab.SystemWatch(tmp_path)
+    watch = verdicts.SystemWatch(tmp_path)
     with watch, witness.Witness(tmp_path) as w:
         with open(tmp_path / "f", "wb") as f:
             f.write(os.urandom(8 * units.MiB))
@@ -106,14 +107,15 @@ def test_system_watch_samples_dirty_while_the_witness_counts_the_device(tmp_path
 
 def test_verdicts_on_a_memory_filesystem():
     df = ior.to_frame(ior.parse(rec("lesson-tmpfs-4.0.0-odirect-summary")))
-    out = lab.add_verdicts(df, device_bps=None, fstype="tmpfs")
+    out = verdicts.add_verdicts(df, device_bps=None, fstype="tmpfs")
     assert set(out["verdict"].dropna()) == {measure.CACHE}
     assert "tmpfs" in out["reason"].dropna().iloc[0]
 
 
 @pytest.mark.live
-@needs("ior", "mpirun", "strace")
-def test_live_reorder_on_one_node(ws):
+@needs("strace")
+def test_live_reorder_on_one_node(ws, ior_on_path):
+    ior_on_path("4.0.0", mpirun=True, or_on_path=True)
     opts = ior.Options(transfer_size="1MiB", block_size="2MiB", segments=1, file_per_process=True, reorder_tasks=True)
     plain = lab.experiment(opts, recording="ior/none", ws=ws, trace=True, quiet=True)
     moved = lab.experiment(replace(opts, tasks_per_node=1), recording="ior/none", ws=ws, trace=True, quiet=True)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from iolab import plot, trials
-from iolab.labs import ior_pitfalls as lab
+from iolab.labs import ior_sweeps as sweeps
 
 
 def _rates() -> pd.DataFrame:
@@ -60,7 +60,7 @@ def test_trials_on_a_log_axis_label_minor_ticks_in_full():
 
 
 def test_cache_overflow_chart_marks_the_limit_and_draws_every_trial():
-    df = lab.cache_frame(show=False)
+    df = sweeps.cache_runs(show=False).frame
     fig = plot.cache_overflow(df)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     points = sum(len(tr.y) for tr in fig.data if tr.mode == "markers")

@@ -1,14 +1,17 @@
-"""Lesson 04 (IOR pitfalls): what each IOR run showed, in sentences computed from its numbers.
+"""Lesson 04 (IOR pitfalls), sections 1-9: the seed's sequence of IOR runs, one at a time, and which
+layer served each, in sentences computed from its numbers. The verdict on each row and the
+:class:`~iolab.labs.ior_verdicts.Experiment` a run gives back are :mod:`iolab.labs.ior_verdicts`'; the
+sweeps and the repeated runs (sections 10 and 12), :mod:`iolab.labs.ior_sweeps`'.
 
-Every claim function takes what the lesson measured (:class:`Experiment` objects, a sweep
-frame) and returns the :class:`iolab.explain.Claim` list it printed. The first evidence is the
+Every ``<what>_claims`` function takes what the lesson measured (:class:`Experiment` objects) and
+returns the :class:`iolab.explain.Claim` list it printed. The first evidence is the
 kernel's witness of the run (``Experiment.witness``, :mod:`iolab.witness`): the bytes IOR's
 processes read from storage and dirtied (task I/O accounting, mpirun and its ranks reaped) and what
 the device behind the files read and wrote meanwhile (everybody's). Then what else the machine
 counted (``Experiment.during``: Dirty/Writeback, CPU and I/O stalls), the test files' page-cache
 residency, IOR's own per-iteration times and, for ``-C``, which file each rank opened (a strace
 trace, ``Experiment.opens()``). The rate against the device's uncached rate is the last, weakest
-ground (:func:`layers` with ``yardstick=True``).
+ground (:func:`layers_claims` with ``yardstick=True``).
 
 Nothing here assumes a machine: on tmpfs there is no device, on a VM the "device" is partly the
 host's memory, on a busy machine iterations scatter. Each claim says what happened and, when the
@@ -25,22 +28,20 @@ import dataclasses
 import functools
 import json
 import os
-import re
-import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, measure, mpi, pagecache, recordings, runner, units, witness, workspace
-from .. import trials as trials_mod
+from .. import explain, fsinfo, measure, mpi, pagecache, recordings, runner, witness, workspace
 from ..explain import Claim
 from ..runner import Run
 from ..tools import ior
 from ..units import MiB, format_size
+from .ior_verdicts import CacheFacts, Experiment, SystemWatch, recorded_witness
 
 # iterations whose fastest is more than this times the slowest "vary widely"
 SPREAD = 1.5
@@ -82,316 +83,13 @@ def recording(run: str, version: str = "4.0.0", fs: str = "ext4") -> str:
     return f"ior/lesson-{fs}-{version}-{run}"
 
 
-# --- what the machine did while IOR ran -----------------------------------------------------------
+# --- experiments: live here, or replayed from a recording ----------------------------------------
 
 def device_name(path: str | os.PathLike[str]) -> str | None:
     """The block device behind ``path`` as /sys/class/block names it (vda, nvme0n1p2, dm-0), or None
     (tmpfs, NFS, FUSE, overlay: nothing whose I/O counters iolab can read)."""
     d = witness.block_device(path)
     return d.name if d is not None else None
-
-
-def _stall_seconds(kind: str) -> float | None:
-    """Pressure stall information: seconds some task waited for ``kind`` (cpu, io) since boot."""
-    try:
-        for line in Path(f"/proc/pressure/{kind}").read_text().splitlines():
-            if line.startswith("some "):
-                return int(line.rpartition("total=")[2]) / 1e6
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _vmstat() -> dict[str, int]:
-    try:
-        text = Path("/proc/vmstat").read_text()
-    except OSError:
-        return {}
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(" ")
-        if v.strip().isdigit():
-            out[k] = int(v)
-    return out
-
-
-def _reclaim_counts(vm: dict[str, int]) -> tuple[int | None, int | None]:
-    """(direct reclaim stalls, compaction stalls) since boot: allocations that had to wait for memory."""
-    stalls = [v for k, v in vm.items() if k.startswith("allocstall")]
-    return (sum(stalls) if stalls else None), vm.get("compact_stall")
-
-
-class SystemWatch:
-    """What the machine did while something ran, beside the witness of its bytes: /proc/meminfo Dirty
-    and Writeback (sampled) beside the kernel's background write-back threshold (/proc/vmstat),
-    allocations that stalled for memory (direct reclaim, compaction), and the time tasks stalled
-    waiting for a CPU or for I/O (/proc/pressure). All system-wide: other programs count too.
-    :meth:`facts` is a flat dict (None where the machine cannot tell). The bytes the run and the
-    device moved are :class:`iolab.witness.Witness`'s (see :func:`experiment`).
-    """
-
-    def __init__(self, path: str | os.PathLike[str], interval: float = 0.01):
-        self.device = device_name(path)
-        self._sampler = pagecache.MeminfoSampler(interval, ("Dirty", "Writeback"))
-        self._facts: dict[str, Any] = {}
-
-    def __enter__(self) -> "SystemWatch":
-        self._cpu0, self._io0 = _stall_seconds("cpu"), _stall_seconds("io")
-        self._vm0 = _vmstat()
-        self._t0 = time.perf_counter()
-        self._sampler.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._sampler.stop()
-        seconds = time.perf_counter() - self._t0
-        cpu1, io1 = _stall_seconds("cpu"), _stall_seconds("io")
-        vm1 = _vmstat()
-        m = self._sampler.frame()
-        (r0, c0), (r1, c1) = _reclaim_counts(self._vm0), _reclaim_counts(vm1)
-        page = os.sysconf("SC_PAGE_SIZE")
-        self._facts = {
-            "seconds": seconds, "device": self.device,
-            "dirty_before": int(m["Dirty"].iloc[0]), "dirty_peak": int(m["Dirty"].max()),
-            "dirty_after": int(m["Dirty"].iloc[-1]), "writeback_peak": int(m["Writeback"].max()),
-            "samples": len(m),
-            "cpu_wait_s": cpu1 - self._cpu0 if cpu1 is not None and self._cpu0 is not None else None,
-            "io_wait_s": io1 - self._io0 if io1 is not None and self._io0 is not None else None,
-            "dirty_background_threshold": (vm1["nr_dirty_background_threshold"] * page
-                                           if "nr_dirty_background_threshold" in vm1 else None),
-            "direct_reclaim_stalls": r1 - r0 if r0 is not None and r1 is not None else None,
-            "compaction_stalls": c1 - c0 if c0 is not None and c1 is not None else None,
-        }
-
-    def facts(self) -> dict[str, Any]:
-        return dict(self._facts)
-
-
-# --- verdicts: which layer served a row ---------------------------------------------------------
-
-def _direct_write(rate: float, n: int, w: witness.Witnessed, device_bps: float | None) -> Any:
-    """An O_DIRECT write phase judged by the device's counters (task I/O accounting counts a direct
-    write when it is sent to the device, so IOR's own bytes are the data either way)."""
-    wrote = w.device_written or 0
-    lead = f"the device {w.device} wrote {units.format_size(wrote)} while {units.format_size(n)} were written"
-    if wrote >= measure.MOSTLY * n:
-        label, reason = measure.DEVICE, f"{lead} with O_DIRECT: each write() went to the device before it returned"
-    else:
-        label, reason = measure.UNCLEAR, (f"{lead}: with O_DIRECT the device should have taken it all (a filesystem "
-                                          "that ignores O_DIRECT, or counters that missed it)")
-    d = measure.disturbance(w)
-    if d:
-        return measure.Verdict(measure.UNCLEAR, f"{d}, so the time was shared. Its own count still says: {reason}",
-                               measure.WITNESS)
-    return measure.Verdict(label, reason, measure.WITNESS)
-
-
-def verdict(row: dict[str, Any] | pd.Series, *, device_bps: float | None,
-            resident_fraction: float | None = None, fstype: str | None = None,
-            witnessed: witness.Witnessed | None = None, moved: int | None = None, scope: str = "") -> Any:
-    """Which layer served one write or read row (an ``iolab.measure.Verdict``); None for remove.
-
-    The witness first: ``witnessed`` is what the kernel counted over the run (IOR's own bytes from
-    storage, the device's), ``moved`` the bytes IOR read or wrote over the same span (all the
-    iterations' phases of that access), ``scope`` says what that span is (" in the whole run (3 write
-    phases and 3 read phases)"); ``measure.judge`` and ``measure.judge_write`` weigh them and keep
-    the rate as a second, weaker ground, or say that there is no witness and infer. On a memory
-    filesystem (``fstype`` tmpfs, ramfs...) every row is the page cache: there is no device, so
-    neither fsync nor O_DIRECT can reach one. The inference is, for reads, from the test files'
-    residency before the read (after an O_DIRECT run, nothing went through the page cache, so it
-    counts as 0) and the rate; for writes, O_DIRECT sent each write to the device, else the page
-    cache took it unless -e put fsync inside the timing.
-    """
-    bw = row["bw_mib"]
-    if row["access"] == "remove" or bw is None or not bw > 0:
-        return None
-    if fstype in fsinfo.MEMORY_FS:
-        own = ""
-        if witnessed is not None and witnessed.own_read is not None:
-            own = (f"; task I/O accounting: IOR's processes read {units.format_size(witnessed.own_read)} from "
-                   f"storage and wrote {units.format_size(witnessed.own_written or 0)} to it{scope}")
-        return measure.Verdict(measure.CACHE, f"the files are on {fstype}: memory only, there is no device "
-                                              f"(fsync has nothing to write, O_DIRECT nothing to bypass){own}")
-    rate = float(bw) * units.MiB
-    n = int(moved) if moved else None
-    w = witnessed if n else None
-    span = f"over{scope.removeprefix(' in')}: " if scope and w is not None else ""
-    if row["access"] == "write":
-        if row["odirect"]:
-            if w is not None and w.device_written is not None:
-                v = _direct_write(rate, n, w, device_bps)
-                return measure.Verdict(v.label, span + v.reason, v.ground)
-            v = measure.Verdict(measure.DEVICE, "O_DIRECT: each write() went past the page cache to the device "
-                                                "before it returned")
-            why = "; ".join(w.notes) if w is not None and w.notes else measure.NOT_WITNESSED
-            return measure.Verdict(v.label, f"no witness: {why}. By inference: {v.reason}", measure.INFERENCE)
-        v = measure.judge_write(rate, fsync=bool(row["fsync"]), device_bps=device_bps, witness=w, nbytes=n,
-                                fstype=fstype or "")
-    else:
-        fraction = 0.0 if row["odirect"] else resident_fraction
-        v = measure.judge(rate, device_bps=device_bps, resident_fraction=fraction, witness=w, nbytes=n)
-    return measure.Verdict(v.label, span + v.reason, v.ground) if v.witnessed else v
-
-
-def add_verdicts(df: pd.DataFrame, *, device_bps: float | None, resident_fraction: float | None = None,
-                 fstype: str | None = None, witnessed: witness.Witnessed | None = None,
-                 moved: dict[str, int] | None = None, scope: str = "") -> pd.DataFrame:
-    """A copy of ``df`` with ``verdict`` (label) and ``reason`` columns (see :func:`verdict`;
-    ``moved``: IOR's bytes per access over what the witness covers)."""
-    out = df.copy()
-    vs = [verdict(r, device_bps=device_bps, resident_fraction=resident_fraction, fstype=fstype,
-                  witnessed=witnessed, moved=(moved or {}).get(r["access"]), scope=scope)
-          for r in out.to_dict("records")]
-    out["verdict"] = [v.label if v is not None else None for v in vs]
-    out["reason"] = [v.reason if v is not None else None for v in vs]
-    return out
-
-
-# --- experiments: live here, or replayed from a recording ----------------------------------------
-
-@dataclass
-class CacheFacts:
-    """What iolab measured around an IOR run: the filesystem, the device's uncached read rate, the
-    test files' page-cache residency after the run (for the read run of a split pair: before it),
-    and what the machine did meanwhile. Recorded as ``<recording>-cache`` (JSON, these keys)."""
-
-    fstype: str | None = None
-    device_bps: float | None = None      # iolab.measure.device_rate, bytes/s; None: no device, or not measured
-    device_note: str | None = None       # why there is no device rate
-    files: int | None = None             # the test files
-    bytes: int | None = None
-    pages: int | None = None
-    resident_pages: int | None = None
-    resident_fraction: float | None = None
-    during: dict[str, Any] = field(default_factory=dict)   # SystemWatch facts (Dirty/Writeback, stalls)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CacheFacts":
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-    def as_dict(self) -> dict[str, Any]:
-        """The recorded JSON's keys (left out when never measured: device_note, during)."""
-        d = dataclasses.asdict(self)
-        return {k: v for k, v in d.items() if not (k in ("device_note", "during") and not v)}
-
-
-@dataclass(kw_only=True)
-class Experiment(recordings.Outcome):
-    """One IOR configuration measured (or replayed): the Outcome of its run (``.data``: IOR's rows;
-    ``.witness``: what the kernel counted over the whole run, or ``.witness_note`` why there is
-    none), with what the page cache held (``cache``) and, in ``.frame``, every row with its verdict.
-    The frame is computed from the rows, the cache and the witness whenever an Experiment is made
-    (``dataclasses.replace`` included): change a field with ``replace``, not in place."""
-
-    name: str = ""
-    options: ior.Options = field(default_factory=ior.Options)
-    tasks: int = 2
-    cache: CacheFacts = field(default_factory=CacheFacts)   # what the page cache held, the device's rate...
-    opens_text: str | None = None     # the strace -e trace=openat of the run (trace=True), raw
-    trace_run: Run | None = None      # live and traced: strace's argv and the trace, to record
-
-    def __post_init__(self) -> None:
-        self.frame = self.verdicts()
-
-    @property
-    def scope(self) -> str:
-        """What the witness covers, as a phrase after a byte count: "" for a run of one phase, else
-        " in the whole run (3 write and 3 read phases)": the counters are read before and after the
-        run, so every row of the run shares them."""
-        n = {a: len([r for r in self.rows if r["access"] == a]) for a in ("write", "read")}
-        if sum(n.values()) <= 1:
-            return ""
-        phases = " and ".join(f"{k} {a}{'s' * (k != 1)}" for a, k in n.items() if k)
-        return f" in the whole run ({phases.replace('write', 'write phase').replace('read', 'read phase')})"
-
-    def witness_row(self) -> dict[str, Any]:
-        """The witness as flat columns (``Witnessed.row()``), or the same columns empty with the reason
-        there is none; ``witness_scope`` says what the counts cover."""
-        if self.witness is not None:
-            out = self.witness.row()
-        else:
-            out = {k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
-                                     "device_write_bytes", "disturbed")}
-            out["witness_notes"] = self.witness_note or "not witnessed"
-        out["witness_scope"] = self.scope.strip().removeprefix("in ").strip() or "this run"
-        return out
-
-    @property
-    def during(self) -> dict[str, Any]:
-        """What the machine did while IOR ran (:class:`SystemWatch` facts; empty if not measured)."""
-        return dict(self.cache.during or {})
-
-    def opens(self) -> pd.DataFrame | None:
-        """Which file each rank wrote and read (``ior.opens_table``), or None when the run was not traced."""
-        if self.opens_text is None:
-            return None
-        return ior.opens_table(ior.parse_opens(self.opens_text), tasks=self.tasks)
-
-    def layout(self) -> dict[str, Any]:
-        """IOR's own account of the layout -C works on (``ior.reorder_facts``)."""
-        return ior.reorder_facts(self.text)
-
-    def bytes_moved(self, access: str) -> int:
-        """Bytes IOR wrote or read over all iterations (block x segments x tasks per iteration)."""
-        total = 0
-        for r in self.rows:
-            if r["access"] == access and r["block_kib"]:
-                total += int(r["block_kib"] * 1024) * int(r["segments"] or 1) * int(r["tasks"] or self.tasks)
-        return total
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        return self.data
-
-    def verdicts(self) -> pd.DataFrame:
-        """Every row with its verdict and the witness's columns (own_read_bytes, own_write_bytes,
-        device, device_read_bytes, device_write_bytes, disturbed, witness_notes, witness_scope): what
-        ``.frame`` holds."""
-        df = ior.to_frame(self.rows, run=self.name, mode=self.mode, **self.witness_row())
-        return add_verdicts(df, device_bps=self.cache.device_bps,
-                            resident_fraction=self.cache.resident_fraction, fstype=self.cache.fstype,
-                            witnessed=self.witness, moved={a: self.bytes_moved(a) for a in ("write", "read")},
-                            scope=self.scope)
-
-    def table(self) -> pd.DataFrame:
-        """Per access: the best and the worst iteration (MiB/s), IOR's bytes and the witness's (its
-        processes' own bytes from or to storage, the device's), and the verdict on the best."""
-        df = self.frame
-        df = df[df["access"].isin(["write", "read"])]
-        w = self.witness
-        out = []
-        for access, part in df.groupby("access", sort=False):
-            top = part.loc[part["bw_mib"].idxmax()]
-            own = None if w is None else (w.own_read if access == "read" else w.own_written)
-            dev = None if w is None else (w.device_read if access == "read" else w.device_written)
-            out.append({"run": self.name, "options": top["config"], "access": access,
-                        "best MiB/s": round(float(top["bw_mib"]), 1), "worst MiB/s": round(float(part["bw_mib"].min()), 1),
-                        "iterations": len(part), "IOR bytes": units.format_size(self.bytes_moved(access)),
-                        "own bytes": "?" if own is None else units.format_size(own),
-                        "device bytes": ("no device" if w is not None and w.device is None else
-                                         "?" if dev is None else units.format_size(dev)),
-                        "verdict": top["verdict"], "why": top["reason"]})
-        return pd.DataFrame(out)
-
-    def describe(self) -> str:
-        """What the kernel counted (the witness), what the page cache held and what the device can do."""
-        c = self.cache
-        bits = [f"witness{self.scope}: {self.witness}" if self.witness is not None else
-                (self.witness_note or "not witnessed")]
-        if c.resident_fraction is not None:
-            bits.append(f"test files ({units.format_size(c.bytes or 0)}) resident in the page cache: "
-                        f"{c.resident_fraction:.0%}")
-        if c.device_bps:
-            bits.append(f"device behind them, uncached read: {units.format_rate(c.device_bps)}")
-        if c.fstype:
-            bits.append(f"filesystem: {c.fstype}")
-        return "; ".join(bits) or "no cache facts recorded"
-
-    def best(self, access: str) -> float | None:
-        """The highest bandwidth (MiB/s) of an access over the iterations."""
-        vals = [r["bw_mib"] for r in self.rows if r["access"] == access and r["bw_mib"] is not None]
-        return max(vals) if vals else None
 
 
 def _residency_facts(files: Sequence[Path]) -> dict[str, Any]:
@@ -498,15 +196,6 @@ def experiment(options: ior.Options, *, tasks: int = 2, recording: str, name: st
                       opens_text=traced.get("text"), trace_run=traced.get("run"))
 
 
-def recorded_witness(rec: recordings.Recording | None) -> tuple[witness.Witnessed | None, str]:
-    """The witness kept in a recorded IOR run's meta, or None and why (a recording made before iolab
-    kept witnesses says so)."""
-    if rec is None:
-        return None, "not witnessed"
-    w = rec.witness()
-    return (w, "") if w is not None else (None, rec.witness_note or "not witnessed")
-
-
 def split_phases(options: ior.Options, *, tasks: int = 2, recording: str, evict: bool = True,
                  ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
                  quiet: bool = False) -> tuple[Experiment, Experiment]:
@@ -542,76 +231,6 @@ def split_phases(options: ior.Options, *, tasks: int = 2, recording: str, evict:
     finally:
         for p in ior.test_files(Path(base)):
             p.unlink(missing_ok=True)
-
-
-# --- the transfer size / tasks / segments sweep (lesson 04's widget) ------------------------------
-
-SWEEP_BASE = {"transfer_size": units.MiB, "tasks": 2, "segments": 4}
-_SWEEP_NAME = re.compile(r"^sweep-t(\w+)-n(\d+)-s(\d+)-(.+)-summary$")
-
-
-def sweep_options(transfer_size: int | str = units.MiB, segments: int = 4) -> ior.Options:
-    """The sweep's configuration: -F -C -e, 16 MiB blocks, one iteration."""
-    return ior.Options(transfer_size=transfer_size, block_size="16MiB", segments=segments, file_per_process=True,
-                   reorder_tasks=True, fsync=True)
-
-
-def _sweep_rows(rows: list[dict[str, Any]], transfer_size: int, tasks: int, segments: int, mode: str,
-                witnessed: witness.Witnessed | None = None, note: str = "") -> pd.DataFrame:
-    df = ior.to_frame(rows)
-    df = df[df["access"].isin(["write", "read"])]
-    best = df.loc[df.groupby("access")["bw_mib"].idxmax(), ["access", "bw_mib"]].copy()
-    best["transfer_size"], best["tasks"], best["segments"], best["mode"] = transfer_size, tasks, segments, mode
-    # the point's witness (the whole run: its write and its read phase): own and device bytes, or why not
-    seen = witnessed.row() if witnessed is not None else {
-        **{k: None for k in ("own_read_bytes", "own_write_bytes", "device", "device_read_bytes",
-                             "device_write_bytes", "disturbed")}, "witness_notes": note or "not witnessed"}
-    for k, v in seen.items():
-        best[k] = v
-    return best.reset_index(drop=True)
-
-
-def sweep_frame(version: str = "4.0.0") -> pd.DataFrame:
-    """Every recorded sweep point of that IOR version: transfer_size (bytes), tasks, segments, access,
-    bw_mib (the best iteration), mode="recorded", and the point's witness columns (own_read_bytes,
-    own_write_bytes, device, device_read_bytes, device_write_bytes, disturbed, witness_notes: empty,
-    with the note saying why, for a recording made before iolab kept witnesses)."""
-    parts = []
-    for ref in recordings.available("ior"):
-        m = _SWEEP_NAME.match(ref.partition("/")[2])
-        if not m or m.group(4) != version:
-            continue
-        t, n, s = units.parse_size(m.group(1)), int(m.group(2)), int(m.group(3))
-        rec = recordings.load(ref)
-        w, note = recorded_witness(rec)
-        parts.append(_sweep_rows(ior.parse(rec.text), t, n, s, "recorded", w, note))
-    if not parts:
-        raise FileNotFoundError(f"no recorded IOR sweep for version {version!r} in {recordings.data_dir()}")
-    return pd.concat(parts, ignore_index=True)
-
-
-def sweep_slice(df: pd.DataFrame, by: str) -> pd.DataFrame:
-    """The points where only ``by`` moves away from SWEEP_BASE."""
-    if by not in SWEEP_BASE:
-        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
-    keep = pd.Series(True, index=df.index)
-    for k, v in SWEEP_BASE.items():
-        if k != by:
-            keep &= df[k] == v
-    return df[keep]
-
-
-def sweep_point(by: str, value: int, *, ws: workspace.Workspace | None = None, timeout: float = 120) -> pd.DataFrame:
-    """Run one sweep point live (IOR and mpirun needed), witnessed, and return it shaped like
-    :func:`sweep_frame`."""
-    p = dict(SWEEP_BASE)
-    if by not in p:
-        raise ValueError(f"by must be one of {', '.join(SWEEP_BASE)}")
-    p[by] = int(value)
-    ws = ws or workspace.session()
-    with witness.Witness(ws.root, children=True) as w:
-        r = ior.run(sweep_options(p["transfer_size"], p["segments"]), p["tasks"], ws=ws, timeout=timeout)
-    return _sweep_rows(ior.parse(r.text), p["transfer_size"], p["tasks"], p["segments"], "live", w.result)
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -683,7 +302,7 @@ def _others(e: Experiment, access: str) -> str:
 
 # --- 1 · sizes ----------------------------------------------------------------------------------
 
-def dataset(options: ior.Options, tasks: int, mem_bytes: int, *, show: bool = True) -> list[Claim]:
+def dataset_claims(options: ior.Options, tasks: int, mem_bytes: int, *, show: bool = True) -> list[Claim]:
     """Is the data set small next to this machine's memory (so all of it can stay cached)?"""
     data = options.total_bytes(tasks)
     c = explain.expect(
@@ -719,7 +338,7 @@ def _undisturbed(e: "Experiment", c: Claim | None) -> Claim | None:
 
 
 def _unless_disturbed(fn):
-    """Wrap a claim of :func:`layers` with :func:`_undisturbed`, printing the sentence that stands."""
+    """Wrap a claim of :func:`layers_claims` with :func:`_undisturbed`, printing the sentence that stands."""
     @functools.wraps(fn)
     def wrapped(e: "Experiment", show: bool, **kw: Any) -> Claim | None:
         c = _undisturbed(e, fn(e, False, **kw))
@@ -874,7 +493,7 @@ def _beyond_device_claim(e: Experiment, show: bool) -> Claim | None:
         show=show)
 
 
-def layers(e: Experiment, *, read_from: str = "memory", read_predicted: str | None = None,
+def layers_claims(e: Experiment, *, read_from: str = "memory", read_predicted: str | None = None,
            yardstick: bool = False, show: bool = True) -> list[Claim]:
     """Where this run's writes ended and where its reads came from, from the witness: what IOR's
     processes read from storage and what the device wrote and read while IOR ran.
@@ -941,7 +560,7 @@ def _causes(e: Experiment, access: str, rows: list[dict[str, Any]]) -> str:
     return "; ".join(bits) + "." if bits else "this run recorded nothing that points to a cause."
 
 
-def spread(e: Experiment, *, factor: float = SPREAD, show: bool = True) -> list[Claim]:
+def spread_claims(e: Experiment, *, factor: float = SPREAD, show: bool = True) -> list[Claim]:
     """For each access with several iterations: do they agree within ``factor``? If not, the causes
     this run's numbers can check (write-back, CPU stalls, iteration length, the first iteration)."""
     out = []
@@ -963,7 +582,7 @@ def spread(e: Experiment, *, factor: float = SPREAD, show: bool = True) -> list[
 
 # --- 3 · -F against the shared file --------------------------------------------------------------
 
-def file_per_process(shared: Experiment, fpp: Experiment, published: pd.DataFrame | None = None, *,
+def file_per_process_claims(shared: Experiment, fpp: Experiment, published: pd.DataFrame | None = None, *,
                      show: bool = True) -> list[Claim]:
     """-F against one shared file: Linux serializes write() calls to one file (its inode lock)."""
     s, f = shared.best("write"), fpp.best("write")
@@ -1038,7 +657,7 @@ def _rule_claim(e: Experiment, table: pd.DataFrame | None, show: bool) -> Claim:
         show=show)
 
 
-def reorder(e: Experiment, *, show: bool = True) -> list[Claim]:
+def reorder_claims(e: Experiment, *, show: bool = True) -> list[Claim]:
     """-C on one node: did any rank read another rank's file (from the trace), and does IOR's rule say so?"""
     table = e.opens()
     predicted = ("on one node -C moved no rank: IOR shifts the reads by whole nodes, so every rank re-read "
@@ -1060,7 +679,7 @@ def reorder(e: Experiment, *, show: bool = True) -> list[Claim]:
     return [first, _rule_claim(e, table, show)]
 
 
-def neighbour(e: Experiment, *, show: bool = True) -> list[Claim]:
+def neighbour_claims(e: Experiment, *, show: bool = True) -> list[Claim]:
     """-C with numTasksOnNode0=1: every rank reads the other's file, and it is still a memory read."""
     table = e.opens()
     predicted = ("with numTasksOnNode0=1 IOR believes each rank has a node of its own, so -C shifted every read "
@@ -1085,7 +704,7 @@ def neighbour(e: Experiment, *, show: bool = True) -> list[Claim]:
 
 # --- 5 · -e ---------------------------------------------------------------------------------------
 
-def fsync(without: Experiment, with_e: Experiment, *, show: bool = True) -> list[Claim]:
+def fsync_claims(without: Experiment, with_e: Experiment, *, show: bool = True) -> list[Claim]:
     """-e: the write slows down (the device is in the timing); the read does not (fsync does not drop pages)."""
     a, b = without.best("write"), with_e.best("write")
     why = ("a device that takes data about as fast as memory does (a fast NVMe drive, or a VM whose host keeps "
@@ -1107,7 +726,7 @@ def fsync(without: Experiment, with_e: Experiment, *, show: bool = True) -> list
 
 # --- 6 · O_DIRECT ---------------------------------------------------------------------------------
 
-def odirect(direct: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
+def odirect_claims(direct: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
     """O_DIRECT: nothing left in the page cache, reads from the device, slower than the cached read."""
     frac = direct.cache.resident_fraction
     out = [explain.expect(
@@ -1119,7 +738,7 @@ def odirect(direct: Experiment, cached: Experiment, *, show: bool = True) -> lis
         why=(f"on {_fs(direct)} the pages are the file: there is no cache to bypass." if _memory_fs(direct) else
              "another program read the files through the page cache meanwhile, or this filesystem ignores O_DIRECT."),
         missing="the residency was not measured.", show=show)]
-    out += layers(direct, read_from="device", show=show)
+    out += layers_claims(direct, read_from="device", show=show)
     a, b = cached.best("read"), direct.best("read")
     memfs = _memory_fs(direct)
     out.append(explain.expect(
@@ -1138,7 +757,7 @@ def odirect(direct: Experiment, cached: Experiment, *, show: bool = True) -> lis
 
 # --- 7 · evict between the phases ---------------------------------------------------------------
 
-def evicted(wrote: Experiment, read: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
+def evicted_claims(wrote: Experiment, read: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
     """Write, evict with posix_fadvise(DONTNEED), read in a second run: nothing cached, the device reads."""
     frac = read.cache.resident_fraction
     out = [explain.expect(
@@ -1167,7 +786,7 @@ def evicted(wrote: Experiment, read: Experiment, cached: Experiment, *, show: bo
 
 # --- 8 · beside the seed --------------------------------------------------------------------------
 
-def only_e(experiments: Sequence[Experiment], *, show: bool = True) -> list[Claim]:
+def only_e_claims(experiments: Sequence[Experiment], *, show: bool = True) -> list[Claim]:
     """Was -e the only thing that brought a write down? Every write iteration without -e or O_DIRECT
     against the best -e iteration."""
     free = [(e, r) for e in experiments if not _flag(e, "fsync") and not _flag(e, "odirect") for r in _rates(e, "write")]
@@ -1193,69 +812,6 @@ def only_e(experiments: Sequence[Experiment], *, show: bool = True) -> list[Clai
             "stalls, an iteration of a few milliseconds), and on a fast device -e costs little: -e is the one option "
             "that puts the device in every iteration's time, not the only thing that can slow one.",
         show=show)]
-
-
-# --- 9 · the sweep --------------------------------------------------------------------------------
-
-def sweep(df: pd.DataFrame, device_bps: float | None, *, show: bool = True) -> list[Claim]:
-    """The recorded -F -C -e sweep over transfer sizes: reads beyond the device, -e writes close together."""
-    part = sweep_slice(df, "transfer_size")
-    reads = part[part["access"] == "read"]["bw_mib"]
-    writes = part[part["access"] == "write"]["bw_mib"]
-    sizes = sorted(set(part["transfer_size"]))
-    span = f"{format_size(sizes[0])} to {format_size(sizes[-1])}" if sizes else "?"
-    dev = device_bps / MiB if device_bps else None
-    own = part[part["access"] == "read"]["own_read_bytes"] if "own_read_bytes" in part else pd.Series(dtype=float)
-    witnessed = bool(len(own)) and own.notna().all()
-    alone = "" if witnessed else (" (by the rate alone: these recordings were made before iolab kept the kernel's "
-                                  "witnesses)")
-    out = [explain.expect(
-        f"every read of the sweep ({span} transfers) ran more than {BEYOND:g} times the device's uncached rate: "
-        "each point re-read what it had just written, from memory",
-        explain.greater("slowest read (MiB/s)", reads.min() if len(reads) else None,
-                        "device's uncached rate (MiB/s)", dev, by=BEYOND),
-        yes=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached{alone}",
-        no=lambda ev: f"the slowest read ran at {_mib(reads.min())}, the sweep's device read {_mib(dev)} uncached{alone}",
-        why="a fast device (or a VM host's cache) reads nearly as fast as memory copies: the rate alone cannot tell.",
-        missing="the device's uncached rate is not known for this sweep.", show=show)]
-    if witnessed:
-        r = part[part["access"] == "read"]
-        data = (16 * MiB * r["segments"] * r["tasks"]).astype(float)        # sweep_options: 16 MiB blocks
-        share = float((r["own_read_bytes"].astype(float) / data).max())
-        out.insert(0, explain.expect(
-            "every point's read came from memory: its processes read less than a tenth of it from storage",
-            explain.greater("a tenth", 0.1, "largest share read from storage", share),
-            yes=lambda ev: f"at most {share:.1%} of a point's data came from storage (task I/O accounting)",
-            no=lambda ev: f"one point read {share:.0%} of its data from storage",
-            why="memory was short, or the point's pages were dropped between its write and its read.", show=show))
-    if len(writes):
-        lo, hi = float(writes.min()), float(writes.max())
-        out.append(explain.expect(
-            f"the -e writes stayed within a factor 2 of each other from {span} transfers: the device's pace, not the "
-            "size of the write() calls, set them",
-            explain.greater("slowest write (MiB/s)", lo, "fastest write (MiB/s)", hi, by=0.5),
-            yes=lambda ev: f"from {_mib(lo)} to {_mib(hi)}",
-            no=lambda ev: f"the -e writes ranged from {_mib(lo)} to {_mib(hi)}",
-            why="very small transfers cost a system call each: at some size the calls, not the device, set the pace; "
-                "and single iterations of a second or less scatter.",
-            show=show))
-    return out
-
-
-def _sweep_recording(version: str) -> Any:
-    return recordings.load(f"ior/sweep-t1m-n2-s4-{version}-cache")
-
-
-def sweep_device_bps(version: str = "4.0.0") -> float | None:
-    """The device's uncached rate measured when the recorded sweep of that IOR version was made."""
-    import json
-
-    return json.loads(_sweep_recording(version).text).get("device_bps")
-
-
-def sweep_host_cpus(version: str = "4.0.0") -> int | None:
-    """Cores of the machine the recorded sweep was made on."""
-    return (_sweep_recording(version).meta.get("host") or {}).get("cpus")
 
 
 # --- tables for the lesson ------------------------------------------------------------------------
@@ -1338,162 +894,3 @@ def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
                                                     f"the write run left, on {label}")
         written += [f"{ref}-write", f"{ref}-read"]
     return written
-
-
-# --- section 9: the same run, again and again; the page cache overflowing (IOR's "First Steps") -----
-# recorded by recorders/ior_memory.py: one IOR task in a memory cgroup, -t 1m -b 1m -s N, write then read
-
-CACHE_SEGMENTS = (64, 128, 256, 512)
-HOG_SEGMENTS = 256
-HOG_RUNS = ("hog-none", "hog-1pct")
-_HOG_LINE = re.compile(r"^memoryPerNode\s*:\s*([0-9]{1,12}(?:\.[0-9]{1,4})?) ([KMGT]?)i?B\s*$")
-
-
-def _load(notes: str) -> float | None:
-    """The load average the recorder noted before a run ("load average 15.2 (1 min)"), if any."""
-    m = re.search(r"load average ([0-9]{1,4}\.[0-9]{1,2}) \(1 min\)", notes[:2000])
-    return float(m.group(1)) if m else None
-
-
-def _hog_bytes(text: str) -> int:
-    """The bytes IOR's -M hogged, from the header line IOR prints (0 without -M)."""
-    for line in text.splitlines():
-        m = _HOG_LINE.match(line[:200].strip())
-        if m:
-            return int(float(m.group(1)) * 1024 ** "_KMGT".index(m.group(2) or "_"))  # IOR rounds to 0.01
-    return 0
-
-
-def cache_frame(runs: Sequence[str] | None = None, *, show: bool = True) -> pd.DataFrame:
-    """Every recorded trial of the cgroup runs (``ior/cache-s<N>-t<k>``, ``ior/hog-*-t<k>``): one row per
-    run, trial and phase, with IOR's rate, the file's size, the cgroup's limit, what -M hogged and the
-    witness's bytes read from storage by IOR. Prints where the recordings come from."""
-    names = list(runs) if runs is not None else [f"cache-s{s}" for s in CACHE_SEGMENTS] + list(HOG_RUNS)
-    rows, first = [], None
-    for name in names:
-        t = 1
-        while True:
-            try:
-                rec = recordings.load(f"ior/{name}-t{t}")
-            except FileNotFoundError:
-                break
-            first = first or rec
-            w = rec.witness()
-            limit = (rec.meta.get("filesystem") or {}).get("memory_cgroup_limit")
-            for r in ior.parse(rec.text):
-                rows.append({"run": name, "trial": t, "access": r["access"], "mib_per_s": r["bw_mib"],
-                             "file_bytes": r["segments"] * r["block_kib"] * 1024, "segments": r["segments"],
-                             "limit_bytes": limit, "hog_bytes": _hog_bytes(rec.text),
-                             "own_read_bytes": None if w is None else w.own_read,
-                             "disturbed": None if w is None else w.disturbed, "date": rec.meta.get("date"),
-                             "load": _load(rec.meta.get("notes") or "")})
-            t += 1
-    df = pd.DataFrame(rows)
-    if first is not None:
-        load = df["load"].dropna()
-        df.attrs["where"] = (f"recorded {first.meta.get('date')} on {(first.meta.get('host') or {}).get('description')}, "
-                             f"{(first.meta.get('filesystem') or {}).get('fstype')}, ior {first.meta.get('tool_version')}"
-                             + (f", load average {load.min():.1f}–{load.max():.1f} before the runs" if len(load) else ""))
-    if show and first is not None:
-        n = len({(r["run"], r["trial"]) for r in rows})
-        print(f"{first.provenance}; and {n - 1} more runs of the same set (ior/cache-*, ior/hog-*), "
-              "one IOR task in a memory cgroup")
-    return df
-
-
-def phase_trials(df: pd.DataFrame, access: str, runs: Sequence[str] | dict[str, str]) -> "trials_mod.Trials":
-    """The trials of one phase of some runs, as :class:`iolab.trials.Trials` (MiB/s, higher is better);
-    ``runs`` may map each run to the name the table and the chart give it."""
-    part = df[df["access"] == access]
-    names = dict(runs) if isinstance(runs, dict) else {r: r for r in runs}
-    return trials_mod.from_values({names[r]: list(part.loc[part["run"] == r, "mib_per_s"]) for r in names},
-                                  unit="MiB/s", higher=True)
-
-
-def single_number(df: pd.DataFrame, run: str | None = None, access: str | None = None, *,
-                  show: bool = True) -> dict[str, Any]:
-    """What one trial would have said: the first trial, the fastest and the slowest, and the range as a
-    factor, for one run and phase (default: the one whose trials lie furthest apart). Printed, returned."""
-    if run is None or access is None:
-        g = df.groupby(["run", "access"])["mib_per_s"]
-        run, access = (g.max() / g.min()).idxmax()
-    v = df[(df["run"] == run) & (df["access"] == access)]["mib_per_s"]
-    out = {"run": run, "access": access, "first": float(v.iloc[0]), "min": float(v.min()), "max": float(v.max()),
-           "median": float(v.median()), "trials": float(len(v)), "factor": float(v.max() / v.min())}
-    if show:
-        print(f"{run} {access}: trial 1 said {out['first']:,.0f} MiB/s; over {len(v)} trials the same run "
-              f"gave {out['min']:,.0f} to {out['max']:,.0f} MiB/s, {out['factor']:.1f} times apart "
-              f"(median {out['median']:,.0f}). One number would have been any of them.")
-    return out
-
-
-def overflow(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
-    """The segment sweep: the largest file inside the cgroup's limit is read from memory (the witness:
-    nothing read from storage), the smallest file beyond it from the device; beyond() over their reads."""
-    limit = df["limit_bytes"].dropna().iloc[0]
-    sizes = df[df["run"].str.startswith("cache-s")].groupby("run")["file_bytes"].first().sort_values()
-    inside = sizes[sizes < limit]
-    beyond_ = sizes[sizes > limit]
-    if inside.empty or beyond_.empty:
-        raise ValueError("the sweep needs a file inside the memory limit and one beyond it")
-    fits, over = inside.index[-1], beyond_.index[0]
-    reads = df[df["access"] == "read"]
-    own = reads.groupby("run")["own_read_bytes"].median()
-    rel = explain.beyond(fits, list(reads.loc[reads["run"] == fits, "mib_per_s"]), over,
-                         list(reads.loc[reads["run"] == over, "mib_per_s"]), by=2, unit="MiB/s")
-    return [explain.expect(
-        f"the {format_size(inside.iloc[-1])} file (inside the {format_size(limit)} limit) is read back at "
-        f"least twice as fast as the {format_size(beyond_.iloc[0])} one (beyond it), in every trial",
-        rel, yes=lambda ev: (f"{explain.spread_text(rel)}; the witness: IOR read {format_size(own.get(fits) or 0)} "
-                             f"from storage for the first (median of its trials), {format_size(own.get(over) or 0)} "
-                             "for the second"),
-        why="on a VM the 'device' may be the host's memory; a busy device makes the slow side slower, never faster",
-        show=show)]
-
-
-def hog(df: pd.DataFrame, *, show: bool = True) -> list[Claim]:
-    """-M at one file size: with the hog beside it the file no longer fits in what the cgroup leaves for
-    the page cache, and the read phase goes to the device; beyond() over the read trials."""
-    reads = df[df["access"] == "read"]
-    a, b = HOG_RUNS
-    hogged = int(df.loc[df["run"] == b, "hog_bytes"].max())
-    limit = int(df["limit_bytes"].dropna().iloc[0])
-    size = int(df.loc[df["run"] == b, "file_bytes"].iloc[0])
-    own = reads.groupby("run")["own_read_bytes"].median()
-    rel = explain.beyond(a, list(reads.loc[reads["run"] == a, "mib_per_s"]), b,
-                         list(reads.loc[reads["run"] == b, "mib_per_s"]), by=2, unit="MiB/s")
-    return [explain.expect(
-        f"with -M hogging {format_size(hogged)} of the {format_size(limit)} limit, the {format_size(size)} file "
-        "no longer fits beside it and its read phase is at least twice as slow in every trial",
-        rel, yes=lambda ev: (f"{explain.spread_text(rel)}; the witness: IOR read {format_size(own.get(a) or 0)} "
-                             f"from storage without -M, {format_size(own.get(b) or 0)} with it (medians)"),
-        why="-M squeezes this node's page cache only; a cache below it (a VM host's, a server's) still serves",
-        show=show)]
-
-
-def report(t: "trials_mod.Trials", what: str, *, where: str = "", show: bool = True) -> list[str]:
-    """How a benchmark report states a result: per setting the median, the range, the number of trials
-    and how they ran, then where (machine, filesystem, tool); never one number alone."""
-    lines = [f"{what}, {name}: {line}" for name, line in t.report().items()] + ([f"  ({where})"] if where else [])
-    if show:
-        print("\n".join(lines))
-    return lines
-
-
-def hog_parse(*, show: bool = True) -> list[Claim]:
-    """What IOR made of ``-M 1m`` (recording ``ior/hog-1m-parse``): the bytes its header says it hogged,
-    against 1 MiB and against the recording machine's memory."""
-    rec = recordings.load("ior/hog-1m-parse")
-    hogged = _hog_bytes(rec.text)
-    mem = (rec.meta.get("host") or {}).get("mem_bytes")
-    share = hogged / mem if mem else None
-    if show:
-        print(rec.provenance)
-    return [explain.expect(
-        "-M 1m hogs 1 MiB", explain.within("hogged", float(hogged), "asked", float(MiB), rel=0.5),
-        no=lambda ev: (f"IOR's header says memoryPerNode {format_size(hogged)}"
-                       + (f", {share:.1%} of the recording machine's {format_size(mem)}" if share else "")),
-        why=("IOR reads -M's value with sscanf(\" %d %% \") (NodeMemoryStringToBytes, src/utilities.c, 3.3.0 and "
-             "4.0.0): a value that starts with a digit is taken as a percentage of the node's physical memory, "
-             "whatever follows it, so '1m' is 1 % and the help's '2g' is 2 %. Write -M as a percentage"),
-        show=show)]
