@@ -165,7 +165,7 @@ def test_ior_minus_c_across_the_two_clients_reads_from_the_osds_live(cluster, mo
     before = mpi_leftovers_in_tmp()
     out = parallel_fs.ior_two_clients(cluster, show=False)
     assert out.mode == "live" and out.witness is not None
-    assert [c.held for c in out.extra["claims"][:2]] == [True, True]
+    assert [c.held for c in out.claims[:2]] == [True, True]
     assert set(out.frame["tasks_per_node"]) == {1}
     assert mpi_leftovers_in_tmp() <= before             # Open MPI's session files stay in the workspace
 
@@ -183,7 +183,7 @@ def test_ior_cephfs_backend_live(cluster, monkeypatch):
     before = mpi_leftovers_in_tmp()
     out = parallel_fs.ior_cephfs(cluster, show=False)
     assert out.mode == "live" and out.witness is not None and json.loads(out.text)["ior"] == exe
-    assert out.extra["claims"][0].held is True
+    assert out.claims[0].held is True
     df = out.frame
     shared, fpp = (df[df["setting"] == s] for s in list(parallel_fs.CEPHFS_SETTINGS)[:2])
     assert shared["kib_per_osd_write"].median() < 16 < 32 < fpp["kib_per_osd_write"].median()

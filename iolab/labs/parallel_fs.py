@@ -1,14 +1,14 @@
 """Lesson 08: a real parallel file system (CephFS) on one machine, witnessed by the cluster's counters.
 
 Each section has one function that runs its experiment on a live :class:`iolab.ceph.Cluster` (or
-replays its recording, ``data/recorded/ceph/<name>.json``, when there is no cluster) and returns an
-:class:`~iolab.recordings.Outcome` whose ``frame`` is the section's table and ``extra["claims"]`` its
-sentences. A live run's raw outputs (getfattr, rados ls, osdmaptool, the daemons' ``perf dump``) are
+replays its recording, ``data/recorded/ceph/<name>.json``, when there is no cluster) and returns a
+:class:`Section` (an :class:`~iolab.recordings.Outcome`) whose ``frame`` is the section's table and ``claims``
+its sentences. A live run's raw outputs (getfattr, rados ls, osdmaptool, the daemons' ``perf dump``) are
 kept verbatim in one JSON document per section, beside the times measured here; the same parser
 reads it live and replayed.
 
 Every comparison is a few interleaved trials (A, B, A, B, ...), kept as :class:`iolab.trials.Trials`
-(``outcome.extra["trials"]``, drawn by :func:`iolab.plot.trials`) and called by the course's one rule,
+(``outcome.trials``, drawn by :func:`iolab.plot.trials`) and called by the course's one rule,
 :func:`iolab.explain.beyond`: a side wins only when its worst trial beats the other's best; otherwise
 "Too close to call here", with both spreads.
 """
@@ -20,6 +20,8 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ import pandas as pd
 from .. import explain, fsinfo, mpi, pagecache, recordings, runner, safeio, trials, workspace
 from ..ceph import TOOLS, Cluster, missing
 from ..ceph.cluster import HINT
-from ..errors import IolabError, ParseError, ToolMissing
+from ..errors import IolabError, ParseError
 from ..objectstore.mounts import fuse_problem
 from ..tools import ceph as cephtools
 from ..tools import ior
@@ -48,26 +50,27 @@ OSD_W, OSD_R = "osd.op_w_in_bytes", "osd.op_r_out_bytes"
 
 # --- the cluster ------------------------------------------------------------------------------------
 
+NO_CLUSTER = "no cluster was started (parallel_fs.start() was not called, or failed)"
+
+
+def _fuse_problem() -> str | None:
+    problem = fuse_problem()
+    return f"ceph-fuse cannot mount: {problem}" if problem else None
+
+
 def why_not_live() -> str:
     """Why this lesson cannot run live here ("" when it can): IOLAB_MODE=replay, a Ceph package
-    missing, or FUSE unusable for this user (ceph-fuse needs /dev/fuse)."""
-    if recordings.mode() == "replay":
-        return "IOLAB_MODE=replay"
-    lacking = missing()
-    if lacking:
-        return f"{', '.join(lacking)} not installed here"
-    problem = fuse_problem()
-    return f"ceph-fuse cannot mount: {problem}" if problem else ""
+    missing, or FUSE unusable for this user (ceph-fuse needs /dev/fuse). The one decision,
+    :func:`iolab.recordings.replay_reason`, asked without raising."""
+    return recordings.replay_reason(TOOLS, _fuse_problem, strict=False) or ""
 
 
 def start(ws: workspace.Workspace | None = None, **kw: Any) -> Cluster | None:
     """The lesson's cluster, mounted at node A and node B; None (and why, printed) when the lesson
-    replays: IOLAB_MODE=replay, the Ceph packages missing, or /dev/fuse unusable."""
-    reason = why_not_live()
+    replays: IOLAB_MODE=replay, the Ceph packages missing, or /dev/fuse unusable. With IOLAB_MODE=live
+    those raise instead (ToolMissing, or CannotRunHere for FUSE)."""
+    reason = recordings.replay_reason(TOOLS, _fuse_problem)
     if reason:
-        if recordings.mode() == "live":
-            lacking = missing()
-            raise ToolMissing(lacking[0] if lacking else "/dev/fuse", HINT if lacking else reason)
         print(f"{reason}: no cluster started; every section replays its recording"
               + (f". To run it live: {HINT}" if missing() else ""))
         return None
@@ -86,28 +89,32 @@ def start(ws: workspace.Workspace | None = None, **kw: Any) -> Cluster | None:
     return c
 
 
-def _live(cluster: Cluster, fn: Any) -> Any:
-    def run() -> str:
-        return json.dumps(fn(cluster), indent=1) + "\n"
-    return run
+@dataclass
+class Section(recordings.Outcome):
+    """One section of the lesson, run on the cluster or replayed: ``frame`` its table, ``claims`` its
+    sentences, ``trials`` the trials each comparison called, by name (for :func:`iolab.plot.trials`)."""
+
+    claims: list[explain.Claim] = field(default_factory=list)
+    trials: dict[str, trials.Trials] = field(default_factory=dict)
 
 
-def _outcome(cluster: Cluster | None, name: str, fn: Any, parse: Any, *, reason: str = "",
-             witness: bool = False) -> recordings.Outcome:
-    """The section live on ``cluster`` (``witness``: under the kernel's Witness of the disk below the
-    OSDs' files), else its recording, with why."""
-    if cluster is not None and not reason:
-        return recordings.live_or_recorded(_live(cluster, fn), f"ceph/{name}", requires=TOOLS, parse=parse,
-                                           witness_path=cluster.dir if witness else None)
-    # no cluster: replay, saying why live did not run (not a tool name that may well be installed)
-    reason = reason or why_not_live() or "no cluster was started (parallel_fs.start() was not called, or failed)"
-    rec = recordings.load(f"ceph/{name}")
-    out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; {reason}", recording=rec, reason=reason)
-    if witness:
-        out.witness = rec.witness()
-    out.data = parse(out.text)
-    out.frame = recordings.as_frame(out.data)
-    print(out.provenance)
+def _section(cluster: Cluster | None, name: str, fn: Callable[[Cluster], dict], parse: Callable[[str], Any],
+             claims: Callable[..., list[explain.Claim]], *, show: bool = True,
+             requires: Sequence[str] = (), unavailable: str | Callable[[], str | None] | None = None,
+             witness: bool = False, frame: Callable[[Any], pd.DataFrame] | None = None,
+             cls: type[Section] = Section) -> Section:
+    """Section ``name``: ``fn`` live on ``cluster`` (``witness``: under the kernel's Witness of the disk
+    below the OSDs' files), else its recording ``ceph/<name>``, with why, through the one door
+    (:func:`iolab.recordings.live_or_recorded`); ``requires`` and ``unavailable``: what the section needs
+    beyond the cluster. ``claims(data, keep=, show=)``: its sentences, its trials kept in ``.trials``."""
+    if cluster is None:         # why no cluster was started (not a tool name that may well be installed)
+        requires, unavailable = TOOLS, lambda: _fuse_problem() or NO_CLUSTER
+    out = recordings.live_or_recorded(lambda: json.dumps(fn(cluster), indent=1) + "\n", f"ceph/{name}",
+                                      requires=requires, unavailable=unavailable, parse=parse, frame=frame, cls=cls,
+                                      witness_path=cluster.dir if witness and cluster is not None else None)
+    if witness and cluster is None:          # the recording's witness all the same
+        out.witness, out.witness_note = out.recording.witness(), out.recording.witness_note
+    out.claims = claims(out.data, keep=out.trials, show=show)
     return out
 
 
@@ -150,9 +157,9 @@ def _osd_delta(before: dict[str, str], after: dict[str, str], key: str) -> dict[
             for name in before}
 
 
-def compare(predicted: str, a: str, a_trials: list[float], b: str, b_trials: list[float], unit: str,
-            *, higher: bool = True, keep: dict[str, trials.Trials] | None = None, key: str = "",
-            show: bool = True) -> explain.Claim:
+def trials_claim(predicted: str, a: str, a_trials: list[float], b: str, b_trials: list[float], unit: str,
+                 *, higher: bool = True, keep: dict[str, trials.Trials] | None = None, key: str = "",
+                 show: bool = True) -> explain.Claim:
     """``a`` beats ``b`` by the course's one rule (:func:`iolab.explain.beyond`: a's worst trial beats
     b's best), else "Too close to call here"; ``higher``: a larger value is better. The trials go into
     ``keep[key]`` (for :func:`iolab.plot.trials`)."""
@@ -166,7 +173,7 @@ def compare(predicted: str, a: str, a_trials: list[float], b: str, b_trials: lis
     return claim
 
 
-def spread(values: list[float], fmt: str = ",.0f") -> str:
+def _spread(values: list[float], fmt: str = ",.0f") -> str:
     """``lowest–highest (median m)`` of a few trials."""
     v = sorted(float(x) for x in values)
     return f"{v[0]:{fmt}}–{v[-1]:{fmt}} (median {v[len(v) // 2]:{fmt}})"
@@ -245,14 +252,28 @@ def parse_layouts(text: str) -> dict:
             "round_robin": doc["round_robin"]}
 
 
-def where_bytes_live(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
-    out = _outcome(cluster, "layouts", _layouts_live, parse_layouts)
-    out.frame = out.data["files"].drop(columns=["expected_per_osd"])
-    out.extra["claims"] = claims_layouts(out.data, show=show)
+@dataclass
+class Layouts(Section):
+    """Section 1: ``frame`` one row per file (its layout, objects, OSDs used), ``objects`` one row per
+    RADOS object (its primary OSD), ``per_osd`` the bytes each OSD counted per file, ``round_robin``
+    what object 1 of the 4-stripe file held."""
+
+    objects: pd.DataFrame | None = None
+    per_osd: pd.DataFrame | None = None
+    round_robin: dict[str, Any] = field(default_factory=dict)
+
+
+def where_bytes_live(cluster: Cluster | None = None, *, show: bool = True) -> Layouts:
+    """Three files in directories of three layouts: their objects, the OSDs that hold them, and each
+    OSD's own count of the bytes it took."""
+    out = _section(cluster, "layouts", _layouts_live, parse_layouts, layouts_claims, show=show, cls=Layouts,
+                   frame=lambda data: data["files"].drop(columns=["expected_per_osd"]))
+    out.objects, out.per_osd, out.round_robin = out.data["objects"], out.data["per_osd"], out.data["round_robin"]
     return out
 
 
-def claims_layouts(data: dict, *, show: bool = True) -> list[explain.Claim]:
+def layouts_claims(data: dict, *, keep: dict[str, trials.Trials] | None = None, show: bool = True) -> list[explain.Claim]:
+    """Section 1's sentences (``data``: :func:`parse_layouts`'s tables; no comparison of trials)."""
     files, per_osd = data["files"], data["per_osd"]
     claims = []
     for _, f in files.iterrows():
@@ -333,36 +354,34 @@ def parse_caches(text: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def client_caches(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
-    out = _outcome(cluster, "caches", _caches_live, parse_caches)
-    out.extra["trials"] = {}
-    out.extra["claims"] = claims_caches(out.frame, keep=out.extra["trials"], show=show)
-    return out
+def client_caches(cluster: Cluster | None = None, *, show: bool = True) -> Section:
+    """One file read three ways per trial: on a fresh mount, again, after evicting the kernel's pages."""
+    return _section(cluster, "caches", _caches_live, parse_caches, caches_claims, show=show)
 
 
-def claims_caches(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+def caches_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
     by = {s: df[df["step"] == s] for s in CACHE_STEPS}
     size = int(df["bytes"].max())
     cold, again, evicted = (by[s]["osd_bytes_sent"] for s in CACHE_STEPS)
     claims = [explain.expect(
         "a read on a fresh mount fetches the whole file from the OSDs",
         explain.fact("every cold read came from the OSDs", bool((cold >= size).all())),
-        yes=f"the OSDs sent {spread([x / MiB for x in cold])} MiB for a {format_size(size)} file",
-        no=f"the OSDs sent {spread([x / MiB for x in cold])} MiB", why="the mount was not fresh", show=show),
+        yes=f"the OSDs sent {_spread([x / MiB for x in cold])} MiB for a {format_size(size)} file",
+        no=f"the OSDs sent {_spread([x / MiB for x in cold])} MiB", why="the mount was not fresh", show=show),
         explain.expect(
         "reading it again on the same mount asks the OSDs for nothing: the kernel's page cache answers",
         explain.fact("OSDs sent nothing", bool((again < MiB).all())),
-        yes=f"the OSDs sent {spread([x / MiB for x in again])} MiB; {spread(list(by[CACHE_STEPS[1]]['mb_per_s']))} MB/s",
-        no=f"the OSDs sent {spread([x / MiB for x in again])} MiB", why="memory pressure evicted the pages", show=show),
+        yes=f"the OSDs sent {_spread([x / MiB for x in again])} MiB; {_spread(list(by[CACHE_STEPS[1]]['mb_per_s']))} MB/s",
+        no=f"the OSDs sent {_spread([x / MiB for x in again])} MiB", why="memory pressure evicted the pages", show=show),
         explain.expect(
         "after the kernel's pages are dropped, the OSDs still send nothing: ceph-fuse's own object cache "
         "answers (only a remount, or client_oc=false, gives a cold read)",
         explain.fact("OSDs sent nothing after eviction", bool((evicted < MiB).all())),
-        yes=f"the OSDs sent {spread([x / MiB for x in evicted])} MiB, the client cache hit "
-            f"{spread([x / MiB for x in by[CACHE_STEPS[2]]['client_cache_hit_bytes']])} MiB",
-        no=f"the OSDs sent {spread([x / MiB for x in evicted])} MiB",
+        yes=f"the OSDs sent {_spread([x / MiB for x in evicted])} MiB, the client cache hit "
+            f"{_spread([x / MiB for x in by[CACHE_STEPS[2]]['client_cache_hit_bytes']])} MiB",
+        no=f"the OSDs sent {_spread([x / MiB for x in evicted])} MiB",
         why="the file is bigger than the client's object cache (client_oc_size), or it was trimmed", show=show),
-        compare("the page cache read is faster than the cold read from the OSDs",
+        trials_claim("the page cache read is faster than the cold read from the OSDs",
                 "page cache", list(by[CACHE_STEPS[1]]["mb_per_s"]), "cold", list(by[CACHE_STEPS[0]]["mb_per_s"]),
                 "MB/s", keep=keep, key="read", show=show)]
     return claims
@@ -417,14 +436,12 @@ def parse_metadata(text: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def metadata(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
-    out = _outcome(cluster, "metadata", _metadata_live, parse_metadata)
-    out.extra["trials"] = {}
-    out.extra["claims"] = claims_metadata(out.frame, keep=out.extra["trials"], show=show)
-    return out
+def metadata(cluster: Cluster | None = None, *, show: bool = True) -> Section:
+    """Creates, stats from the other node and removes, on CephFS and on the workspace's filesystem."""
+    return _section(cluster, "metadata", _metadata_live, parse_metadata, metadata_claims, show=show)
 
 
-def claims_metadata(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+def metadata_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
     ceph = df[df["where"] == "CephFS"]
     local = df[df["where"] != "CephFS"]
     name = local["where"].iloc[0]
@@ -434,10 +451,10 @@ def claims_metadata(df: pd.DataFrame, *, keep: dict | None = None, show: bool = 
         f"each create, each stat from the other node and each remove on CephFS is a request to the MDS: "
         f"at least 3 × {n} = {3 * n} per trial",
         explain.greater("fewest MDS requests in a trial", per_trial.min() + 1, "3 × files", 3 * n),
-        yes=f"the MDS counted {spread(list(per_trial))} client requests per trial",
-        no=f"the MDS counted {spread(list(per_trial))}", why="a client answered from capabilities it held", show=show)]
+        yes=f"the MDS counted {_spread(list(per_trial))} client requests per trial",
+        no=f"the MDS counted {_spread(list(per_trial))}", why="a client answered from capabilities it held", show=show)]
     for op in ("create", "stat"):
-        claims.append(compare(f"{op}s are faster on the local {name} than on CephFS",
+        claims.append(trials_claim(f"{op}s are faster on the local {name} than on CephFS",
                               name, list(local[local["op"] == op]["ops_per_s"]),
                               "CephFS", list(ceph[ceph["op"] == op]["ops_per_s"]), f"{op}s/s",
                               keep=keep, key=op, show=show))
@@ -500,15 +517,24 @@ def parse_coherence(text: str) -> dict:
     return {"visible": doc["visible"], "trials": df, "sessions": cephtools.parse_sessions(doc["sessions"])}
 
 
-def coherence(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
-    out = _outcome(cluster, "coherence", _coherence_live, parse_coherence)
-    out.frame = out.data["trials"]
-    out.extra["trials"] = {}
-    out.extra["claims"] = claims_coherence(out.data, keep=out.extra["trials"], show=show)
+@dataclass
+class Coherence(Section):
+    """Section 4: ``frame`` the timed 4 KiB writes (alone, with node B holding the file open),
+    ``visible`` what node B saw of node A's unflushed bytes, ``sessions`` the MDS's client sessions."""
+
+    visible: dict[str, Any] = field(default_factory=dict)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def coherence(cluster: Cluster | None = None, *, show: bool = True) -> Coherence:
+    """Node B reads what node A wrote and did not flush; A's small writes alone and while B has the file open."""
+    out = _section(cluster, "coherence", _coherence_live, parse_coherence, coherence_claims, show=show,
+                   cls=Coherence, frame=lambda data: data["trials"])
+    out.visible, out.sessions = out.data["visible"], out.data["sessions"]
     return out
 
 
-def claims_coherence(data: dict, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+def coherence_claims(data: dict, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
     v, df = data["visible"], data["trials"]
     return [explain.expect(
         "node B sees 4 KiB that node A wrote and neither flushed nor closed: CephFS is coherent, the MDS "
@@ -516,7 +542,7 @@ def claims_coherence(data: dict, *, keep: dict | None = None, show: bool = True)
         explain.fact("B saw the bytes", v["bytes_equal"] and v["size_seen_by_b"] == 4096),
         yes=f"B's stat and read took {v['seconds'] * 1e3:.1f} ms; {len(data['sessions'])} client sessions at the MDS",
         no=f"B saw a size of {v['size_seen_by_b']}", why="not expected on CephFS", show=show),
-        compare("A's 4 KiB writes are faster while A has the file alone than while B has it open (A loses "
+        trials_claim("A's 4 KiB writes are faster while A has the file alone than while B has it open (A loses "
                 "its buffer capability: every write goes to the OSD)",
                 "alone", list(df[df["node_b"] == "closed"]["us_per_write"]),
                 "with B open", list(df[df["node_b"] == "open"]["us_per_write"]), "µs per write",
@@ -572,17 +598,18 @@ def parse_shared(text: str) -> pd.DataFrame:
     return pd.DataFrame([{**t, "mb_per_s": t["bytes"] / t["seconds"] / 1e6} for t in doc["trials"]])
 
 
-def shared_file(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
-    out = _outcome(cluster, "shared", _shared_live, parse_shared)
-    df = out.frame
-    out.extra["trials"] = {}
-    out.extra["claims"] = [compare(
+def shared_file(cluster: Cluster | None = None, *, show: bool = True) -> Section:
+    """Two clients writing 4 KiB at a time, at once: into a file each, or into halves of one file."""
+    return _section(cluster, "shared", _shared_live, parse_shared, shared_file_claims, show=show)
+
+
+def shared_file_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+    return [trials_claim(
         "two clients writing 4 KiB at a time are faster into a file each than into disjoint halves of one "
         "shared file (in a shared file neither keeps its buffer capability)",
         "a file per client", list(df[df["how"] == "a file per client"]["mb_per_s"]),
         "one shared file", list(df[df["how"] == "one shared file"]["mb_per_s"]), "MB/s",
-        keep=out.extra["trials"], key="writes", show=show)]
-    return out
+        keep=keep, key="writes", show=show)]
 
 
 # --- 6. replication's write cost ------------------------------------------------------------------------
@@ -621,25 +648,25 @@ def parse_replication(text: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def replication(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
-    out = _outcome(cluster, "replication", _replication_live, parse_replication)
-    df = out.frame
+def replication(cluster: Cluster | None = None, *, show: bool = True) -> Section:
+    """Writes with fsync into a pool of size 1 and one of size 3: what the OSDs receive, how fast."""
+    return _section(cluster, "replication", _replication_live, parse_replication, replication_claims, show=show)
+
+
+def replication_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
     r3 = df[df["pool_size"] == 3]["osd_bytes_per_file_byte"]
     r1 = df[df["pool_size"] == 1]["osd_bytes_per_file_byte"]
-    out.extra["trials"] = {}
-    out.extra["claims"] = [explain.expect(
+    return [explain.expect(
         "in a pool of size 3 the OSDs receive every byte three times (once from the client at the primary, "
         "twice from the primary at the replicas); in a pool of size 1 once",
         explain.within("OSD bytes per file byte, size 3", float(r3.median()), "3 copies", 3.0, rel=0.05),
-        yes=f"{spread(list(r3), '.2f')} against {spread(list(r1), '.2f')} bytes at the OSDs per file byte",
+        yes=f"{_spread(list(r3), '.2f')} against {_spread(list(r1), '.2f')} bytes at the OSDs per file byte",
         no=f"{float(r3.median()):.2f} bytes at the OSDs per file byte", why="recovery or another client wrote too",
         show=show),
-        compare("writes with fsync are faster into the size-1 pool than into the size-3 pool (an fsync waits "
+        trials_claim("writes with fsync are faster into the size-1 pool than into the size-3 pool (an fsync waits "
                 "for every replica)",
                 "size 1", list(df[df["pool_size"] == 1]["mb_per_s"]), "size 3",
-                list(df[df["pool_size"] == 3]["mb_per_s"]), "MB/s", keep=out.extra["trials"], key="writes",
-                show=show)]
-    return out
+                list(df[df["pool_size"] == 3]["mb_per_s"]), "MB/s", keep=keep, key="writes", show=show)]
 
 
 # --- 7. seed 001 with two clients: IOR -C reads the other node's data from the OSDs ---------------------
@@ -721,38 +748,30 @@ def parse_ior(text: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def ior_two_clients(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
+def ior_two_clients(cluster: Cluster | None = None, *, show: bool = True) -> Section:
     """Seed 001's -C, with the ranks on two clients: the read of the other node's file comes from the OSDs."""
-    lacking = [t for t in ("ior", "mpirun") if runner.which(t) is None]
-    reason = ""
-    if cluster is not None and lacking:
-        if recordings.mode() == "live":
-            raise ToolMissing(lacking[0], runner.install_hint(lacking[0]))
-        reason = f"{', '.join(lacking)} not installed here (lesson 04 says how to build IOR)"
-    out = _outcome(cluster, "ior", _ior_live, parse_ior, reason=reason, witness=True)
-    out.extra["trials"] = {}
-    out.extra["claims"] = claims_ior(out.frame, keep=out.extra["trials"], show=show)
-    return out
+    return _section(cluster, "ior", _ior_live, parse_ior, ior_two_clients_claims, show=show,
+                    requires=("ior", "mpirun"), witness=True)
 
 
-def claims_ior(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
+def ior_two_clients_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
     own, other = (df[df["step"] == s] for s in IOR_STEPS)
     size = int(df["bytes"].iloc[0])
     return [explain.expect(
         "without -C each rank reads back the file its own client wrote: that client's caches answer, the OSDs "
         "send (almost) nothing",
         explain.fact("the OSDs sent under 1 MiB in every read without -C", bool((own["osd_bytes_sent"] < MiB).all())),
-        yes=f"the OSDs sent {spread([x / MiB for x in own['osd_bytes_sent']], ',.1f')} MiB for {format_size(size)} read",
-        no=f"the OSDs sent {spread([x / MiB for x in own['osd_bytes_sent']], ',.1f')} MiB",
+        yes=f"the OSDs sent {_spread([x / MiB for x in own['osd_bytes_sent']], ',.1f')} MiB for {format_size(size)} read",
+        no=f"the OSDs sent {_spread([x / MiB for x in own['osd_bytes_sent']], ',.1f')} MiB",
         why="memory pressure evicted the client's pages and its object cache", show=show),
         explain.expect(
         "with -C (one task per node, -Q 1) each rank reads the file the other node's client wrote: every byte "
         "comes from the OSDs",
         explain.fact("the OSDs sent the whole size in every -C read", bool((other["osd_bytes_sent"] >= size).all())),
-        yes=f"the OSDs sent {spread([x / MiB for x in other['osd_bytes_sent']], ',.1f')} MiB for {format_size(size)} read",
-        no=f"the OSDs sent {spread([x / MiB for x in other['osd_bytes_sent']], ',.1f')} MiB",
+        yes=f"the OSDs sent {_spread([x / MiB for x in other['osd_bytes_sent']], ',.1f')} MiB for {format_size(size)} read",
+        no=f"the OSDs sent {_spread([x / MiB for x in other['osd_bytes_sent']], ',.1f')} MiB",
         why="IOR did not move the ranks (tasks per node not 1, or no -Q), or a client had the file cached", show=show),
-        compare("IOR's read rate is higher without -C (a cache on the node) than with it (the OSDs)",
+        trials_claim("IOR's read rate is higher without -C (a cache on the node) than with it (the OSDs)",
                 "no -C", list(own["mib_per_s"]), "-C", list(other["mib_per_s"]), "MiB/s",
                 keep=keep, key="read", show=show)]
 
@@ -867,21 +886,18 @@ def parse_cephfs(text: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def ior_cephfs(cluster: Cluster | None = None, *, show: bool = True) -> recordings.Outcome:
+def ior_cephfs(cluster: Cluster | None = None, *, show: bool = True) -> Section:
     """IOR's CEPHFS backend (each rank its own libcephfs client, no mount) at 4 KiB: one shared file, a
-    file per rank, a shared file with LazyIO, and POSIX on one ceph-fuse mount beside them."""
-    exe = cephfs_ior()
-    reason = ""
-    if cluster is not None and (exe is None or runner.which("mpirun") is None):
-        what = "mpirun" if exe is not None else "IOR built with the CEPHFS backend"
-        if recordings.mode() == "live":
-            raise ToolMissing(what, CEPHFS_BUILD if exe is None else runner.install_hint("mpirun"))
-        reason = f"no {what} here; to run it live, {CEPHFS_BUILD}" if exe is None else "mpirun not installed here"
-    out = _outcome(cluster, "ior-cephfs", lambda c: _cephfs_live(c, exe), parse_cephfs, reason=reason, witness=True)
-    out.extra["trials"] = {"all": trials.from_values(
+    file per rank, a shared file with LazyIO, and POSIX on one ceph-fuse mount beside them. ``trials["all"]``:
+    every setting's rates."""
+    def no_cephfs_ior() -> str | None:
+        return None if cephfs_ior() else f"no IOR built with the CEPHFS backend here; to run it live, {CEPHFS_BUILD}"
+
+    out = _section(cluster, "ior-cephfs", lambda c: _cephfs_live(c, cephfs_ior()), parse_cephfs, cephfs_claims,
+                   show=show, requires=("mpirun",), unavailable=no_cephfs_ior, witness=True)
+    out.trials["all"] = trials.from_values(
         {s: list(out.frame[out.frame["setting"] == s]["mib_per_s"]) for s in CEPHFS_SETTINGS}, unit="MiB/s",
-        higher=True)}
-    out.extra["claims"] = cephfs_claims(out.frame, keep=out.extra["trials"], show=show)
+        higher=True)
     return out
 
 
@@ -893,21 +909,21 @@ def cephfs_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = Tr
             "the OSDs took every byte IOR wrote, in every run (-e: an fsync ends each write phase)",
             explain.fact("the OSDs' op_w_in_bytes grew by at least IOR's bytes in every run",
                          bool((df["osd_bytes_in"] >= df["bytes"]).all())),
-            yes=f"the OSDs took {spread([x / MiB for x in df['osd_bytes_in']], ',.2f')} MiB per run of "
+            yes=f"the OSDs took {_spread([x / MiB for x in df['osd_bytes_in']], ',.2f')} MiB per run of "
                 f"{format_size(int(df['bytes'].iloc[0]))}",
-            no=f"the OSDs took {spread([x / MiB for x in df['osd_bytes_in']], ',.2f')} MiB per run",
+            no=f"the OSDs took {_spread([x / MiB for x in df['osd_bytes_in']], ',.2f')} MiB per run",
             why="a run's data stayed in a client's cache past its end", show=show),
-        compare("through libcephfs, two ranks writing 4 KiB at a time are faster into a file each (-F) than into "
+        trials_claim("through libcephfs, two ranks writing 4 KiB at a time are faster into a file each (-F) than into "
                 "one shared file (two clients on one file: neither may buffer)",
                 "-F", list(fpp[col]), "shared", list(shared[col]), "MiB/s", keep=keep, key="cephfs", show=show),
-        compare("in a shared file the OSDs receive smaller writes than with a file each (every 4 KiB sent on "
+        trials_claim("in a shared file the OSDs receive smaller writes than with a file each (every 4 KiB sent on "
                 "its own, unbuffered)",
                 "-F", list(fpp["kib_per_osd_write"]), "shared", list(shared["kib_per_osd_write"]),
                 "KiB per OSD write", keep=keep, key="osd writes", show=show),
-        compare("--cephfs.olazy (LazyIO: the clients may buffer a shared file) makes the shared file faster",
+        trials_claim("--cephfs.olazy (LazyIO: the clients may buffer a shared file) makes the shared file faster",
                 "shared, olazy", list(lazy[col]), "shared", list(shared[col]), "MiB/s", keep=keep, key="olazy",
                 show=show),
-        compare("POSIX on one ceph-fuse mount (both ranks in ONE client, no capability to share) writes the "
+        trials_claim("POSIX on one ceph-fuse mount (both ranks in ONE client, no capability to share) writes the "
                 "shared file faster than two libcephfs clients do",
                 "POSIX, one client", list(posix[col]), "CEPHFS, two clients", list(shared[col]), "MiB/s",
                 keep=keep, key="posix", show=show),
