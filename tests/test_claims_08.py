@@ -11,6 +11,7 @@ import pytest
 from conftest import all_consistent
 from iolab import ParseError, ToolMissing, explain, plot, recordings, trials
 from iolab.labs import parallel_fs as P
+from iolab.labs import parallel_fs_ior as PI
 from iolab.units import MiB
 
 
@@ -170,7 +171,7 @@ def test_in_live_mode_what_keeps_the_cluster_from_running_raises(monkeypatch):
 def test_every_section_is_a_typed_outcome_with_its_claims_and_trials():
     """One result shape: a Section (an Outcome) with typed claims and trials, no bag of strings."""
     for fn in (P.where_bytes_live, P.client_caches, P.metadata, P.coherence, P.shared_file, P.replication,
-               P.ior_two_clients, P.ior_cephfs):
+               PI.ior_two_clients, PI.ior_cephfs):
         out = fn(None, show=False)
         assert isinstance(out, P.Section) and isinstance(out, recordings.Outcome)
         assert out.claims and all(isinstance(c, explain.Claim) for c in out.claims)
@@ -213,9 +214,9 @@ def test_ior_minus_c_across_two_clients_reads_from_the_osds():
     """Seed 001 with two clients (recorded): rank 0 on node A, rank 1 on node B; without -C the OSDs
     send nothing (each client's cache answers), with -C -Q 1 and one task per node every byte comes
     from the OSDs, and IOR itself says it moved the ranks."""
-    out = P.ior_two_clients(None, show=False)
+    out = PI.ior_two_clients(None, show=False)
     df = out.frame
-    own, other = (df[df["step"] == s] for s in P.IOR_STEPS)
+    own, other = (df[df["step"] == s] for s in PI.IOR_STEPS)
     assert len(own) == len(other) == P.TRIALS
     assert (own["osd_bytes_sent"] < MiB).all() and (other["osd_bytes_sent"] >= other["bytes"]).all()
     assert set(other["ordering"]) == {"constant task offset"} and set(df["tasks_per_node"]) == {1}
@@ -229,24 +230,24 @@ def test_ior_minus_c_across_two_clients_reads_from_the_osds():
 
 
 def test_ior_minus_c_served_by_a_cache_turns_the_sentence():
-    df = P.ior_two_clients(None, show=False).frame.copy()
-    df.loc[df["step"] == P.IOR_STEPS[1], "osd_bytes_sent"] = 0
-    claims = P.ior_two_clients_claims(df, show=False)
+    df = PI.ior_two_clients(None, show=False).frame.copy()
+    df.loc[df["step"] == PI.IOR_STEPS[1], "osd_bytes_sent"] = 0
+    claims = PI.ior_two_clients_claims(df, show=False)
     all_consistent(claims)
     assert claims[1].held is False and "numTasksOnNode0" not in claims[1].text and "tasks per node" in claims[1].text
     df.loc[:, "mib_per_s"] = [100.0, 90.0, 80.0, 120.0, 110.0, 95.0]
-    assert P.ior_two_clients_claims(df, show=False)[2].held is None
+    assert PI.ior_two_clients_claims(df, show=False)[2].held is None
 
 
 def test_ior_section_without_ior_replays_saying_so(monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "auto")
     monkeypatch.setattr(recordings, "which", which_but("ior"))
-    out = P.ior_two_clients(Untouched(), show=False)
+    out = PI.ior_two_clients(Untouched(), show=False)
     assert out.mode == "replay" and out.reason.startswith("ior not installed here")
     assert out.witness is not None                  # the recording's
     monkeypatch.setenv("IOLAB_MODE", "live")
     with pytest.raises(ToolMissing, match="ior"):
-        P.ior_two_clients(Untouched(), show=False)
+        PI.ior_two_clients(Untouched(), show=False)
 
 
 # --- section 8: IOR's own CEPHFS backend ---------------------------------------------------------------
@@ -255,18 +256,18 @@ def test_ior_cephfs_shared_file_sends_every_4k_on_its_own_and_olazy_buffers_agai
     """Seed 001's shared file against -F, through libcephfs (recorded, IOR 4.0.0 built --with-cephfs):
     two clients on one file send the OSDs one write per 4 KiB transfer; a file each, LazyIO, and one
     ceph-fuse client send large writes; every sentence re-checks against the numbers."""
-    out = P.ior_cephfs(None, show=False)
+    out = PI.ior_cephfs(None, show=False)
     df = out.frame
-    assert out.mode == "replay" and len(df) == len(P.CEPHFS_SETTINGS) * P.TRIALS
-    assert list(df["setting"][:len(P.CEPHFS_SETTINGS)]) == list(P.CEPHFS_SETTINGS)   # interleaved
-    shared, fpp, lazy, posix = (df[df["setting"] == s] for s in P.CEPHFS_SETTINGS)
+    assert out.mode == "replay" and len(df) == len(PI.CEPHFS_SETTINGS) * P.TRIALS
+    assert list(df["setting"][:len(PI.CEPHFS_SETTINGS)]) == list(PI.CEPHFS_SETTINGS)   # interleaved
+    shared, fpp, lazy, posix = (df[df["setting"] == s] for s in PI.CEPHFS_SETTINGS)
     assert (shared["kib_per_osd_write"] < 8).all() and (shared["osd_write_ops"] >= 256).all()
     for other in (fpp, lazy, posix):
         assert (other["kib_per_osd_write"] > 32).all()
     assert (df["osd_bytes_in"] >= df["bytes"]).all()
     assert held(out.claims)[:3] == [True, True, True]
     all_consistent(out.claims)
-    assert set(out.trials["all"].settings) == set(P.CEPHFS_SETTINGS)
+    assert set(out.trials["all"].settings) == set(PI.CEPHFS_SETTINGS)
     doc = json.loads(out.text)
     assert doc["ior_version"] == "4.0.0"
     for t in doc["trials"]:
@@ -278,25 +279,25 @@ def test_ior_cephfs_shared_file_sends_every_4k_on_its_own_and_olazy_buffers_agai
 
 
 def test_ior_cephfs_sentences_turn_with_the_numbers():
-    df = P.ior_cephfs(None, show=False).frame.copy()
-    shared = df["setting"] == next(iter(P.CEPHFS_SETTINGS))
-    df.loc[shared, "mib_per_s"] = df.loc[df["setting"] == list(P.CEPHFS_SETTINGS)[1], "mib_per_s"].values
+    df = PI.ior_cephfs(None, show=False).frame.copy()
+    shared = df["setting"] == next(iter(PI.CEPHFS_SETTINGS))
+    df.loc[shared, "mib_per_s"] = df.loc[df["setting"] == list(PI.CEPHFS_SETTINGS)[1], "mib_per_s"].values
     df.loc[df.index[0], "osd_bytes_in"] = 0
-    claims = P.cephfs_claims(df, show=False)
+    claims = PI.cephfs_claims(df, show=False)
     all_consistent(claims)
     assert claims[0].held is False and claims[1].held is None
 
 
 def test_ior_cephfs_without_a_cephfs_ior_replays_saying_how_to_build_one(monkeypatch):
-    monkeypatch.setattr(P, "cephfs_ior", lambda: None)
+    monkeypatch.setattr(PI, "cephfs_ior", lambda: None)
     monkeypatch.setenv("IOLAB_MODE", "auto")
     monkeypatch.setattr(recordings, "which", which_but())
-    out = P.ior_cephfs(Untouched(), show=False)
+    out = PI.ior_cephfs(Untouched(), show=False)
     assert out.mode == "replay" and "CEPHFS backend" in out.reason
     assert "--with-cephfs" in out.reason and "#ifndef HAVE_CONFIG_H" in out.reason
     monkeypatch.setenv("IOLAB_MODE", "live")
     with pytest.raises(recordings.CannotRunHere, match="with-cephfs"):
-        P.ior_cephfs(Untouched(), show=False)
+        PI.ior_cephfs(Untouched(), show=False)
 
 
 def test_cephfs_ior_is_the_one_whose_help_lists_the_backend(tmp_path, monkeypatch):
@@ -309,20 +310,20 @@ def test_cephfs_ior_is_the_one_whose_help_lists_the_backend(tmp_path, monkeypatc
     plain = fake(tmp_path / "plain", "POSIX|DUMMY|MPIIO|MMAP")
     built = fake(tmp_path / "ior-4.0.0-cephfs" / "bin", "POSIX|DUMMY|MPIIO|MMAP|CEPHFS")
     monkeypatch.setenv("PATH", f"{plain.parent}:/usr/bin:/bin")
-    monkeypatch.setattr(P, "CEPHFS_IOR_GLOB", str(tmp_path / "nothing-*" / "ior"))
-    assert P.cephfs_ior() is None
-    monkeypatch.setattr(P, "CEPHFS_IOR_GLOB", str(tmp_path / "ior-*-cephfs" / "bin" / "ior"))
-    assert P.cephfs_ior() == str(built)
+    monkeypatch.setattr(PI, "CEPHFS_IOR_GLOB", str(tmp_path / "nothing-*" / "ior"))
+    assert PI.cephfs_ior() is None
+    monkeypatch.setattr(PI, "CEPHFS_IOR_GLOB", str(tmp_path / "ior-*-cephfs" / "bin" / "ior"))
+    assert PI.cephfs_ior() == str(built)
     monkeypatch.setenv("PATH", f"{built.parent}:/usr/bin:/bin")
-    assert P.cephfs_ior() == str(built)
+    assert PI.cephfs_ior() == str(built)
 
 
 def test_ior_cephfs_document_without_a_write_result_is_a_parse_error():
     doc = json.loads(recordings.load("ceph/ior-cephfs").text)
     doc["trials"][2]["stdout"] = doc["trials"][2]["stdout"].replace("write     ", "wrote     ")
     with pytest.raises(ParseError, match="trial 1"):
-        P.parse_cephfs(json.dumps(doc))
+        PI.parse_cephfs(json.dumps(doc))
     doc = json.loads(recordings.load("ceph/ior-cephfs").text)
     doc["trials"][0]["perf_after"] = 3
     with pytest.raises(ParseError):
-        P.parse_cephfs(json.dumps(doc))
+        PI.parse_cephfs(json.dumps(doc))
