@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
 
 from iolab import fsinfo, pagecache, recordings, slurm, units  # noqa: E402
 from iolab.errors import ParseError  # noqa: E402
-from iolab.labs import darshan as darshan_lab, page_cache, parallel_fs  # noqa: E402
+from iolab.labs import darshan as darshan_lab, page_cache, parallel_fs_ior  # noqa: E402
 from iolab.objectstore import slowlink  # noqa: E402
 from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, strace  # noqa: E402
 
@@ -415,9 +415,9 @@ def targets() -> list[Target]:
                ordered=False, key='{"osd":{"op_w_in_bytes":'),
         Target("ceph.parse_sessions", ceph.parse_sessions, rec, texts(r for r in cephs if r.endswith("/session-ls")),
                key='[{"id":4164,"state":"'),
-        Target("parallel_fs.parse_ior", parallel_fs.parse_ior, rec,
+        Target("parallel_fs_ior.parse_ior", parallel_fs_ior.parse_ior, rec,
                texts(r for r in cephs if r.endswith("/ior")), key='{"block_per_rank": '),
-        Target("parallel_fs.parse_cephfs", parallel_fs.parse_cephfs, rec,
+        Target("parallel_fs_ior.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,
                texts(r for r in cephs if r.endswith("/ior-cephfs")), key='{"block_per_rank": '),
         Target("darshan.read_log", _darshan_view, _whole,
                [(r, recordings.load(r).path.read_bytes()) for r in logs], binary=True, special=_darshan_special,

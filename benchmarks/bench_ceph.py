@@ -17,10 +17,10 @@ import time
 
 from iolab import workspace
 from iolab.ceph import Cluster
-from iolab.labs import parallel_fs
+from iolab.labs import parallel_fs, parallel_fs_ior
 from iolab.units import format_size
 
-SECTIONS = (parallel_fs.where_bytes_live, parallel_fs.client_caches, parallel_fs.ior_two_clients,
+SECTIONS = (parallel_fs.where_bytes_live, parallel_fs.client_caches, parallel_fs_ior.ior_two_clients,
             parallel_fs.metadata, parallel_fs.coherence, parallel_fs.shared_file, parallel_fs.replication)
 
 

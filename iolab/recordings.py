@@ -294,7 +294,6 @@ class Outcome:
     recording: Recording | None = None
     data: Any = None
     reason: str = ""               # why a replay was chosen
-    extra: dict[str, Any] = field(default_factory=dict)   # lesson 08 only (TODO): a lesson's own fields are typed
     witness: Witnessed | None = None   # what the kernel saw: live, or stored with the recording
     witness_note: str = ""         # why there is none (an older recording)
     frame: "pd.DataFrame | None" = None   # the lesson's table of the result

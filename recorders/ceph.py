@@ -2,11 +2,11 @@
 
     PATH=/tmp/ior-4.0.0/bin:$PATH .venv/bin/python -m recorders.ceph [--only layouts,caches,metadata,coherence,shared,replication,ior,ior-cephfs,singles]
 
-``ior-cephfs`` needs an IOR built with the CEPHFS backend (``parallel_fs.cephfs_ior()`` finds it on PATH or
-in /tmp/ior-*-cephfs/bin; ``parallel_fs.CEPHFS_BUILD`` says how to build one).
+``ior-cephfs`` needs an IOR built with the CEPHFS backend (``parallel_fs_ior.cephfs_ior()`` finds it on PATH or
+in /tmp/ior-*-cephfs/bin; ``parallel_fs_ior.CEPHFS_BUILD`` says how to build one).
 
 Starts :class:`iolab.ceph.Cluster` (3 OSDs, node A and node B mounted with ceph-fuse), runs each
-section of :mod:`iolab.labs.parallel_fs` live (IOLAB_MODE=live) and saves what it gave, verbatim:
+section of :mod:`iolab.labs.parallel_fs` (and :mod:`iolab.labs.parallel_fs_ior`) live (IOLAB_MODE=live) and saves what it gave, verbatim:
 
 * ``data/recorded/ceph/<section>.json``: the section's document (raw outputs of getfattr, rados ls,
   osdmaptool and the daemons' perf dumps, beside the times measured), replayed by the lesson;
@@ -22,13 +22,13 @@ import os
 import time
 
 from iolab import recordings, runner, workspace
-from iolab.labs import parallel_fs
+from iolab.labs import parallel_fs, parallel_fs_ior
 
 HOST = "2-core VM (Debian 12), a private Ceph 16.2.15 cluster on 127.0.0.1 (1 mon, 1 mgr, 1 mds, 3 BlueStore OSDs on sparse files, one virtio disk)"
 SECTIONS = {"layouts": parallel_fs.where_bytes_live, "caches": parallel_fs.client_caches,
             "metadata": parallel_fs.metadata, "coherence": parallel_fs.coherence,
             "shared": parallel_fs.shared_file, "replication": parallel_fs.replication,
-            "ior": parallel_fs.ior_two_clients, "ior-cephfs": parallel_fs.ior_cephfs}
+            "ior": parallel_fs_ior.ior_two_clients, "ior-cephfs": parallel_fs_ior.ior_cephfs}
 NOTES = {
     "layouts": "Section 1: three 16 MiB files written with fsync on node A in directories with the default layout, "
                "4 stripes of 1 MiB, and 1 MiB objects; getfattr of each, the OSDs' perf dumps around each write, "

@@ -22,7 +22,7 @@ from conftest import is_root, mpi_leftovers_in_tmp, needs
 
 from iolab import BudgetExceeded, IolabError, fsinfo, guard, witness, workspace
 from iolab.ceph import TOOLS, Cluster
-from iolab.labs import parallel_fs
+from iolab.labs import parallel_fs_ior
 from iolab.tools import ceph as cephtools
 
 pytestmark = [pytest.mark.live, needs(*TOOLS, "setfattr", "getfattr", "fusermount3")]
@@ -163,9 +163,9 @@ def test_ior_minus_c_across_the_two_clients_reads_from_the_osds_live(cluster, mo
     ior_on_path("4.0.0", mpirun=True)
     monkeypatch.setenv("IOLAB_MODE", "live")
     before = mpi_leftovers_in_tmp()
-    out = parallel_fs.ior_two_clients(cluster, show=False)
+    out = parallel_fs_ior.ior_two_clients(cluster, show=False)
     assert out.mode == "live" and out.witness is not None
-    assert [c.held for c in out.extra["claims"][:2]] == [True, True]
+    assert [c.held for c in out.claims[:2]] == [True, True]
     assert set(out.frame["tasks_per_node"]) == {1}
     assert mpi_leftovers_in_tmp() <= before             # Open MPI's session files stay in the workspace
 
@@ -174,18 +174,18 @@ def test_ior_cephfs_backend_live(cluster, monkeypatch):
     """Lesson 08's section 6b live: IOR's CEPHFS backend (an IOR built --with-cephfs: /tmp/ior-4.0.0-cephfs
     here) on the student's cluster; the OSDs take every byte, and two libcephfs clients on one shared
     file send them one write per 4 KiB transfer while a file each sends large ones."""
-    exe = parallel_fs.cephfs_ior()
+    exe = parallel_fs_ior.cephfs_ior()
     if exe is None:
-        pytest.skip(f"no IOR built with the CEPHFS backend here: {parallel_fs.CEPHFS_BUILD}")
+        pytest.skip(f"no IOR built with the CEPHFS backend here: {parallel_fs_ior.CEPHFS_BUILD}")
     if shutil.which("mpirun") is None:
         pytest.skip("mpirun not installed here (apt-get install openmpi-bin)")
     monkeypatch.setenv("IOLAB_MODE", "live")
     before = mpi_leftovers_in_tmp()
-    out = parallel_fs.ior_cephfs(cluster, show=False)
+    out = parallel_fs_ior.ior_cephfs(cluster, show=False)
     assert out.mode == "live" and out.witness is not None and json.loads(out.text)["ior"] == exe
-    assert out.extra["claims"][0].held is True
+    assert out.claims[0].held is True
     df = out.frame
-    shared, fpp = (df[df["setting"] == s] for s in list(parallel_fs.CEPHFS_SETTINGS)[:2])
+    shared, fpp = (df[df["setting"] == s] for s in list(parallel_fs_ior.CEPHFS_SETTINGS)[:2])
     assert shared["kib_per_osd_write"].median() < 16 < 32 < fpp["kib_per_osd_write"].median()
     assert mpi_leftovers_in_tmp() <= before             # Open MPI's session files stay in the workspace
 

@@ -22,10 +22,8 @@ from iolab.labs import syscalls as lab03
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "iolab"
 DOOR = PACKAGE / "recordings.py"
-# TODO(lead): lesson 08's start() decides on its own whether to start a cluster (recordings.mode()
-# twice); h20b-ceph is editing labs/parallel_fs.py at the same time. Give it
-# recordings.replay_reason(TOOLS, ...) and drop this exception.
-MODE_EXCEPTIONS = {"labs/parallel_fs.py"}
+# modules that still decide on their own: none left (keep the set for one that must wait)
+MODE_EXCEPTIONS: set[str] = set()
 
 
 def mode_decisions(source: str) -> list[tuple[int, str]]:
@@ -158,10 +156,8 @@ def test_strace_of_a_learners_command_goes_through_the_door(monkeypatch, tmp_pat
 # --- one result shape ----------------------------------------------------------------------------------
 
 LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / "lab.py", PACKAGE / "firstlook.py"]
-# TODO(lead): lesson 08 hands its claims back in out.extra["claims"]; h20b-ceph is editing
-# labs/parallel_fs.py at the same time. Give its outcomes a typed field (or return the claims) and
-# drop this exception (and Outcome.extra with it).
-BAG_EXCEPTIONS = {"labs/parallel_fs.py"}
+# lesson modules that still hand results back in bags: none left (keep the set for one that must wait)
+BAG_EXCEPTIONS: set[str] = set()
 # functions and notebooks that may still read or write a bag: none left (lesson 04's cache_runs gives
 # .where, issue 23); keep the sets for a lesson that must wait.
 BAG_FUNCTION_EXCEPTIONS: set[tuple[str, str]] = set()
@@ -233,8 +229,6 @@ def test_notebooks_and_solutions_read_no_bags():
     pattern = re.compile(r"\.(extra|attrs)\[|\.cache\.get\(|\.extra\.get\(")
     wrong = {}
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb")):
-        if nb.name.startswith("08"):
-            continue                      # TODO(lead): lesson 08 (see BAG_EXCEPTIONS)
         cells = json.loads(nb.read_text())["cells"]
         hits = [c for c in cells if pattern.search("".join(c["source"]))]
         if len(hits) != BAG_NOTEBOOK_EXCEPTIONS.get(nb.name, 0) and (hits or nb.parent.name == "notebooks"):
@@ -249,14 +243,13 @@ def test_notebooks_and_solutions_read_no_bags():
 
 LABS = sorted(PACKAGE.glob("labs/*.py"))
 RECORDING_SPELLINGS = {"recording", "save_as"}
-# TODO(lead): claim functions not yet renamed to <what>_claims (issue 23, 3; lessons 04, 05 and 07 are).
+# TODO(lead): claim functions not yet renamed to <what>_claims (issue 23, 3; lessons 04, 05, 07 and 08 are).
 # Each lesson's notebook, solutions and tests follow a rename; lesson 01 waits for h22b-variance
-# (editing it now), 08 for h20b-ceph.
+# (editing it now).
 # The test fails when one of them conforms (drop it here) or a new one does not.
 NOT_YET_CLAIMS = {
     "page_cache": {"after_write", "cold_warm", "witnessed_reads", "regions_readahead", "writeback", "dd_sync",
                    "odirect"},
-    "parallel_fs": {"claims_layouts", "claims_caches", "claims_metadata", "claims_coherence", "claims_ior", "compare"},
 }
 # recording parameters spelled otherwise: none left (keep the set for a lesson that must wait).
 NOT_YET_RECORDING: set[tuple[str, str, str]] = set()
