@@ -4,6 +4,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -95,10 +96,28 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-def mpi_leftovers_in_tmp() -> set[str]:
-    """Open MPI session directories of ours in the shared /tmp (ompi.<host>.<uid>/...)."""
-    return {p for d in glob.glob("/tmp/ompi.*") if os.lstat(d).st_uid == os.getuid()
-            for p in [d, *glob.glob(f"{d}/*")]}
+def mpi_leftovers_in_tmp(before: set[str] | None = None, settle: float = 15.0) -> set[str]:
+    """Open MPI session directories of ours in the shared /tmp (ompi.<host>.<uid>/...); with ``before``,
+    only those that appeared since and stay: another job of the same uid (a second `make test` beside
+    this one, all as root on CI) has its own for as long as its mpirun lives, so an entry whose
+    ``pid.<N>`` is alive is not a leftover, and others get ``settle`` seconds to go away."""
+    def now() -> set[str]:
+        return {p for d in glob.glob("/tmp/ompi.*") if os.lstat(d).st_uid == os.getuid()
+                for p in [d, *glob.glob(f"{d}/*")]}
+
+    def alive(p: str) -> bool:
+        name = os.path.basename(p)
+        return name.startswith("pid.") and name[4:].isdigit() and os.path.exists(f"/proc/{name[4:]}")
+
+    if before is None:
+        return now()
+    deadline = time.monotonic() + settle
+    while True:
+        new = {p for p in now() - before if not alive(p)}
+        new -= {d for d in new if any(q.startswith(d + "/") for q in now() - new)}   # a parent of a live one
+        if not new or time.monotonic() > deadline:
+            return new
+        time.sleep(0.5)
 
 
 @pytest.fixture

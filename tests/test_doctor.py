@@ -59,7 +59,7 @@ def test_ior_and_mdtest_versions_without_leftovers_in_tmp():
     runner.tool_version.cache_clear()
     assert doctor.tool_version("ior") == items["ior"].detail.split()[1]      # what results.save records
     assert doctor.tool_version("mdtest") == items["mdtest"].detail.split()[1]
-    assert mpi_leftovers_in_tmp() - before == set()
+    assert mpi_leftovers_in_tmp(before) == set()
 
 
 # --- issue 22, 8: a lesson's first cell answers from the cache -----------------------------------------

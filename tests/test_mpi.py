@@ -1,6 +1,10 @@
 """iolab.mpi: the launcher argv carries only the flags this machine needs."""
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import pytest
 
 from iolab import mpi
@@ -69,3 +73,23 @@ def test_runtime_env_keeps_the_session_directory_in_the_given_place(tmp_path, mo
     assert "OMPI_ALLOW_RUN_AS_ROOT" not in mpi.runtime_env(tmp_path / "mpi")    # mpirun gets its flag
     monkeypatch.setattr(mpi, "is_root", lambda: False)
     assert "OMPI_ALLOW_RUN_AS_ROOT" not in mpi.runtime_env(tmp_path / "mpi", singleton=True)
+
+
+def test_a_session_directory_of_a_running_job_beside_this_one_is_not_a_leftover():
+    """Another `make test` of the same uid runs mpirun beside this one: its live pid.<N> is not ours; a
+    pid.<N> whose process is gone stays a leftover."""
+    import tempfile
+
+    from conftest import mpi_leftovers_in_tmp
+
+    d = tempfile.mkdtemp(prefix="ompi.iolabtest.", dir="/tmp")
+    try:
+        before = mpi_leftovers_in_tmp()
+        os.mkdir(f"{d}/pid.{os.getpid()}")                     # alive: a job beside this one
+        assert mpi_leftovers_in_tmp(before, settle=0) == set()
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        os.mkdir(f"{d}/pid.{dead.pid}")                        # its process is gone: left behind
+        assert mpi_leftovers_in_tmp(before, settle=0) == {f"{d}/pid.{dead.pid}"}
+    finally:
+        shutil.rmtree(d)
