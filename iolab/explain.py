@@ -200,9 +200,11 @@ def expect(predicted: str, relation: Relation, *, yes: str | Callable = "", no: 
     ev = relation.evidence
     if held is None and relation.too_close():
         n = min(ev["a trials"], ev["b trials"])
-        few = f" (fewer than {MIN_TRIALS} trials of a side)" if n < MIN_TRIALS else ""
+        # with too few trials the spreads are unknown, whether or not the ranges seen so far overlap
+        why_not = (f"too few trials to know their spreads (fewer than {MIN_TRIALS} trials of a side)"
+                   if n < MIN_TRIALS else "the spreads overlap")
         text = (f"{TOO_CLOSE} we expected that {predicted}, but {spread_text(relation)}: "
-                f"the spreads overlap{few}; {close or SEPARATE}.")
+                f"{why_not}; {close or SEPARATE}.")
     elif held is None:
         text = f"{CANNOT_TELL} we expected that {predicted}, but {missing or 'a number it needs was not measured.'}"
     elif held:

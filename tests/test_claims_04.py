@@ -65,7 +65,8 @@ def test_every_claim_is_consistent(version, fs):
         assert claims, section
         for c in claims:
             assert c.consistent(), (section, c.text)
-            assert c.text.startswith((explain.AS_PREDICTED, explain.NOT_THIS_TIME, explain.CANNOT_TELL))
+            assert c.text.startswith((explain.AS_PREDICTED, explain.NOT_THIS_TIME, explain.CANNOT_TELL,
+                                      explain.TOO_CLOSE))
 
 
 @pytest.mark.parametrize("version,fs", CASES)
@@ -406,6 +407,111 @@ def test_an_odirect_write_dirtied_no_page(version):
     buffered = lab.layers_claims(e["fsync"], show=False)[0]
     if e["fsync"].witness.own_written:
         assert "dirtied" in buffered.text and "first dirtied" in buffered.text
+
+
+# --- issue 22, 1: two runs are compared by all their iterations (explain.beyond), not by their best ------
+
+def _iterations(e: verdicts.Experiment, access: str, values: list[float]) -> verdicts.Experiment:
+    """``e`` whose ``access`` iterations ran at ``values`` MiB/s (as many iterations as values)."""
+    rows = [dict(r) for r in e.rows]
+    mine = [r for r in rows if r["access"] == access]
+    others = [r for r in rows if r["access"] != access]
+    new = [{**mine[min(i, len(mine) - 1)], "iteration": i, "bw_mib": float(v)} for i, v in enumerate(values)]
+    return replace(e, data=others + new)
+
+
+def _compared_by_iterations(c: explain.Claim, *ranges: str) -> None:
+    assert c.consistent() and c.relation.kind == "beyond", c.text
+    assert "best iteration" not in c.text
+    assert "one run after the other" in c.text and "not interleaved" in c.text
+    for r in ranges:
+        assert r in c.text, (r, c.text)
+
+
+def test_minus_f_against_the_shared_file_overlapping_iterations_are_too_close_to_call():
+    """The live run of issue 22: shared 56-304 MiB/s, -F 215-372 MiB/s; the best iterations (372 against
+    304, 1.2 times) said "As predicted", the iterations overlap."""
+    e = lesson("4.0.0", "ext4")
+    shared = _iterations(e["shared"], "write", [56, 180, 304])
+    fpp = _iterations(e["fpp"], "write", [215, 300, 372])
+    c = lab.file_per_process_claims(shared, fpp, show=False)[0]
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE)
+    _compared_by_iterations(c, "56–304", "215–372", "first the shared-file run, then the -F run")
+
+
+def test_minus_f_against_the_shared_file_separated_iterations_are_as_predicted():
+    e = lesson("4.0.0", "ext4")
+    shared = _iterations(e["shared"], "write", [100, 110, 120])
+    fpp = _iterations(e["fpp"], "write", [200, 210, 250])
+    c = lab.file_per_process_claims(shared, fpp, show=False)[0]
+    assert c.held is True and c.text.startswith(explain.AS_PREDICTED)
+    _compared_by_iterations(c, "100–120", "200–250")
+    # and an -F no faster in any pair of iterations is "Not this time"
+    slow = _iterations(e["fpp"], "write", [90, 100, 110])
+    c = lab.file_per_process_claims(shared, slow, show=False)[0]
+    assert c.held is False and c.text.startswith(explain.NOT_THIS_TIME) and "get a core" in c.text
+
+
+def test_minus_f_gain_against_the_seeds_rests_on_every_pair_of_iterations():
+    e = lesson("4.0.0", "ext4")
+    pub = recordings.published("seed001-ior-orfeo")
+    p = pub.set_index(["config", "access"])["bw_mib"]
+    seed = p[("-F", "write")] / p[("shared", "write")]                      # 106 times
+    shared = _iterations(e["shared"], "write", [10, 100, 100])
+    fpp = _iterations(e["fpp"], "write", [300, 300, 300])
+    # the best iterations gain 3 times (far below the seed's), but one pair gains 30 times, more than a fifth
+    c = lab.file_per_process_claims(shared, fpp, pub, show=False)[1]
+    assert 3 < seed / 5 < 30
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE)
+    _compared_by_iterations(c, "10–100", "300")
+    shared = _iterations(e["shared"], "write", [56, 180, 304])
+    fpp = _iterations(e["fpp"], "write", [215, 300, 372])
+    c = lab.file_per_process_claims(shared, fpp, pub, show=False)[1]
+    assert c.held is True and "0.7 to 6.6 times here" in c.text and "106 times on ORFEO" in c.text
+    _compared_by_iterations(c)
+
+
+def test_minus_e_slower_write_by_all_iterations():
+    e = lesson("4.0.0", "ext4")
+    without = _iterations(e["neighbour"], "write", [1000, 1500, 3000])
+    synced = _iterations(e["fsync"], "write", [500, 1000, 1800])     # best 3,000 > 1.5 x best 1,800
+    c = lab.fsync_claims(without, synced, show=False)[0]
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE)
+    _compared_by_iterations(c, "1,000–3,000", "500–1,800", "first the run without -e, then the -e run")
+    synced = _iterations(e["fsync"], "write", [500, 600, 650])
+    c = lab.fsync_claims(without, synced, show=False)[0]
+    assert c.held is True and c.text.startswith(explain.AS_PREDICTED)
+    _compared_by_iterations(c, "500–650")
+    # tmpfs: nothing to compare, and the sentence gives both runs' ranges
+    c = lab.fsync_claims(lesson("4.0.0", "tmpfs")["neighbour"], lesson("4.0.0", "tmpfs")["fsync"], show=False)[0]
+    assert c.held is None and c.text.startswith(explain.CANNOT_TELL) and "over 3 iterations with -e" in c.text
+
+
+def test_odirect_read_against_the_cached_read_by_all_iterations():
+    e = lesson("4.0.0", "ext4")
+    cached = _iterations(e["fsync"], "read", [2000, 9000, 10000])
+    direct = _iterations(e["odirect"], "read", [1500, 1600, 3000])   # best 10,000 > 2 x best 3,000
+    c = lab.odirect_claims(direct, cached, show=False)[-1]
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE)
+    _compared_by_iterations(c, "2,000–10,000", "1,500–3,000", "first the -e run, then the O_DIRECT run")
+    c = lab.odirect_claims(e["odirect"], e["fsync"], show=False)[-1]            # the recording: 7 times apart
+    assert c.held is True and c.text.startswith(explain.AS_PREDICTED)
+    _compared_by_iterations(c, "1,375–1,464", "10,476–15,427")
+
+
+def test_read_after_eviction_against_the_cached_read_by_all_iterations():
+    e = lesson("4.0.0", "ext4")
+    # the lesson's read run is one iteration (a second would re-read what the first cached): not called
+    c = lab.evicted_claims(e["evict-write"], e["evict-read"], e["fsync"], show=False)[-1]
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and "repeated at least 3 times" in c.text
+    _compared_by_iterations(c, "2,336", "10,476–15,427")
+    three = _iterations(e["evict-read"], "read", [2300, 2336, 2400])
+    c = lab.evicted_claims(e["evict-write"], three, e["fsync"], show=False)[-1]
+    assert c.held is True and c.text.startswith(explain.AS_PREDICTED)
+    _compared_by_iterations(c, "2,300–2,400")
+    cached = _iterations(e["fsync"], "read", [2000, 20000, 25000])
+    c = lab.evicted_claims(e["evict-write"], three, cached, show=False)[-1]
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and "the two runs interleaved" in c.text
 
 
 # --- section 12: the same run N times in a memory cgroup (recorders/ior_memory.py) -------------------

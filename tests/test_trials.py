@@ -36,7 +36,10 @@ def test_overlapping_trials_are_too_close_to_call_never_as_predicted():
 def test_one_trial_of_a_side_is_never_enough():
     r = explain.beyond("a", [1.0], "b", [100.0, 101.0, 102.0], higher=False)
     assert r.holds() is None and r.too_close()
-    assert f"fewer than {explain.MIN_TRIALS}" in explain.expect("a is faster", r, show=False).text
+    text = explain.expect("a is faster", r, show=False).text
+    assert f"fewer than {explain.MIN_TRIALS}" in text
+    # 1 against 100-102 do not overlap: the sentence says the spreads are unknown, not that they overlap
+    assert "too few trials to know their spreads" in text and "the spreads overlap" not in text
 
 
 def test_the_other_way_round_is_not_this_time():

@@ -255,6 +255,32 @@ def _rates(e: Experiment, access: str) -> list[dict[str, Any]]:
     return [r for r in e.rows if r["access"] == access and r["bw_mib"]]
 
 
+def _trials(e: Experiment, access: str) -> list[float]:
+    """The run's iterations of ``access`` (MiB/s), each one a trial for :func:`iolab.explain.beyond`."""
+    return [float(r["bw_mib"]) for r in _rates(e, access)]
+
+
+def _span(e: Experiment, access: str) -> str:
+    """"215–372 MiB/s over 3 iterations": the range of a run's iterations, for sentences without a verdict."""
+    v = _trials(e, access)
+    if not v:
+        return "not measured"
+    if len(v) == 1:
+        return f"{_mib(v[0])}, one iteration"
+    return f"{min(v):,.0f}–{_mib(max(v))} over {len(v)} iterations"
+
+
+def _in_turn(first: str, then: str) -> str:
+    """The two runs' iterations were not interleaved: say so, since an order effect (a machine getting busier,
+    fresh pages, write-back of the run before) then lands on one side only."""
+    return f"the iterations of the two runs were taken one run after the other (first {first}, then {then}), not interleaved"
+
+
+def _separate(first: str, then: str) -> str:
+    return (f"{_in_turn(first, then)}; what would separate them: more iterations, the two runs interleaved, "
+            "or an idle machine")
+
+
 def _flag(e: Experiment, key: str) -> bool:
     return any(r.get(key) for r in e.rows)
 
@@ -583,31 +609,43 @@ def spread_claims(e: Experiment, *, factor: float = SPREAD, show: bool = True) -
 # --- 3 · -F against the shared file --------------------------------------------------------------
 
 def file_per_process_claims(shared: Experiment, fpp: Experiment, published: pd.DataFrame | None = None, *,
-                     show: bool = True) -> list[Claim]:
-    """-F against one shared file: Linux serializes write() calls to one file (its inode lock)."""
-    s, f = shared.best("write"), fpp.best("write")
+                            show: bool = True) -> list[Claim]:
+    """-F against one shared file: Linux serializes write() calls to one file (its inode lock). Both
+    comparisons rest on the runs' write iterations (:func:`iolab.explain.beyond`)."""
+    s, f = _trials(shared, "write"), _trials(fpp, "write")
     d = fpp.during
     cpu, secs, cores = d.get("cpu_wait_s"), d.get("seconds"), _cpus(fpp)
     busy = (f"during the -F run some task waited for a CPU {cpu / secs:.0%} of the time (/proc/pressure/cpu)"
             if cpu is not None and secs else "the CPU stalls were not measured")
+    order = _in_turn("the shared-file run", "the -F run")
+    rel = explain.beyond("-F write", f, "shared-file write", s, by=1.2, unit="MiB/s")
     out = [explain.expect(
-        "-F wrote faster than the shared file: Linux takes a file's inode lock for every write(), so two ranks "
-        "writing one file take turns, while with -F each rank has a file and a lock of its own",
-        explain.greater("-F write (MiB/s)", f, "shared-file write (MiB/s)", s, by=1.2),
-        yes=lambda ev: f"{_mib(f)} against {_mib(s)} (best iterations, {f / s:,.1f} times)",
-        no=lambda ev: f"the best -F iteration wrote {_mib(f)}, the best shared-file one {_mib(s)} ({f / s:,.2f} times)",
+        "-F wrote at least 1.2 times as fast as the shared file, in every pair of iterations: Linux takes a file's "
+        "inode lock for every write(), so two ranks writing one file take turns, while with -F each rank has a "
+        "file and a lock of its own",
+        rel,
+        yes=lambda ev: f"{explain.spread_text(rel)}; {order}",
+        no=lambda ev: f"{explain.spread_text(rel)}: even -F's best iteration was not 1.2 times the shared file's "
+                      f"worst; {order}",
+        close=_separate("the shared-file run", "the -F run"),
         why=f"two ranks write at the same time only when both get a core ({cores or '?'} here, shared with mpirun "
-            f"and everything else; {busy}), and one lucky or unlucky iteration moves a best figure.",
+            f"and everything else; {busy}).",
         show=show)]
     if published is not None and s and f:
         p = published.set_index(["config", "access"])["bw_mib"]
         gain = float(p[("-F", "write")]) / float(p[("shared", "write")])
-        ours = f / s
+        # "our gain is under a fifth of the seed's" for every pair of iterations: the shared file's worst
+        # iteration beats -F's best by more than 5/gain
+        far = explain.beyond("shared-file write", s, "-F write", f, by=5 / gain, unit="MiB/s")
+        lo, hi = min(f) / max(s), max(f) / min(s)
+        ours = f"{lo:,.1f} to {hi:,.1f} times" if f"{lo:,.1f}" != f"{hi:,.1f}" else f"{hi:,.1f} times"
         out.append(explain.expect(
-            "-F gained far less here than on the seed's CephFS, where a shared file's locks travel over the network",
-            explain.greater("seed's gain", gain, "our gain", ours, by=5),
-            yes=lambda ev: f"{gain:,.0f} times on ORFEO (seed 001), {ours:,.1f} times here",
-            no=lambda ev: f"-F gained {ours:,.1f} times here and {gain:,.0f} times on ORFEO",
+            f"-F gained far less here than on the seed's CephFS (less than a fifth of its {gain:,.0f} times, in "
+            "every pair of iterations), where a shared file's locks travel over the network",
+            far,
+            yes=lambda ev: f"{gain:,.0f} times on ORFEO (seed 001), {ours} here: {explain.spread_text(far)}; {order}",
+            no=lambda ev: f"-F gained {ours} here and {gain:,.0f} times on ORFEO: {explain.spread_text(far)}; {order}",
+            close=_separate("the shared-file run", "the -F run"),
             why="a filesystem whose shared-file locks are expensive (a network filesystem, many ranks) gains a lot "
                 "from -F; this one may be such a filesystem.",
             show=show))
@@ -705,18 +743,24 @@ def neighbour_claims(e: Experiment, *, show: bool = True) -> list[Claim]:
 # --- 5 · -e ---------------------------------------------------------------------------------------
 
 def fsync_claims(without: Experiment, with_e: Experiment, *, show: bool = True) -> list[Claim]:
-    """-e: the write slows down (the device is in the timing); the read does not (fsync does not drop pages)."""
-    a, b = without.best("write"), with_e.best("write")
+    """-e: the write slows down (the device is in the timing); the read does not (fsync does not drop pages).
+    The write comparison rests on both runs' iterations (:func:`iolab.explain.beyond`)."""
     why = ("a device that takes data about as fast as memory does (a fast NVMe drive, or a VM whose host keeps "
            "the virtual disk in its own memory) makes fsync() cheap.")
     memfs = _memory_fs(with_e)
+    rel = explain.beyond("write without -e", _trials(without, "write"), "write with -e",
+                         [] if memfs else _trials(with_e, "write"), by=1.5, unit="MiB/s")
+    order = _in_turn("the run without -e", "the -e run")
     first = explain.expect(
-        "-e made the write slower: the clock now stops when the device has the data, not the page cache",
-        explain.greater("write without -e (MiB/s)", a, "write with -e (MiB/s)", None if memfs else b, by=1.5),
+        "-e made the write at least 1.5 times slower, in every pair of iterations: the clock now stops when the "
+        "device has the data, not the page cache",
+        rel,
         missing=f"the files are on {_fs(with_e)}: fsync() has no device to wait for, so the two writes "
-                f"({_mib(b)} with -e, {_mib(a)} without) differ only by chance.",
-        yes=lambda ev: f"{_mib(b)} with -e against {_mib(a)} without (best iterations, {a / b:,.1f} times slower)",
-        no=lambda ev: f"the best write with -e ran at {_mib(b)}, without it {_mib(a)}",
+                f"({_span(with_e, 'write')} with -e, {_span(without, 'write')} without) differ only by chance.",
+        yes=lambda ev: f"{explain.spread_text(rel)}; {order}",
+        no=lambda ev: f"{explain.spread_text(rel)}: even the best -e iteration was not 1.5 times slower than the "
+                      f"worst one without; {order}",
+        close=_separate("the run without -e", "the -e run"),
         why=why, show=show)
     out = [first, _write_claim(with_e, show),
            _read_claim(with_e, show, predicted="the read still came from memory: fsync() cleans dirty pages but does "
@@ -739,15 +783,18 @@ def odirect_claims(direct: Experiment, cached: Experiment, *, show: bool = True)
              "another program read the files through the page cache meanwhile, or this filesystem ignores O_DIRECT."),
         missing="the residency was not measured.", show=show)]
     out += layers_claims(direct, read_from="device", show=show)
-    a, b = cached.best("read"), direct.best("read")
     memfs = _memory_fs(direct)
+    rel = explain.beyond("cached read", _trials(cached, "read"), "O_DIRECT read",
+                         [] if memfs else _trials(direct, "read"), by=2, unit="MiB/s")
     out.append(explain.expect(
-        "the O_DIRECT read was more than twice as slow as the cached read of the -e run",
-        explain.greater("cached read (MiB/s)", a, "O_DIRECT read (MiB/s)", None if memfs else b, by=2),
-        missing=f"the files are on {_fs(direct)}: both reads are copies from memory ({_mib(b)} with O_DIRECT, "
-                f"{_mib(a)} cached), so any difference is chance.",
-        yes=lambda ev: f"{_mib(b)} against {_mib(a)} (best iterations)",
-        no=lambda ev: f"the O_DIRECT read ran at {_mib(b)}, the cached one at {_mib(a)}",
+        "the O_DIRECT read was more than twice as slow as the cached read of the -e run, in every pair of iterations",
+        rel,
+        missing=f"the files are on {_fs(direct)}: both reads are copies from memory ({_span(direct, 'read')} with "
+                f"O_DIRECT, {_span(cached, 'read')} cached), so any difference is chance.",
+        yes=lambda ev: f"{explain.spread_text(rel)}; {_in_turn('the -e run', 'the O_DIRECT run')}",
+        no=lambda ev: f"{explain.spread_text(rel)}: even the fastest O_DIRECT iteration was not twice as slow as "
+                      f"the slowest cached one; {_in_turn('the -e run', 'the O_DIRECT run')}",
+        close=_separate("the -e run", "the O_DIRECT run"),
         why=(f"on {_fs(direct)} both are copies from memory." if _memory_fs(direct) else
              "a device (or a cache below this machine: a VM host's memory, a file server's) that delivers about as "
              "fast as this machine copies memory."),
@@ -758,7 +805,10 @@ def odirect_claims(direct: Experiment, cached: Experiment, *, show: bool = True)
 # --- 7 · evict between the phases ---------------------------------------------------------------
 
 def evicted_claims(wrote: Experiment, read: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
-    """Write, evict with posix_fadvise(DONTNEED), read in a second run: nothing cached, the device reads."""
+    """Write, evict with posix_fadvise(DONTNEED), read in a second run: nothing cached, the device reads.
+    The last claim compares the read run's iterations with the -e run's cached ones
+    (:func:`iolab.explain.beyond`); with :data:`EVICT`'s single iteration it is too close to call by the
+    course's rule, and says what would give it a spread."""
     frac = read.cache.resident_fraction
     out = [explain.expect(
         "posix_fadvise(DONTNEED) emptied the page cache of the test files before the read run",
@@ -769,15 +819,22 @@ def evicted_claims(wrote: Experiment, read: Experiment, cached: Experiment, *, s
              "the kernel keeps pages that are dirty, under write-back or mapped by a process."),
         missing="the residency was not measured.", show=show)]
     out += [c for c in (_read_claim(read, show, source="device"),) if c is not None]
-    a, b = cached.best("read"), read.best("read")
     kept = frac is None or frac > HARDLY
+    rel = explain.beyond("cached read", _trials(cached, "read"), "read after eviction",
+                         [] if kept else _trials(read, "read"), by=1.5, unit="MiB/s")
+    one = len(_trials(read, "read")) == 1        # lab.EVICT: a second iteration would read what the first cached
     out.append(explain.expect(
-        "the read after eviction was slower than the cached read of the -e run",
-        explain.greater("cached read (MiB/s)", a, "read after eviction (MiB/s)", None if kept else b, by=1.5),
-        missing=(f"the files were not evicted ({frac:.0%} resident), so this read ({_mib(b)}) says nothing about "
-                 "the device." if frac is not None else "the residency before the read was not measured."),
-        yes=lambda ev: f"{_mib(b)} against {_mib(a)}",
-        no=lambda ev: f"the read after eviction ran at {_mib(b)}, the cached one at {_mib(a)}",
+        "the read after eviction was at least 1.5 times slower than the cached read of the -e run, in every pair "
+        "of iterations",
+        rel,
+        missing=(f"the files were not evicted ({frac:.0%} resident), so this read ({_span(read, 'read')}) says "
+                 "nothing about the device." if frac is not None else "the residency before the read was not measured."),
+        yes=lambda ev: f"{explain.spread_text(rel)}; {_in_turn('the -e run', 'the read run')}",
+        no=lambda ev: f"{explain.spread_text(rel)}: even the fastest read after eviction was not 1.5 times slower "
+                      f"than the slowest cached one; {_in_turn('the -e run', 'the read run')}",
+        close=(f"{_in_turn('the -e run', 'the read run')}; the read run has one iteration, since a second would "
+               "find the pages the first one cached: what would separate them is the write, the eviction and the "
+               f"read repeated at least {explain.MIN_TRIALS} times" if one else _separate("the -e run", "the read run")),
         why=(f"on {_fs(read)} nothing was evicted." if _memory_fs(read) else
              "the device (or a cache below this machine) delivers about as fast as memory copies here."),
         show=show))
