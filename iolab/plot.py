@@ -648,7 +648,7 @@ def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
 
 def removal_durations(summary: pd.DataFrame, *, by: str = "filesystem",
                       title: str = "What one removal costs: median time in the call") -> go.Figure:
-    """Median µs of each kind of removal (``iolab.labs.metadata.removal_summary`` rows with a ``by``
+    """Median µs of each kind of removal (``iolab.labs.metadata_strace.removal_summary`` rows with a ``by``
     column), a dot per filesystem, linear axis from 0; the hover gives the count and the slowest call."""
     fig = go.Figure()
     for name, part in summary.groupby(by, sort=False):

@@ -37,7 +37,7 @@ from recorders import ROOT
 
 
 from iolab import recordings, runner
-from iolab.labs import metadata
+from iolab.labs import metadata, metadata_strace
 from iolab.tools import mdtest
 
 HOST = "2-core VM (Debian 12, 24 GiB), virtio disk; Open MPI 4.1.4"
@@ -90,22 +90,22 @@ def record(version: str, loop: bool) -> None:
              f"seed 001's mdtest -n 10 -i 200 -y scaled to `{seed}`, 2 ranks, on {path}")
         save(mdtest.run(WRITE4K, 2, on=path), f"write4k-{short}-{version}", path,
              f"`{w4k}`, 2 ranks, on {path}: each file gets 4 KiB, then an fsync")
-        r = metadata.one_file_trace(path)
+        r = metadata_strace.one_file_trace(path)
         save(r, f"strace-one-file-{short}-{version}", path, stream="file",
              tool_version=f"{version} (under {r.tool_version})",
              notes=f"strace -f -tt -T -y -P <the file> of one mdtest {version} process (no mpirun) creating one "
                    f"4 KiB file with -y (fsync) on {path}: only the syscalls on that file")
-        save(metadata.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
+        save(metadata_strace.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
              notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on {path}: "
                    "each removal with its time (files are empty: -w 0)")
     path = PLACES["tmp"]
-    save(metadata.count_syncs(SEED, 2, on=path), f"syncs-seed-tmp-{version}", path, stream="file",
+    save(metadata_strace.count_syncs(SEED, 2, on=path), f"syncs-seed-tmp-{version}", path, stream="file",
          notes=f"strace -f -c of `mpirun -np 2 mdtest {seed}` on {path}: the sync calls (fsync, fdatasync, sync, "
                "syncfs, sync_file_range) and mkdir/rmdir/unlink; fsync is absent: -y without -w syncs nothing")
-    save(metadata.count_syncs(WRITE4K, 2, on=path), f"syncs-write4k-tmp-{version}", path, stream="file",
+    save(metadata_strace.count_syncs(WRITE4K, 2, on=path), f"syncs-write4k-tmp-{version}", path, stream="file",
          notes=f"strace -f -c of `mpirun -np 2 mdtest {w4k}` on {path}: one fsync per file, "
                f"{mdtest.expected_fsyncs(WRITE4K, 2)} in all")
-    save(metadata.trace_removals(WRITE4K, 2, on=path), f"removals-write4k-tmp-{version}", path, stream="file",
+    save(metadata_strace.trace_removals(WRITE4K, 2, on=path), f"removals-write4k-tmp-{version}", path, stream="file",
          notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {w4k}` on {path}: "
                "each file owns a 4 KiB block when it is removed")
     if not loop:
@@ -113,7 +113,7 @@ def record(version: str, loop: bool) -> None:
     for name, (features, options) in EXT4_VARIANTS.items():
         with loop_ext4(features, options) as mnt:
             f = metadata.facts(mnt)
-            save(metadata.trace_removals(SEED, 2, on=mnt), f"removals-ext4-{name}-{version}", mnt, stream="file",
+            save(metadata_strace.trace_removals(SEED, 2, on=mnt), f"removals-ext4-{name}-{version}", mnt, stream="file",
                  notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on a fresh "
                        f"512 MiB ext4 image loop-mounted under /tmp as root ({f.describe()}; mkfs.ext4 "
                        f"{' '.join(features) or '(defaults)'}, mount -o {','.join(['loop', *options])})")
