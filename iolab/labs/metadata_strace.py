@@ -8,6 +8,7 @@ and ``rmdir``. Each live (mdtest, mpirun and strace here) or replayed, an
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -21,12 +22,15 @@ from ..tools import mdtest, strace
 
 # --- the syscalls behind one file (lesson 03's strace, on mdtest) -------------------------------
 
-ONE_FILE = mdtest.Options(files=1, iterations=1, files_only=True, write_bytes=4096, sync=True)
+# one file per iteration: the first is a warm-up (the process's first file pays for what comes once: its
+# first page faults, the first directory entries), the next five are the trials the claims compare
+ONE_FILE = mdtest.Options(files=1, iterations=6, files_only=True, write_bytes=4096, sync=True)
 
 
 def one_file_trace(on: str | os.PathLike[str] | None = None, *, exe: str = "mdtest", timeout: float = 120) -> Run:
     """strace of one mdtest rank creating, writing (4 KiB), fsyncing, stat-ing, opening and removing one
-    file; only the syscalls on that file (``strace -P``), so the MPI start-up noise is left out.
+    file in each of :data:`ONE_FILE`'s iterations; only the syscalls on those files (``strace -P``), so
+    the MPI start-up noise is left out.
 
     mdtest runs as a single MPI process (no mpirun). Returns the strace Run (stdout = the trace).
     """
@@ -36,21 +40,39 @@ def one_file_trace(on: str | os.PathLike[str] | None = None, *, exe: str = "mdte
         else workspace.Workspace(budget="16MiB")
     with space:
         target = space.path("mdtest")
-        # mdtest's own naming: rank 0's first file in the tree of the first iteration
-        the_file = target / "test-dir.0-0" / "mdtest_tree.0" / "file.mdtest.0.0"
+        # mdtest's own naming (3.3 and 4.0): rank 0's first file in the tree of iteration j
+        files = [target / f"test-dir.{j}-0" / "mdtest_tree.0" / "file.mdtest.0.0" for j in range(ONE_FILE.iterations)]
         out = space.path("trace.txt")
         argv = strace.trace_argv(replace(ONE_FILE, directory=str(target)).argv(exe), output=out,
-                                 paths=[the_file], strsize=16)
+                                 paths=files, strsize=16)
         return strace.run(argv, timeout=timeout, cwd=space.root)
 
 
+_ITERATION = re.compile(r"/test-dir\.(\d{1,9})-\d{1,9}/")
+
+
 def one_file_calls(text: str) -> pd.DataFrame:
-    """The syscalls of a :func:`one_file_trace` text, in order: syscall, duration (s), result, path.
+    """The syscalls of a :func:`one_file_trace` text, in order: syscall, duration (s), result, path, and
+    ``trial`` (mdtest's iteration, from the path), ``step`` (the call's place in its trial: 0 is the
+    ``openat(O_CREAT)``) and ``warmup`` (mdtest's first iteration, 0).
     A trace that ends inside a line (cut short) raises ParseError (:func:`strace.parse_calls`)."""
     df = strace.calls_frame(strace.parse_calls(text, events=False))
     if not len(df):
         raise ParseError("no system call in this trace", line_no=1, line=text.splitlines()[0] if text else "")
-    return df[["syscall", "duration", "result", "path", "args"]].reset_index(drop=True)
+    df = df[["syscall", "duration", "result", "path", "args"]].reset_index(drop=True)
+    trial = [int(m.group(1)) if (m := _ITERATION.search(str(p))) else 0 for p in df["path"]]
+    df["trial"] = trial
+    df["step"] = df.groupby("trial").cumcount()
+    df["warmup"] = df["trial"] == 0          # a row's own fact, so that a trace cut short parses to a prefix
+    return df
+
+
+def per_call(calls: pd.DataFrame) -> pd.DataFrame:
+    """One row per call of a file's life (step, syscall), over the trials that are not a warm-up (all of
+    them in a trace of one file): how many trials, median, fastest and slowest µs."""
+    measured = calls[~calls["warmup"]] if "warmup" in calls and not calls["warmup"].all() else calls
+    g = measured.assign(us=measured["duration"] * 1e6).groupby(["step", "syscall"], sort=True)["us"]
+    return g.agg(trials="count", median_us="median", min_us="min", max_us="max").reset_index()
 
 
 def trace_one_file(on: str | os.PathLike[str] | None, *, recording: str, quiet: bool = False) -> recordings.Outcome:
