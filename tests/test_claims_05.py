@@ -264,9 +264,14 @@ def test_small_files_against_one_stream():
 # --- live: the same counts here -------------------------------------------------------------------
 
 @pytest.mark.live
-@needs("mdtest", "mpirun", "strace")
+@needs("mpirun", "strace")
 @pytest.mark.parametrize("base", ["/tmp", "/dev/shm"])
-def test_live_counts_and_removals(base):
+def test_live_counts_and_removals(base, ior_on_path):
+    ior_on_path("4.0.0", tool="mdtest", mpirun=True, or_on_path=True)
+    one = S.one_file_calls(S.one_file_trace(base).stdout)
+    assert one.groupby("trial").size().to_dict() == {j: 9 for j in range(S.ONE_FILE.iterations)}
+    assert all(c.evidence["a trials"] == S.ONE_FILE.iterations - 1
+               for c in ok(C.one_file_claims({base: one}, {base: M.facts(base)})))
     opts = mdtest.Options(files=5, iterations=2, sync=True)
     seed = S.sync_counts(S.count_syncs(opts, 2, on=base).stdout)
     data = S.sync_counts(S.count_syncs(replace(opts, write_bytes=4096), 2, on=base).stdout)
