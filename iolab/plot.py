@@ -632,7 +632,7 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
 
 
 def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
-                      title: str = "The system calls behind one file, in order, and the time each took") -> go.Figure:
+                      title: str = "The system calls behind one file, in order, and the time each took (a dot per file traced)") -> go.Figure:
     """A dot per call (top to bottom in the order they ran) at its duration in µs, linear axis from 0:
     the calls that wait for a device stand out, the others sit near 0 as they should. A trace of several
     files (``step`` and ``trial`` columns) gets a dot per trial on each call's row, its warm-up left out."""
