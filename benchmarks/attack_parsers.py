@@ -176,12 +176,12 @@ def _darshan_view(data: bytes) -> dict:
 
 
 def lesson(name: str) -> Callable[[str], Any]:
-    """A parser of lesson 05's traces: in iolab.tools.mdtest, or in iolab.labs.metadata where the lesson
-    code moves (issue 15). Named mdtest.<name> in the tables either way."""
+    """A parser of lesson 05's traces: in iolab.tools.mdtest, or in iolab.labs.metadata_strace where the
+    lesson code moves (issues 15, 23). Named mdtest.<name> in the tables either way."""
     f = getattr(mdtest, name, None)
     if f is None:
-        from iolab.labs import metadata
-        f = getattr(metadata, name)
+        from iolab.labs import metadata_strace
+        f = getattr(metadata_strace, name)
     return f
 
 

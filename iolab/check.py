@@ -612,18 +612,18 @@ def check_05_fsync_share(calls, answer: object) -> bool:
     total = float(calls["duration"].sum())
     fsync = float(calls.loc[calls["syscall"] == "fsync", "duration"].sum())
     if total <= 0:
-        fail("these calls have no durations: use metadata.trace_one_file(...).frame (a trace taken with -T).")
+        fail("these calls have no durations: use metadata_strace.trace_one_file(...).frame (a trace taken with -T).")
     expected = fsync / total
     close_to_fraction(answer, expected, rel=0.02, what="the fsync share")
     return passed(f"fsync took {expected:.0%} of the time this file cost in system calls.")
 
 def check_05_removal_ratio(calls, answer: object) -> bool:
     """Exercise 05.4: median rmdir of a directory over median unlink of a file, in a
-    metadata.removal_calls(...) trace."""
+    metadata_strace.removal_calls(...) trace."""
     def med(syscall: str, item: str) -> float:
         d = calls.loc[(calls["syscall"] == syscall) & (calls["item"] == item), "duration"]
         if not len(d):
-            fail(f"no {syscall} of a {item} in these calls: use metadata.measure_removals(...).frame.")
+            fail(f"no {syscall} of a {item} in these calls: use metadata_strace.measure_removals(...).frame.")
         return float(d.median())
 
     rmdir, unlink = med("rmdir", "directory"), med("unlink", "file")

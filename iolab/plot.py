@@ -632,14 +632,20 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
 
 
 def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
-                      title: str = "The system calls behind one file, in order, and the time each took") -> go.Figure:
+                      title: str = "The system calls behind one file, in order, and the time each took (a dot per file traced)") -> go.Figure:
     """A dot per call (top to bottom in the order they ran) at its duration in µs, linear axis from 0:
-    the calls that wait for a device stand out, the others sit near 0 as they should."""
+    the calls that wait for a device stand out, the others sit near 0 as they should. A trace of several
+    files (``step`` and ``trial`` columns) gets a dot per trial on each call's row, its warm-up left out."""
     fig = go.Figure()
+    if "warmup" in df:
+        df = df[~df["warmup"].astype(bool)]
     for name, part in df.groupby(by, sort=False):
-        labels = [f"{i + 1}. {s}" for i, s in enumerate(part["syscall"])]
-        fig.add_scatter(x=part["duration"] * 1e6, y=labels, mode="markers", marker=dict(size=10), name=str(name),
-                        hovertemplate="%{y}: %{x:,.0f} µs<extra>" + str(name) + "</extra>")
+        steps = part["step"] if "step" in part else range(len(part))
+        labels = [f"{i + 1}. {s}" for i, s in zip(steps, part["syscall"])]
+        trials = part["trial"].astype(str) if "trial" in part else [""] * len(part)
+        fig.add_scatter(x=part["duration"] * 1e6, y=labels, mode="markers", marker=dict(size=9, opacity=0.7),
+                        name=str(name), customdata=list(trials),
+                        hovertemplate="%{y}: %{x:,.0f} µs (trial %{customdata})<extra>" + str(name) + "</extra>")
     fig.update_layout(title=title, legend_title=by, height=420)
     fig.update_xaxes(title_text="time in the system call (µs)", rangemode="tozero", tickformat=",.0f")
     fig.update_yaxes(title_text="system call, in order", autorange="reversed", type="category")
@@ -648,7 +654,7 @@ def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
 
 def removal_durations(summary: pd.DataFrame, *, by: str = "filesystem",
                       title: str = "What one removal costs: median time in the call") -> go.Figure:
-    """Median µs of each kind of removal (``iolab.labs.metadata.removal_summary`` rows with a ``by``
+    """Median µs of each kind of removal (``iolab.labs.metadata_strace.removal_summary`` rows with a ``by``
     column), a dot per filesystem, linear axis from 0; the hover gives the count and the slowest call."""
     fig = go.Figure()
     for name, part in summary.groupby(by, sort=False):

@@ -6,7 +6,8 @@ For each version (``/tmp/ior-<version>/bin/mdtest``, put first on PATH), 2 ranks
 * ``syncs-seed-tmp-V`` / ``syncs-write4k-tmp-V``: ``strace -f -c`` of that command, and of the same
   with ``-w 4096``, counting the sync calls (fsync ...) and mkdir/rmdir/unlink;
 * ``write4k-{tmp,shm}-V``: ``mdtest -n 10 -i 10 -y -w 4096``;
-* ``strace-one-file-{tmp,shm}-V``: one rank, one 4 KiB file with -y, ``strace -T -P <the file>``;
+* ``strace-one-file-{tmp,shm}-V``: one rank, one 4 KiB file with -y in each of 6 iterations (a warm-up and
+  5 trials), ``strace -T -P <each file>``; only these: ``--one-file-only``;
 * ``removals-tmp-V``, ``removals-shm-V``, ``removals-write4k-tmp-V``: ``strace -f -T`` of the seed's
   command (and of ``-w 4096 -y``), only unlink/rmdir/fsync, each call with its time;
 * as root only: ``removals-ext4-<variant>-V`` on fresh 512 MiB ext4 images loop-mounted under /tmp:
@@ -37,7 +38,7 @@ from recorders import ROOT
 
 
 from iolab import recordings, runner
-from iolab.labs import metadata
+from iolab.labs import metadata, metadata_strace
 from iolab.tools import mdtest
 
 HOST = "2-core VM (Debian 12, 24 GiB), virtio disk; Open MPI 4.1.4"
@@ -90,22 +91,18 @@ def record(version: str, loop: bool) -> None:
              f"seed 001's mdtest -n 10 -i 200 -y scaled to `{seed}`, 2 ranks, on {path}")
         save(mdtest.run(WRITE4K, 2, on=path), f"write4k-{short}-{version}", path,
              f"`{w4k}`, 2 ranks, on {path}: each file gets 4 KiB, then an fsync")
-        r = metadata.one_file_trace(path)
-        save(r, f"strace-one-file-{short}-{version}", path, stream="file",
-             tool_version=f"{version} (under {r.tool_version})",
-             notes=f"strace -f -tt -T -y -P <the file> of one mdtest {version} process (no mpirun) creating one "
-                   f"4 KiB file with -y (fsync) on {path}: only the syscalls on that file")
-        save(metadata.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
+        record_one_file(version, short, path)
+        save(metadata_strace.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
              notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on {path}: "
                    "each removal with its time (files are empty: -w 0)")
     path = PLACES["tmp"]
-    save(metadata.count_syncs(SEED, 2, on=path), f"syncs-seed-tmp-{version}", path, stream="file",
+    save(metadata_strace.count_syncs(SEED, 2, on=path), f"syncs-seed-tmp-{version}", path, stream="file",
          notes=f"strace -f -c of `mpirun -np 2 mdtest {seed}` on {path}: the sync calls (fsync, fdatasync, sync, "
                "syncfs, sync_file_range) and mkdir/rmdir/unlink; fsync is absent: -y without -w syncs nothing")
-    save(metadata.count_syncs(WRITE4K, 2, on=path), f"syncs-write4k-tmp-{version}", path, stream="file",
+    save(metadata_strace.count_syncs(WRITE4K, 2, on=path), f"syncs-write4k-tmp-{version}", path, stream="file",
          notes=f"strace -f -c of `mpirun -np 2 mdtest {w4k}` on {path}: one fsync per file, "
                f"{mdtest.expected_fsyncs(WRITE4K, 2)} in all")
-    save(metadata.trace_removals(WRITE4K, 2, on=path), f"removals-write4k-tmp-{version}", path, stream="file",
+    save(metadata_strace.trace_removals(WRITE4K, 2, on=path), f"removals-write4k-tmp-{version}", path, stream="file",
          notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {w4k}` on {path}: "
                "each file owns a 4 KiB block when it is removed")
     if not loop:
@@ -113,10 +110,24 @@ def record(version: str, loop: bool) -> None:
     for name, (features, options) in EXT4_VARIANTS.items():
         with loop_ext4(features, options) as mnt:
             f = metadata.facts(mnt)
-            save(metadata.trace_removals(SEED, 2, on=mnt), f"removals-ext4-{name}-{version}", mnt, stream="file",
+            save(metadata_strace.trace_removals(SEED, 2, on=mnt), f"removals-ext4-{name}-{version}", mnt, stream="file",
                  notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on a fresh "
                        f"512 MiB ext4 image loop-mounted under /tmp as root ({f.describe()}; mkfs.ext4 "
                        f"{' '.join(features) or '(defaults)'}, mount -o {','.join(['loop', *options])})")
+
+
+def record_one_file(version: str, short: str, path: str) -> None:
+    """strace-one-file-<short>-<version>: one mdtest process, one 4 KiB file with -y per iteration, the
+    first iteration a warm-up and the next five the trials lesson 05's claims compare."""
+    load = os.getloadavg()[0]
+    r = metadata_strace.one_file_trace(path)
+    n = metadata_strace.ONE_FILE.iterations
+    save(r, f"strace-one-file-{short}-{version}", path, stream="file",
+         tool_version=f"{version} (under {r.tool_version})",
+         notes=f"strace -f -tt -T -y -P <each iteration's file> of one mdtest {version} process (no mpirun) "
+               f"creating one 4 KiB file with -y (fsync) in each of {n} iterations on {path}: only the syscalls "
+               f"on those files; the first iteration is a warm-up, the other {n - 1} are trials; the machine's "
+               f"load average (1 min) when it started: {load:.1f} on {os.cpu_count()} cores")
 
 
 def save_phases(ph, name: str, path: str, notes: str) -> None:
@@ -169,10 +180,17 @@ def main() -> None:
     ap.add_argument("--versions", nargs="+", default=["3.3.0", "4.0.0"])
     ap.add_argument("--no-loop", action="store_true", help="skip the loop-mounted ext4 images (they need root)")
     ap.add_argument("--phases-only", action="store_true", help="record only the witnessed phases (section 6)")
+    ap.add_argument("--one-file-only", action="store_true", help="record only the one-file traces (section 5)")
     args = ap.parse_args()
     path0 = os.environ["PATH"]
     for v in args.versions:
         os.environ["PATH"] = path0
+        if args.one_file_only:
+            os.environ["PATH"] = f"/tmp/ior-{v}/bin:" + path0
+            assert mdtest.installed_version() == v, mdtest.installed_version()
+            for short, path in PLACES.items():
+                record_one_file(v, short, path)
+            continue
         loop = not args.no_loop and os.geteuid() == 0
         if not args.phases_only:
             record(v, loop=loop)

@@ -106,8 +106,9 @@ def test_error_line():
 
 
 @pytest.mark.live
-@needs("mdtest", "mpirun")
-def test_live_mdtest_two_ranks(ws):
+@needs("mpirun")
+def test_live_mdtest_two_ranks(ws, ior_on_path):
+    ior_on_path("4.0.0", tool="mdtest", mpirun=True, or_on_path=True)
     before = mpi_leftovers_in_tmp()
     r = mdtest.run(mdtest.Options(files=5, iterations=2, sync=True), 2, ws=ws, timeout=120)
     rows = mdtest.parse(r.stdout)
@@ -118,8 +119,9 @@ def test_live_mdtest_two_ranks(ws):
 
 
 @pytest.mark.live
-@needs("mdtest", "mpirun")
-def test_live_mdtest_on_dev_shm_and_failure(ws, tmp_path):
+@needs("mpirun")
+def test_live_mdtest_on_dev_shm_and_failure(ws, tmp_path, ior_on_path):
+    ior_on_path("4.0.0", tool="mdtest", mpirun=True, or_on_path=True)
     r = mdtest.run(mdtest.Options(files=5, iterations=1), 2, on="/dev/shm", timeout=120)
     assert mdtest.parse(r.stdout)[0]["items"] == 10
     with pytest.raises(ToolFailed, match="mdtest failed"):

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from iolab import recordings
-from iolab.labs import metadata
+from iolab.labs import metadata, metadata_strace
 from iolab.tools import mdtest
 
 
@@ -24,7 +24,7 @@ def test_measure_on_replay(monkeypatch):
 
 
 def test_removal_calls_keep_mdtest_items_only():
-    calls = metadata.removal_calls(rec("removals-tmp-4.0.0"))
+    calls = metadata_strace.removal_calls(rec("removals-tmp-4.0.0"))
     assert set(calls["item"]) == {"file", "directory", "tree directory", "top directory"}
     assert not calls["path"].str.contains("ompi|open_mpi|vader").any()
     assert (calls["item"] == "file").sum() == 200 and set(calls.loc[calls["item"] == "file", "syscall"]) == {"unlink"}

@@ -53,8 +53,8 @@ def test_every_parser_is_attacked():
                                                               r"|implementations$|one_file_calls|sync_counts"
                                                               r"|removal_calls|read_log$|load$", node.name):
                 found.add(f"{path.stem}.{node.name}")
-    named = {n.replace("mdtest.one_file", "metadata.one_file").replace("mdtest.sync", "metadata.sync")
-             .replace("mdtest.removal", "metadata.removal") for n in TARGETS}
+    named = {n.replace("mdtest.one_file", "metadata_strace.one_file").replace("mdtest.sync", "metadata_strace.sync")
+             .replace("mdtest.removal", "metadata_strace.removal") for n in TARGETS}
     named |= {"strace_calls.parse_calls"}                 # strace.parse_calls is it, under the same name
     not_parsers = {"readahead.window"}                    # a measurement, named like mdtest.window
     # landed on main while issue 21 was done (lesson 08, strace -ff): not attacked yet, named here so

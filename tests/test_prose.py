@@ -31,7 +31,7 @@ def test_a_stat_is_not_answered_locally_whatever_the_filesystem():
     md = " ".join(text("05-mdtest-metadata.ipynb").split())
     assert "whatever filesystem is below" not in md
     assert "-N 1" in md and "glimpse" in md and "capabilities" in md
-    src = (ROOT / "iolab" / "labs" / "metadata.py").read_text()
+    src = (ROOT / "iolab" / "labs" / "metadata_claims.py").read_text()
     assert "revalidates attributes" in src and "glimpses" in src
 
 
