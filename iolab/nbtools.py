@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -59,6 +60,13 @@ def stripped(nb: Notebook) -> Notebook:
             continue
         cell["outputs"] = []
         cell["execution_count"] = None
+    taken = {c["id"] for c in out["cells"] if c.get("id")}
+    if out.get("nbformat", 4) > 4 or out.get("nbformat_minor", 0) >= 5:     # nbformat 4.5: every cell has an id
+        for i, cell in enumerate(out["cells"]):
+            if not cell.get("id"):
+                digest = hashlib.sha1(f"{i}:{''.join(cell.get('source', ''))}".encode()).hexdigest()
+                cell["id"] = next(digest[k:k + 8] for k in range(0, 33) if digest[k:k + 8] not in taken)
+                taken.add(cell["id"])
     meta = out.setdefault("metadata", {})
     meta.pop("widgets", None)
     meta.setdefault("kernelspec", {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"})
@@ -79,6 +87,9 @@ def problems(nb: Notebook) -> list[str]:
             found.append(f"cell {i}: committed with outputs")
     if nb.get("metadata", {}).get("widgets"):
         found.append("notebook metadata holds widget state")
+    if nb.get("nbformat", 4) > 4 or nb.get("nbformat_minor", 0) >= 5:
+        found += [f"cell {i}: no id (nbformat 4.5 wants one; make strip gives it)"
+                  for i, cell in enumerate(nb["cells"]) if not cell.get("id")]
     return found
 
 

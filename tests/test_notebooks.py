@@ -35,7 +35,8 @@ def test_lessons_are_numbered_in_teaching_order():
 
 
 def _nb(*cells):
-    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": list(cells)}
+    cells = [{"id": f"c{i}", **c} for i, c in enumerate(cells)]
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}
 
 
 def _code(src, outputs=(), count=None, tags=()):
@@ -116,3 +117,18 @@ def test_student_copies_open_with_a_note_for_students_not_authors():
         assert "Edit the solution" not in note and "make exercises" not in note, path.name
         assert "`...`" in note and "hint" in note and "Not yet" in note, path.name
         assert nb["metadata"]["iolab"] == nbtools.GENERATED, path.name
+
+
+def test_strip_gives_every_cell_of_a_4_5_notebook_a_stable_id():
+    """nbformat 4.5 wants an id on every cell (nbformat warns, and a future version refuses); a cell
+    written by hand or by a script has none until `make strip` gives it one, the same one every time."""
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+          "cells": [{"cell_type": "markdown", "id": "kept", "metadata": {}, "source": "# a"},
+                    {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None},
+                    {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None}]}
+    assert nbtools.problems(nb) == ["cell 1: no id (nbformat 4.5 wants one; make strip gives it)",
+                                    "cell 2: no id (nbformat 4.5 wants one; make strip gives it)"]
+    out = nbtools.stripped(nb)
+    ids = [c["id"] for c in out["cells"]]
+    assert ids[0] == "kept" and len(set(ids)) == 3 and ids == [c["id"] for c in nbtools.stripped(nb)["cells"]]
+    assert nbtools.problems(out) == []
