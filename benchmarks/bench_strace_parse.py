@@ -19,6 +19,12 @@ own speed, the others add what its neighbours took (timeit's documentation advis
 Printed per format: lines, records, best lines/s, the ratio to -f -tt -T -y and to the fastest
 format; then whether every format is within 0.8x of the fastest and at >= 500,000 lines/s.
 
+--floor also prints, per format, where a line's time goes: characters per line, MB/s, the regex pass
+alone (the fast path's pattern for the file's layout, findall over the same blocks the parser reads:
+C work no Python change removes) and the rest (Python: memos, time stamps, records), in ns of CPU per
+line, best of the same interleaved runs; and how close each format could come to the fastest if its
+Python work cost no more than the fastest format's ("bound": fastest / (its regex + the fastest's rest)).
+
 --vary gives every line a duration of its own (random, 1 to 999 µs) instead of the recording's,
 repeated: a trace that repeats itself flatters any memo of what the lines say. --general also
 times the general path alone (`_fast=False`, one line at a time), --iter the file given as an
@@ -38,6 +44,7 @@ from pathlib import Path
 
 from iolab import recordings, workspace
 from iolab.tools import strace as st
+from iolab.tools import strace_calls as stc
 
 TARGET = 500_000
 WITHIN = 0.8
@@ -90,6 +97,28 @@ def cpu(files, **kw) -> tuple[float, int]:
     return time.process_time() - c0, n
 
 
+def regex_only(files) -> float:
+    """CPU seconds of the fast path's findall alone over the files, in the parser's blocks (its internals:
+    _layout, _FAST, _BLOCK)."""
+    spent = 0.0
+    for path, _ in files:
+        with open(path) as f:
+            rest = ""
+            findall = None
+            while True:
+                block = f.read(stc._BLOCK)
+                cut = block.rfind("\n") + 1
+                text, rest = rest + block[:cut], block[cut:]
+                if text:
+                    findall = findall or stc._FAST[stc._layout(text)].findall
+                    c0 = time.process_time()
+                    findall(text)
+                    spent += time.process_time() - c0
+                if not block:
+                    break
+    return spent
+
+
 def peak(files) -> int:
     gc.collect()
     tracemalloc.start()
@@ -117,6 +146,7 @@ def main() -> None:
     ap.add_argument("--general", action="store_true", help="also time the general path alone")
     ap.add_argument("--iter", action="store_true", help="also time the file as an iterator of lines")
     ap.add_argument("--memory", action="store_true", help="also measure peak Python memory")
+    ap.add_argument("--floor", action="store_true", help="also time the regex pass alone: where a line's time goes")
     a = ap.parse_args()
     formats = {k: v for k, v in sources().items() if not a.only or k in a.only}
     print(f"python loop calibration: {calibrate():.0f} ns per trivial iteration (CPU time)")
@@ -132,11 +162,16 @@ def main() -> None:
                 lines[fmt] += build(path, ref, max(1, a.lines * size // sum(sizes)), rnd)
                 files[fmt].append((path, pid))
         best: dict[str, float] = {}
+        floor: dict[str, float] = {}
         records: dict[str, int] = {}
         for _ in range(a.repeat):  # the formats take turns
             for fmt in formats:
                 t, records[fmt] = cpu(files[fmt])
                 best[fmt] = min(best.get(fmt, t), t)
+                if a.floor:
+                    gc.collect()
+                    t = regex_only(files[fmt])
+                    floor[fmt] = min(floor.get(fmt, t), t)
         rate = {fmt: lines[fmt] / best[fmt] for fmt in formats}
         fastest = max(rate.values())
         ref_rate = rate.get(REFERENCE)
@@ -153,6 +188,18 @@ def main() -> None:
               f"{'every format' if not slow else 'NOT ' + ', '.join(slow)}; slowest/fastest "
               f"{min(rate.values()) / fastest:.2f}")
         print(f"target {TARGET:,} lines/s: {'met by every format' if not under else 'NOT met by ' + ', '.join(under)}")
+        if a.floor:
+            top = max(formats, key=lambda fmt: rate[fmt])
+            top_rest = (best[top] - floor[top]) / lines[top]
+            print(f"where a line's time goes (ns of CPU per line; bound: x max if its Python rest cost what "
+                  f"{top}'s does, {top_rest * 1e9:.0f} ns)")
+            print(f"{'format':18s} {'chars':>6s} {'MB/s':>6s} {'regex':>6s} {'rest':>6s} {'total':>6s} {'bound':>6s}")
+            for fmt in formats:
+                chars = sum(path.stat().st_size for path, _ in files[fmt]) / lines[fmt]
+                re_ns, total = floor[fmt] / lines[fmt], best[fmt] / lines[fmt]
+                bound = (best[top] / lines[top]) / (re_ns + top_rest)
+                print(f"{fmt:18s} {chars:6.0f} {chars * rate[fmt] / 1e6:6.1f} {re_ns * 1e9:6.0f} "
+                      f"{(total - re_ns) * 1e9:6.0f} {total * 1e9:6.0f} {bound:6.2f}")
         for fmt in formats:
             extra = []
             if a.iter:

@@ -172,24 +172,6 @@ def _options_text(options: Any) -> str:
 _SCALAR = (str, int, float, bool, type(None))
 
 
-def _open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
-    """A descriptor of path if it is a regular file: never through a symlink, never blocking on a FIFO
-    or a device (OSError otherwise, with what it is)."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise OSError(errno.ELOOP, f"{path.name} is a symlink (only regular files are read)") from None
-        raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else \
-            "a device or socket"
-        raise OSError(errno.EINVAL, f"{path.name} is {kind}, not a regular file")
-    return fd
-
-
 def _read_bounded(path: Path) -> tuple[bytes, os.stat_result]:
     """The bytes of a regular file of at most MAX_BYTES with one link, and its status, read through
     :func:`iolab.safeio.read_regular` (ParseError, a ValueError, if not)."""
@@ -267,14 +249,13 @@ def _locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
     (someone else made it first, a symlink, a FIFO) is not used: the save goes on without it."""
     timeout = LOCK_TIMEOUT if timeout is None else timeout
     try:
-        fd = _open_regular(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd, st = safeio.open_regular(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as e:
         warnings.warn(f"cannot use {lock_path} ({e.strerror or e}); saving without a lock", ResultsWarning,
                       stacklevel=3)
         yield
         return
     try:
-        st = os.fstat(fd)
         if st.st_uid != os.geteuid():
             warnings.warn(f"{lock_path} belongs to {_owner(st.st_uid)}, not to you: someone else made it, and "
                           "could hold it forever; saving without a lock", ResultsWarning, stacklevel=3)

@@ -1,7 +1,8 @@
 """Read a file another user or a bad download could have shaped, without hanging or exhausting memory.
 
 Every loader of such a file (a recording and its ``.meta.json``, a class results file, a manifest, a
-Darshan log) reads it through here: only a regular file (a FIFO would block the reader for ever, a
+Darshan log) reads it through here, and a writer in a directory others share (the class results' lock
+files) opens it here (:func:`open_regular`, the one way of both): only a regular file (a FIFO would block the reader for ever, a
 symlink to /dev/zero would feed it until the OOM killer comes), opened without following a symlink in
 its last component and without blocking, at most ``limit`` bytes, UTF-8 or a :class:`ParseError`, and
 JSON nested at most ``max_depth`` levels, with no number longer than ``MAX_DIGITS`` digits (Python's
@@ -30,6 +31,44 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _PAIR = re.compile(r"\[\]|\{\}")
 
 
+class NotRegular(OSError):
+    """:func:`open_regular`'s refusal: the path is a symbolic link, a FIFO, a device, a socket or a
+    directory (``errno`` ELOOP for a link; ``strerror`` says which)."""
+
+
+def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY,
+                 mode: int = 0o600) -> tuple[int, os.stat_result]:
+    """A descriptor of ``path`` and its status, if it is a regular file: how iolab opens a file another
+    user could have put there, to read it (:func:`read_regular`) or to write or lock it (``flags`` such
+    as ``os.O_RDWR | os.O_CREAT``; ``mode`` for a file it creates).
+
+    Never through a symbolic link in the last component (O_NOFOLLOW), never blocking on a FIFO or a
+    device (O_NONBLOCK; a FIFO without a reader refuses a writer), the status read from the
+    descriptor, not from a second look at the path. :class:`NotRegular` (an OSError, the descriptor
+    closed) when it is not a regular file; any other OSError as ``os.open`` raises it (FileNotFoundError)."""
+    p = Path(path)
+    try:
+        fd = os.open(p, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotRegular(errno.ELOOP, f"{p.name} is a symbolic link (iolab opens only regular files)",
+                             str(p)) from None
+        if e.errno == errno.ENXIO:          # open(O_WRONLY|O_NONBLOCK) of a FIFO without a reader, a socket
+            raise NotRegular(errno.ENXIO, f"{p.name} is a FIFO or a socket, not a regular file", str(p)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else \
+            "a device or socket"
+        raise NotRegular(errno.EINVAL, f"{p.name} is {kind}, not a regular file", str(p))
+    return fd, st
+
+
 def read_bytes(path: str | os.PathLike[str], *, limit: int = LIMIT, what: str = "file") -> bytes:
     """The bytes of the regular file ``path`` (at most ``limit``), or ParseError saying why not.
 
@@ -48,18 +87,17 @@ def read_regular(path: str | os.PathLike[str], *, limit: int = LIMIT, what: str 
     someone else's file)."""
     p = Path(path)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd, st = open_regular(p)
     except FileNotFoundError:
         raise
-    except OSError as e:
+    except NotRegular as e:
         if e.errno == errno.ELOOP:
             raise ParseError(f"the {what} {p} is a symbolic link: iolab reads only regular files") from None
+        raise ParseError(f"the {what} {p} is not a regular file (a FIFO, a device or a directory): "
+                         "iolab reads only regular files") from None
+    except OSError as e:
         raise ParseError(f"cannot read the {what} {p}: {e.strerror}") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ParseError(f"the {what} {p} is not a regular file (a FIFO, a device or a directory): "
-                             "iolab reads only regular files")
         if max_links is not None and st.st_nlink > max_links:
             raise ParseError(f"the {what} {p} has {st.st_nlink} hard links (a link to another file is not read)")
         if st.st_size > limit:

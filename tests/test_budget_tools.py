@@ -72,6 +72,41 @@ def test_mdtest_counts_files_as_mdtest_does():
     assert mdtest.items_per_rank(mdtest.Options(files=10, items_per_dir=5, depth=1, branching=2)) == 30
 
 
+
+def test_mdtest_reads_a_flag_given_a_value_as_mdtest_does():
+    # mdtest's options go through IOR's parser: "-D=0" turns directories-only off (mdtest -a DUMMY -n 4
+    # -D=0 makes files), "-F=1" on; before, -D=0 read as -D and the files it writes were not counted
+    from iolab.tools import mdtest
+
+    o = mdtest.Options(files=10, write_bytes=4096, dirs_only=True, extra=("-D=0",))
+    assert mdtest.bytes_to_write(o, 2) == 2 * 10 * 4096
+    assert mdtest.bytes_to_write(mdtest.Options(files=10, write_bytes=4096, extra=("-D=1",)), 2) == 0
+    assert mdtest.effective(mdtest.Options(files=10, extra=("-F=1",))).files_only
+    assert not mdtest.effective(mdtest.Options(files=10, files_only=True, extra=("-F=0",))).files_only
+
+
+@pytest.mark.parametrize("tok, rest, want, after", [
+    ("-mk", [], [("m", None), ("k", None)], 0),
+    ("-b16m", ["x"], [("b", "16m")], 0),
+    ("-b", ["16m", "x"], [("b", "16m")], 1),
+    ("-b=16m", ["x"], [("b", "16m")], 0),
+    ("-mb", ["4k"], [("m", None), ("b", "4k")], 1),
+    ("-mb4k", [], [("m", None), ("b", "4k")], 0),
+    ("-mk=0", [], [("m", None), ("k", "0")], 0),        # a flag given a value: the letter before "="
+])
+def test_short_options_read_a_run_of_letters_as_ior_and_mdtest_do(tok, rest, want, after):
+    from iolab.tools import short_options
+
+    assert short_options(tok, rest, 0, set("b"), set("mk"), "IOR") == (want, after)
+
+
+@pytest.mark.parametrize("tok, match", [("-b", "IOR option -b needs a value"), ("-mz", "IOR option -z .in '-mz'.")])
+def test_short_options_refuse_what_they_cannot_read(tok, match):
+    from iolab.tools import short_options
+
+    with pytest.raises(ValueError, match=match):
+        short_options(tok, [], 0, set("b"), set("mk"), "IOR")
+
 @pytest.mark.live
 @needs("mdtest")
 @pytest.mark.parametrize("kw", [dict(files=10), dict(files=10, depth=2, branching=2),

@@ -152,12 +152,13 @@ def test_latency_recorded(suffix, fstype):
         assert "tmpfs cannot evict" in claims[0].text
 
 
-def test_forks_and_storm_recorded():
+def test_forks_and_storm_recorded(monkeypatch, tmp_path):
     forks = _calls("strace/trace-forks-reads")
     claims = lab.forks_claims(forks, 4 * MiB, [16384, 65536, 262144], show=False)
     all_consistent(claims)
     assert claims[0].held is True
-    imp = _summary("strace/count-import-pandas")
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    imp = lab.count(lab.import_argv("pandas"), recording="strace/count-import-pandas", cwd=tmp_path)
     walk = _summary("strace/count-walk-500")
     claims = lab.storm_claims(imp, walk, 500, show=False)
     all_consistent(claims)

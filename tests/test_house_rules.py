@@ -218,6 +218,15 @@ def test_lesson_functions_return_typed_fields_not_bags():
             f"{rel}:{fn} has no bags now: drop it from BAG_FUNCTION_EXCEPTIONS"
 
 
+def test_tool_modules_hand_back_no_bags():
+    # a tool's frame is its rows; what else its parse found stays on the parse (strace's Summary.total),
+    # and a lesson gives it as typed fields (syscalls.Traced.total_calls): before, strace.summary_frame
+    # put the total row in df.attrs["total"]
+    wrong = {str(p.relative_to(PACKAGE)): found for p in sorted(PACKAGE.glob("tools/*.py"))
+             if (found := result_bags(p.read_text()))}
+    assert not wrong, f"tool modules that hand results back in DataFrame.attrs or Outcome.extra: {wrong}"
+
+
 def test_the_bag_exceptions_still_need_to_be_exceptions():
     for rel in BAG_EXCEPTIONS:
         assert result_bags((PACKAGE / rel).read_text()), f"{rel} has no bags now: drop it from BAG_EXCEPTIONS"

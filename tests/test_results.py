@@ -361,6 +361,17 @@ def test_a_lock_file_someone_else_holds_does_not_block_a_save(klass, shared):
     assert unix_users.as_user(None, _load(shared))[1]["per_user"] == {alice.pw_name: 1}
 
 
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_lock_file_that_is_no_regular_file_neither_blocks_nor_is_followed(tmp_path, kind):
+    # the lock is opened through safeio.open_regular: a FIFO there does not block the save, a symlink is
+    # not followed (nor its target created or locked); the save goes on without a lock and says so
+    lock, target = tmp_path / ".ann.lock", tmp_path / "elsewhere"
+    os.mkfifo(lock) if kind == "fifo" else lock.symlink_to(target)
+    with pytest.warns(results.ResultsWarning, match="saving without a lock"):
+        results.save(frame(1), tool="fio", directory=tmp_path, user="ann")
+    assert len(results.load(tmp_path)) == 1 and not target.exists()
+
+
 def test_a_lock_held_too_long_times_out(tmp_path, monkeypatch):
 
     monkeypatch.setattr(results, "LOCK_TIMEOUT", 0.5)

@@ -33,6 +33,31 @@ def test_special_files_are_refused_without_reading(tmp_path):
         safeio.read_bytes(tmp_path / "none")
 
 
+def test_open_regular_is_the_one_way_to_open_for_reading_and_writing(tmp_path):
+    # a file to write or lock where others can put things first: created 0600, or the regular file
+    # that is there; a FIFO (with or without a reader), a symlink, a device or a directory refused
+    # without blocking, as an OSError saying what it is
+    new = tmp_path / "new.lock"
+    fd, st = safeio.open_regular(new, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, b"x")
+        assert new.read_bytes() == b"x" and st.st_mode & 0o777 == 0o600 and os.fstat(fd).st_ino == st.st_ino
+    finally:
+        os.close(fd)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(new)
+    for path, flags, what in [(fifo, os.O_WRONLY, "a FIFO"), (fifo, os.O_RDWR | os.O_CREAT, "a FIFO"),
+                              (fifo, os.O_RDONLY, "a FIFO"), (link, os.O_RDWR | os.O_CREAT, "symbolic link"),
+                              ("/dev/null", os.O_WRONLY, "a device"), (tmp_path, os.O_RDONLY, "a directory")]:
+        with pytest.raises(safeio.NotRegular, match=what):
+            safeio.open_regular(path, flags)
+    assert new.read_bytes() == b"x"
+    with pytest.raises(FileNotFoundError):
+        safeio.open_regular(tmp_path / "none", os.O_WRONLY)
+
+
 def test_the_size_bound(tmp_path):
     p = tmp_path / "big"
     with open(p, "wb") as f:

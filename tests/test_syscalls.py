@@ -9,6 +9,7 @@ import pytest
 
 from iolab import recordings
 from iolab.labs import syscalls as lab
+from iolab.tools import strace
 from conftest import needs
 
 
@@ -44,15 +45,18 @@ def test_count_replays_when_strace_is_missing(monkeypatch, tmp_path, capsys):
     assert out.returncode is None and out.recording.ref == "strace/sweep-read-4096"
     assert int(df.loc[df["syscall"] == "read", "calls"].iloc[0]) == lab.expected_reads(100_000, 4096)
     assert "REPLAY" in capsys.readouterr().out
+    # strace's total row: typed fields of the outcome (before: df.attrs["total"], a bag of strings)
+    total = strace.parse_summary(out.recording.text).total
+    assert (out.total_calls, out.total_errors, out.total_seconds) == (total["calls"], total["errors"], total["seconds"])
+    assert out.total_calls == int(df["calls"].sum()) and df.attrs == {}
 
 
 @pytest.mark.live
 @needs("strace")
 def test_failing_command_is_a_result_not_a_crash(ws):
     out = lab.count([sys.executable, "-c", "import sys; sys.exit(3)"], cwd=ws.root, timeout=60)
-    df = out.frame
     assert out.returncode == 3 == out.run.returncode and out.mode == "live"
-    assert df.attrs["total"]["calls"] > 0 and out.seconds > 0 and out.argv[0] == "strace"
+    assert out.total_calls > 0 and out.seconds > 0 and out.argv[0] == "strace"
 
 
 @pytest.mark.live

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -38,14 +39,19 @@ class Traced(recordings.Outcome):
     returncode: int | None = None        # the command's exit status (live; a failing command is a result)
     seconds: float | None = None         # elapsed, strace included (live)
     strace_version: str | None = None
+    # strace -c's total row (count() only; None for a trace): all calls, the failed ones, system seconds
+    total_calls: int | None = None
+    total_errors: int | None = None
+    total_seconds: float | None = None
 
 
-def _strace_outcome(make_argv: Callable[[Path], list[str]], parse: Callable[[str], pd.DataFrame], *,
+def _strace_outcome(make_argv: Callable[[Path], list[str]], parse: Callable[[str], Any], *,
                     recording: str | None, cwd: str | os.PathLike[str] | None, timeout: float, quiet: bool,
-                    suffix: str) -> Traced:
+                    suffix: str, frame: Callable[[Any], pd.DataFrame] | None = None) -> Traced:
     """Run strace live in ``cwd`` (the session workspace by default), or replay ``recording`` when
     strace is missing here or IOLAB_MODE=replay; ``.data`` and ``.frame`` are ``parse(text)``, and
-    the :class:`Traced` fields say what ran (argv, returncode, seconds, strace_version)."""
+    the :class:`Traced` fields say what ran (argv, returncode, seconds, strace_version); ``frame``:
+    the table of ``parse(text)`` when it is not one itself."""
     argv = make_argv(Path("FILE"))              # checks the command before anything runs
     d = Path(cwd) if cwd is not None else workspace.session().root
     out = d / f".strace-{os.getpid()}-{suffix}.txt"
@@ -56,7 +62,7 @@ def _strace_outcome(make_argv: Callable[[Path], list[str]], parse: Callable[[str
         finally:
             out.unlink(missing_ok=True)
 
-    o = recordings.live_or_recorded(live, recording, requires=(strace.TOOL,), parse=parse,
+    o = recordings.live_or_recorded(live, recording, requires=(strace.TOOL,), parse=parse, frame=frame,
                                     quiet=quiet or recording is None, cls=Traced)
     r = o.run
     o.argv = argv
@@ -71,8 +77,8 @@ def count(cmd: Sequence[str | os.PathLike[str]], *, follow: bool = True, wall: b
           cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
           recording: str | None = None, quiet: bool = True) -> Traced:
     """Run ``cmd`` under ``strace -c`` (in the session workspace): a :class:`Traced` whose ``.frame`` is
-    the table, one row per syscall (``strace.SUMMARY_KEYS``; ``frame.attrs["total"]`` the total row,
-    as strace's parser gives it), with ``returncode`` (the command's exit status: a failing command
+    the table, one row per syscall (``strace.SUMMARY_KEYS``), ``total_calls``, ``total_errors`` and
+    ``total_seconds`` strace's total row (``.data``: the parse, ``.data.total``), with ``returncode`` (the command's exit status: a failing command
     is a result), ``seconds`` (elapsed, strace included), ``argv``, ``strace_version``.
     With ``recording="strace/name"`` the recorded output is replayed through the same parser when
     strace is missing here or IOLAB_MODE=replay.
@@ -81,8 +87,11 @@ def count(cmd: Sequence[str | os.PathLike[str]], *, follow: bool = True, wall: b
         return strace.count_argv(cmd, output=out, follow=follow, wall=wall, syscalls=syscalls, paths=paths,
                                  columns=columns, sort=sort)
 
-    return _strace_outcome(make, lambda text: strace.summary_frame(strace.parse_summary(text)), recording=recording,
-                           cwd=cwd, timeout=timeout, quiet=quiet, suffix="count")
+    o = _strace_outcome(make, strace.parse_summary, frame=strace.summary_frame, recording=recording,
+                        cwd=cwd, timeout=timeout, quiet=quiet, suffix="count")
+    total = o.data.total
+    o.total_calls, o.total_errors, o.total_seconds = total["calls"], total.get("errors"), total.get("seconds")
+    return o
 
 
 def trace(cmd: Sequence[str | os.PathLike[str]], *, syscalls: str | Sequence[str] | None = None,
@@ -515,11 +524,11 @@ def forks_claims(forks: pd.DataFrame, file_size: int, read_sizes: Sequence[int],
         show=show)]
 
 
-def storm_claims(imp: pd.DataFrame, walk: pd.DataFrame, n_files: int, *, show: bool = True) -> list[Claim]:
-    """The metadata calls of `import pandas` and of walking a tree of ``n_files`` files."""
-    total = int(imp.attrs["total"]["calls"])
-    errors = int(imp.attrs["total"].get("errors") or 0)
-    top = imp.sort_values("calls", ascending=False).iloc[0]
+def storm_claims(imp: Traced, walk: pd.DataFrame, n_files: int, *, show: bool = True) -> list[Claim]:
+    """The metadata calls of `import pandas` (:func:`count`'s outcome: its table and strace's total) and
+    of walking a tree of ``n_files`` files (its table)."""
+    total, errors = int(imp.total_calls), int(imp.total_errors or 0)
+    top = imp.frame.sort_values("calls", ascending=False).iloc[0]
     print(f"import: {total:,} system calls, {errors:,} of them failed ({errors / total:.0%}); "
           f"the most frequent: {top['syscall']} ({int(top['calls']):,})")
     stats = int(walk[walk["syscall"].isin(STAT_LIKE)]["calls"].sum())

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ToolFailed
@@ -37,3 +37,33 @@ def failure(tool: str, argv: Sequence[str], run: Run, line: str | None) -> ToolF
     head = f"{tool} failed: {line}" if line else f"{tool} exited with status {run.returncode}"
     return ToolFailed(list(argv), run.returncode, "\n".join([run.stderr.strip(), run.stdout.strip()[-2000:]]).strip(),
                       message=head)
+
+
+def short_options(tok: str, items: Sequence[str], i: int, takes_value: Collection[str], flags: Collection[str],
+                  tool: str) -> tuple[list[tuple[str, str | None]], int]:
+    """One item of short options as IOR's option parser reads it (IOR and mdtest share it): ``tok`` is
+    ``-abc`` (flags), ``-bVALUE`` / ``-b=VALUE`` / ``-b`` with the next item (``items[i]``) as value, or a
+    flag given a value (``-k=0``, the last letter before ``=``). Returns ((letter, value or None for a
+    flag alone), ...) and the index of the item after it. ValueError for a letter in neither
+    ``takes_value`` nor ``flags`` or an option without its value: what the run writes could not be
+    counted."""
+    body, eq, value = tok[1:].partition("=")
+    out: list[tuple[str, str | None]] = []
+    for j, c in enumerate(body):
+        last = j == len(body) - 1
+        if c in takes_value:
+            if eq and last:
+                pass
+            elif not last:
+                value = body[j + 1:]
+            elif i < len(items):
+                value, i = items[i], i + 1
+            else:
+                raise ValueError(f"{tool} option -{c} needs a value")
+            out.append((c, value))
+            break
+        if c not in flags:
+            raise ValueError(f"{tool} option -{c} (in {tok!r}): not one iolab knows, so what the run writes "
+                             "could not be counted")
+        out.append((c, value if eq and last else None))
+    return out, i

@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import failure, first_line, strace
+from . import failure, first_line, short_options, strace
 from .. import mpi, runner, safeio, units, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
@@ -319,27 +319,12 @@ def read_argv(argv: Sequence[str]) -> dict[str, Any]:
             continue
         if not tok.startswith("-") or tok == "-":
             raise ValueError(f"IOR argument {tok!r} belongs to no option: iolab cannot read this command line")
-        body, eq, value = tok[1:].partition("=")
-        for j, c in enumerate(body):
-            if c in _ARG_OPTS:
-                if eq and j == len(body) - 1:
-                    pass
-                elif j < len(body) - 1:
-                    value = body[j + 1:]
-                elif i < len(items):
-                    value, i = items[i], i + 1
-                else:
-                    raise ValueError(f"IOR option -{c} needs a value")
-                if c == "O":
-                    directives(value)
-                else:
-                    setting(c, value, f"-{c}")
-                break
-            if c not in _FLAG_OPTS:
-                raise ValueError(f"IOR option -{c} (in {tok!r}): not one iolab knows, so what the run writes "
-                                 "could not be counted")
-            if eq and j == len(body) - 1:
-                setting(c, value, f"-{c}")         # -k=0, as IOR reads a flag given a value
+        options, i = short_options(tok, items, i, _ARG_OPTS, _FLAG_OPTS, "IOR")
+        for c, value in options:
+            if c == "O":
+                directives(value)
+            elif value is not None:
+                setting(c, value, f"-{c}")         # -b 16m; -k=0, as IOR reads a flag given a value
             else:
                 out["flags"].add(c)
     return out

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import failure, first_line
+from . import failure, first_line, short_options
 from .. import guard, mpi, runner, workspace
 from ..errors import BudgetExceeded, ParseError, ToolMissing
 from ..runner import Run
@@ -138,23 +138,8 @@ def _walk(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
             continue
         if not tok.startswith("-") or tok == "-":
             raise ValueError(f"mdtest argument {tok!r} belongs to no option: iolab cannot read this command line")
-        body, eq, value = tok[1:].partition("=")
-        for j, c in enumerate(body):
-            if c in _ARG_OPTS:
-                if eq and j == len(body) - 1:
-                    pass
-                elif j < len(body) - 1:
-                    value = body[j + 1:]
-                elif i < len(items):
-                    value, i = items[i], i + 1
-                else:
-                    raise ValueError(f"mdtest option -{c} needs a value")
-                yield c, value
-                break
-            if c not in _FLAG_OPTS:
-                raise ValueError(f"mdtest option -{c} (in {tok!r}): not one iolab knows, so what the run writes "
-                                 "could not be counted")
-            yield c, None
+        options, i = short_options(tok, items, i, _ARG_OPTS, _FLAG_OPTS, "mdtest")
+        yield from options
 
 
 def effective(options: Options) -> Options:
@@ -167,10 +152,10 @@ def effective(options: Options) -> Options:
     for c, value in _walk(options.argv()[1:]):
         if c in _NUMBERS and value is not None:
             fields[_NUMBERS[c]] = _count(value, f"-{c}")
-        elif value is None:
-            flags.add(c)
-    fields["dirs_only"] = options.dirs_only or "D" in flags
-    fields["files_only"] = (options.files_only or "F" in flags) and not fields["dirs_only"]
+        elif c in _FLAG_OPTS:            # -D, or -D=0 (off: mdtest reads a flag given a value as IOR does)
+            (flags.discard if value is not None and value.strip() in ("0", "") else flags.add)(c)
+    fields["dirs_only"] = "D" in flags                 # argv() gives the fields as -D / -F: the last one wins
+    fields["files_only"] = "F" in flags and not fields["dirs_only"]
     fields["extra"] = ("-L",) if "L" in flags else ()
     fields["files"] = max(fields.get("files", options.files), 1)
     fields["iterations"] = max(fields.get("iterations", options.iterations), 1)

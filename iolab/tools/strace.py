@@ -420,9 +420,8 @@ def summary_total(text: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 
 def summary_frame(rows: Summary | list[dict[str, Any]]):
-    """A DataFrame of summary rows (``.total`` goes to ``df.attrs["total"]``)."""
+    """A DataFrame of summary rows, one per syscall (the ``total`` row stays on the parse:
+    ``parse_summary(text).total``; lesson 03's ``syscalls.count`` gives it as typed fields)."""
     import pandas as pd
 
-    df = pd.DataFrame(list(rows), columns=list(SUMMARY_KEYS))
-    df.attrs["total"] = dict(getattr(rows, "total", {}) or {})
-    return df
+    return pd.DataFrame(list(rows), columns=list(SUMMARY_KEYS))
