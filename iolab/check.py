@@ -183,7 +183,7 @@ def check_01_cold_warm(cold, warm, answer: float) -> bool:
 
     passed(f"warm / cold throughput = {answer:.2f}. Verdicts: cold = {cold.verdict.label!r}, "
            f"warm = {warm.verdict.label!r}. What your two reads showed:")
-    page_cache.cold_warm(cold, warm, cold.device_bps or warm.device_bps)
+    page_cache.cold_warm_claims(cold, warm, cold.device_bps or warm.device_bps)
     return True
 
 

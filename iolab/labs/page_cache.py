@@ -45,7 +45,7 @@ def _memory_fs(*residencies: Residency | None) -> str:
 
 # --- 1 · cold and warm --------------------------------------------------------------------------
 
-def after_write(res: Residency, *, show: bool = True) -> list[Claim]:
+def after_write_claims(res: Residency, *, show: bool = True) -> list[Claim]:
     """Right after a file was written (and fsync'd): is all of it in the page cache?"""
     return [explain.expect(
         "every page of a file you just wrote is still in the page cache",
@@ -68,14 +68,14 @@ def seed004_ratios() -> dict[str, float]:
     return out
 
 
-def cold_warm(cold: measure.Measurement, warm: measure.Measurement, device_bps: float | None, *,
+def cold_warm_claims(cold: measure.Measurement, warm: measure.Measurement, device_bps: float | None, *,
               show: bool = True) -> list[Claim]:
     """What the cold read (after an eviction) and the warm read (right after it) showed: the kernel's
     witness first (bytes from storage, and whether anyone else used the device meanwhile), then the
     residency, then the rates."""
     mem = _memory_fs(cold.before, warm.before)
     before = cold.before.fraction if cold.before.reliable else None
-    claims = witnessed_reads(cold, warm, show=show)
+    claims = read_witness_claims(cold, warm, show=show)
     claims.append(explain.expect(
         "the first read was cold: none of the file was in the page cache before it",
         explain.fact("nothing resident before the cold read", None if before is None else before == 0),
@@ -138,7 +138,7 @@ def _counted(m: measure.Measurement) -> int | None:
     return None if w is None or w.device is None else w.own_read
 
 
-def witnessed_reads(cold: measure.Measurement, warm: measure.Measurement, *, show: bool = True) -> list[Claim]:
+def read_witness_claims(cold: measure.Measurement, warm: measure.Measurement, *, show: bool = True) -> list[Claim]:
     """The first ground: the kernel's count of the bytes each read took from storage, and whether
     anyone else's traffic shared the device while they ran."""
     n = cold.nbytes
@@ -222,9 +222,10 @@ def read_regions(path: str | os.PathLike[str], reads: Sequence[tuple[int | str, 
     return RegionsRun(evicted, pagecache.residency(path), regions, kb)
 
 
-def regions_frame(res: Residency, reads: Sequence[tuple[int, int]]) -> pd.DataFrame:
+def regions_frame(run: RegionsRun) -> pd.DataFrame:
     """Per region read: pages asked for, how many of them are resident, and ``ahead``: the run of
     resident pages that starts right after the region's end (stopping at the next region read)."""
+    res, reads = run.after, run.reads
     if res.map is None:
         raise ValueError("need a residency with its per-page map (pagecache.residency(path))")
     pmap = res.map
@@ -274,9 +275,10 @@ def expects_readahead(index: int, reads: Sequence[tuple[int, int]], read_ahead_k
                    "read and reads only the pages asked for")
 
 
-def regions_readahead(run: RegionsRun, *, show: bool = True) -> tuple[pd.DataFrame, list[Claim]]:
-    """For each region read: did readahead bring in pages after it, as the kernel's rule predicts?"""
-    frame = regions_frame(run.after, run.reads)
+def regions_claims(run: RegionsRun, *, show: bool = True) -> list[Claim]:
+    """For each region read: did readahead bring in pages after it, as the kernel's rule predicts?
+    (:func:`regions_frame` is the table they are read from.)"""
+    frame = regions_frame(run)
     mem = _memory_fs(run.evicted, run.after)
     evicted_ok = run.evicted.reliable and run.evicted.resident == 0
     claims = []
@@ -310,7 +312,7 @@ def regions_readahead(run: RegionsRun, *, show: bool = True) -> tuple[pd.DataFra
                  "completed: on a slow device it may still be on its way. Other kernels, and filesystems "
                  "with their own readahead (NFS, Lustre, FUSE daemons), decide differently."),
             missing=missing, show=show))
-    return frame, claims
+    return claims
 
 
 # --- 3 · drop_caches, only when asked ------------------------------------------------------------
@@ -372,7 +374,7 @@ def writeback_trials(ws, *, nbytes: int | str = "64MiB", repeat: int = 5, warmup
                       metric=trials.mib_per_s, higher=True, unit="MiB/s", between=settle)
 
 
-def writeback(plain: measure.Measurement, synced: measure.Measurement, rates: trials.Trials, *,
+def writeback_claims(plain: measure.Measurement, synced: measure.Measurement, rates: trials.Trials, *,
               show: bool = True) -> list[Claim]:
     """What timed writes without fsync and with fsync (same size, same place) showed: the device's
     counters first (what it had written when the clock stopped, for ``plain`` and ``synced``, one
@@ -471,7 +473,7 @@ def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = 
     return out
 
 
-def dd_sync(buffered: DdWrite, dsync: DdWrite, *, show: bool = True) -> list[Claim]:
+def dd_sync_claims(buffered: DdWrite, dsync: DdWrite, *, show: bool = True) -> list[Claim]:
     """Buffered dd against dd oflag=dsync (each write waits for the device), from :func:`dd_write`."""
     a = buffered.data["bytes_per_s"] / 1e6
     b = dsync.data["bytes_per_s"] / 1e6
@@ -573,7 +575,7 @@ def hdparm(path: str | os.PathLike[str], allowed: bool) -> list[dict[str, Any]] 
 
 # --- 5 · O_DIRECT -------------------------------------------------------------------------------
 
-def odirect(direct: measure.Measurement | None, warm: measure.Measurement, device_bps: float | None, *,
+def odirect_claims(direct: measure.Measurement | None, warm: measure.Measurement, device_bps: float | None, *,
             show: bool = True) -> list[Claim]:
     """An O_DIRECT read of a file that is entirely in the page cache, against the warm read and the device."""
     mem = _memory_fs(warm.before)
