@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable
 from . import explain, fsinfo, measure, pagecache, readahead, witness
 from . import trials as trials_mod
-from .firstlook import speedup
+from .labs.first_look import speedup
 from .labs import page_cache, readahead as lab, syscalls
 from .labs.ior_verdicts import Experiment
 from .labs.syscalls import expected_reads
@@ -121,19 +121,19 @@ def check_00_fstype(answer: str, path: str = "/dev/shm") -> bool:
              "the type is the short name, such as ext4, nfs or tmpfs.")
     return passed(f"{path} is served by {actual}: "
                   + ("memory. Files there live in the page cache and nowhere else." if actual == "tmpfs"
-                     else "see the kind column of firstlook.this_machine()."))
+                     else "see the kind column of lab.this_machine()."))
 
 
 def check_00_speedup(frame, answer: float) -> bool:
     """Exercise 00.2: how many times faster the warm reads were than the cold one."""
     if "state" not in getattr(frame, "columns", []) or set(frame["state"]) != {"cold", "warm"}:
-        fail("give the DataFrame that firstlook.repeat_reads returned: it needs cold and warm reads.")
+        fail("give the DataFrame that lab.repeat_reads returned: it needs cold and warm reads.")
     cold = frame[frame["state"] == "cold"]
     if float(cold["cache_before"].iloc[0]) > 0.01:
         fail("the first read was not cold: the file was still in the page cache before it. If your "
              "workspace is on tmpfs (memory), nothing can be evicted there: set IOLAB_WORKDIR to a disk.")
     close_to(answer, speedup(frame), rel=0.01, what="the speed-up",
-             ratio="the warm reads' throughput / the cold read's (see firstlook.speedup)")
+             ratio="the warm reads' throughput / the cold read's (see lab.speedup)")
     warm_from_memory = bool((frame.loc[frame["state"] == "warm", "cache_before"] >= 0.95).all())
     where = ("they came from the page cache (cache_before = 100 %), the cold one from the layer below it"
              if warm_from_memory else "but not every warm read found the whole file in memory: look at "

@@ -77,7 +77,7 @@ STATE_COLORS = {"cold": "#1f77b4", "warm": "#ff7f0e"}
 
 
 def repeat_reads(frame: pd.DataFrame, title: str = "The same file, read again and again") -> go.Figure:
-    """Throughput of each read of one file (from firstlook.repeat_reads), cold first then warm."""
+    """Throughput of each read of one file (from first_look.repeat_reads), cold first then warm."""
     fig = go.Figure()
     for state, part in frame.groupby("state", sort=False):
         stored = (part["from_storage"].map(lambda b: "no witness (no block device)" if pd.isna(b) else _size(b))

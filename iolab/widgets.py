@@ -1,7 +1,7 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
-from . import firstlook, plot, readahead, recordings
-from .labs import ior_sweeps, syscalls
+from . import plot, readahead, recordings
+from .labs import first_look, ior_sweeps, syscalls
 from .tools import ior
 from .units import format_size
 
@@ -36,24 +36,24 @@ class Explorer:
 
 
 def repeat_reads_explorer(ws, sizes_mib=(8, 16, 32, 64, 128), times: int = 4):
-    """A file-size slider that re-runs firstlook.repeat_reads and redraws the bar chart."""
+    """A file-size slider that re-runs first_look.repeat_reads and redraws the bar chart."""
     import ipywidgets as w
     import plotly.graph_objects as go
 
     slider = w.SelectionSlider(options=list(sizes_mib), value=sizes_mib[len(sizes_mib) // 2],
                                description="file (MiB)", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.repeat_reads(firstlook.repeat_reads(
+    fig = go.FigureWidget(plot.repeat_reads(first_look.repeat_reads(
         ws.make_file("explorer.bin", f"{slider.value}MiB"), times)))
 
     def update(change=None):
         path = ws.make_file("explorer.bin", f"{slider.value}MiB")
-        frame = firstlook.repeat_reads(path, times)
+        frame = first_look.repeat_reads(path, times)
         new = plot.repeat_reads(frame)
         with fig.batch_update():
             for trace, fresh in zip(fig.data, new.data):
                 trace.x, trace.y, trace.customdata = fresh.x, fresh.y, fresh.customdata
-        status.value = f"{slider.value} MiB: warm reads {firstlook.speedup(frame):.1f}x faster than the cold one"
+        status.value = f"{slider.value} MiB: warm reads {first_look.speedup(frame):.1f}x faster than the cold one"
 
     slider.observe(update, names="value")
     update()

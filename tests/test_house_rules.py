@@ -155,7 +155,7 @@ def test_strace_of_a_learners_command_goes_through_the_door(monkeypatch, tmp_pat
 
 # --- one result shape ----------------------------------------------------------------------------------
 
-LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / "lab.py", PACKAGE / "firstlook.py"]
+LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / "lab.py"]
 # lesson modules that still hand results back in bags: none left (keep the set for one that must wait)
 BAG_EXCEPTIONS: set[str] = set()
 # functions and notebooks that may still read or write a bag: none left (lesson 04's cache_runs gives
