@@ -1,6 +1,6 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
-from . import plot, readahead, recordings
+from . import plot, readahead_probes, recordings
 from .labs import first_look, ior_sweeps, syscalls
 from .tools import ior
 from .units import format_size
@@ -77,12 +77,12 @@ def window_explorer(path, sizes=(1, 4096, 16384, 65536, 1 << 20, 8 << 20)):
 
     size = w.SelectionSlider(options=[(_size_label(s), s) for s in sizes], value=sizes[0],
                              description="read", continuous_update=False)
-    advice = w.ToggleButtons(options=list(readahead.ADVICE), value="normal", description="advice")
+    advice = w.ToggleButtons(options=list(readahead_probes.ADVICE), value="normal", description="advice")
     status = w.Label()
-    fig = go.FigureWidget(plot.residency_map(readahead.window(path, size.value, advice.value, strict=False)))
+    fig = go.FigureWidget(plot.residency_map(readahead_probes.window(path, size.value, advice.value, strict=False)))
 
     def update(change=None):
-        res = readahead.window(path, size.value, advice.value, strict=False)
+        res = readahead_probes.window(path, size.value, advice.value, strict=False)
         new = plot.residency_map(res)
         with fig.batch_update():
             fig.data[0].z, fig.data[0].customdata = new.data[0].z, new.data[0].customdata
@@ -113,8 +113,8 @@ def read_size_explorer(path, sizes=READ_SIZES):
                       xaxis_title="page cache before the read", height=350)
 
     def update(change=None):
-        cold = readahead.read_size_sweep(path, [slider.value], cache="cold", strict=False).iloc[0]
-        warm = readahead.read_size_sweep(path, [slider.value], cache="warm").iloc[0]
+        cold = readahead_probes.read_size_sweep(path, [slider.value], cache="cold", strict=False).iloc[0]
+        warm = readahead_probes.read_size_sweep(path, [slider.value], cache="warm").iloc[0]
         with fig.batch_update():
             fig.data[0].y = [cold["mib_per_s"], warm["mib_per_s"]]
             fig.layout.title = f"Read size {_size_label(slider.value)}: {int(cold['calls']):,} read() calls"

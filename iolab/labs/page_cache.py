@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, measure, pagecache, readahead as ra, recordings, witness
+from .. import explain, fsinfo, measure, pagecache, readahead_probes as ra, recordings, witness
 from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size, parse_size
