@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
 
 from iolab import fsinfo, pagecache, recordings, slurm, units  # noqa: E402
 from iolab.errors import ParseError  # noqa: E402
-from iolab.labs import darshan as darshan_lab, page_cache, parallel_fs_ior  # noqa: E402
+from iolab.labs import darshan as darshan_lab, page_cache_writes, parallel_fs_ior  # noqa: E402
 from iolab.objectstore import slowlink  # noqa: E402
 from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, strace  # noqa: E402
 
@@ -426,7 +426,7 @@ def targets() -> list[Target]:
                suffix=" 4 3 0"),
         Target("slowlink.parse_metrics", slowlink.parse_metrics, _traffic, _toxiproxy_texts(refs), ordered=False,
                lenient=True, key='toxiproxy_proxy_sent_bytes_total{direction="downstream",proxy="store"} '),
-        Target("page_cache.parse_hdparm", page_cache.parse_hdparm, rec, _hdparm_texts(),
+        Target("page_cache_writes.parse_hdparm", page_cache_writes.parse_hdparm, rec, _hdparm_texts(),
                key=" Timing cached reads:   ", suffix=" MB in  1.99 seconds = 7244.01 MB/sec"),
         Target("units.parse_size", units.parse_size, _whole, _sizes(refs), cuts=False, key="1",
                suffix="MiB", concat="free"),

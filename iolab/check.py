@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from . import explain, fsinfo, measure, pagecache, readahead, witness
+from . import explain, fsinfo, measure, pagecache, readahead_probes, witness
 from . import trials as trials_mod
-from .firstlook import speedup
+from .labs.first_look import speedup
 from .labs import page_cache, readahead as lab, syscalls
 from .labs.ior_verdicts import Experiment
 from .labs.syscalls import expected_reads
@@ -121,19 +121,19 @@ def check_00_fstype(answer: str, path: str = "/dev/shm") -> bool:
              "the type is the short name, such as ext4, nfs or tmpfs.")
     return passed(f"{path} is served by {actual}: "
                   + ("memory. Files there live in the page cache and nowhere else." if actual == "tmpfs"
-                     else "see the kind column of firstlook.this_machine()."))
+                     else "see the kind column of lab.this_machine()."))
 
 
 def check_00_speedup(frame, answer: float) -> bool:
     """Exercise 00.2: how many times faster the warm reads were than the cold one."""
     if "state" not in getattr(frame, "columns", []) or set(frame["state"]) != {"cold", "warm"}:
-        fail("give the DataFrame that firstlook.repeat_reads returned: it needs cold and warm reads.")
+        fail("give the DataFrame that lab.repeat_reads returned: it needs cold and warm reads.")
     cold = frame[frame["state"] == "cold"]
     if float(cold["cache_before"].iloc[0]) > 0.01:
         fail("the first read was not cold: the file was still in the page cache before it. If your "
              "workspace is on tmpfs (memory), nothing can be evicted there: set IOLAB_WORKDIR to a disk.")
     close_to(answer, speedup(frame), rel=0.01, what="the speed-up",
-             ratio="the warm reads' throughput / the cold read's (see firstlook.speedup)")
+             ratio="the warm reads' throughput / the cold read's (see lab.speedup)")
     warm_from_memory = bool((frame.loc[frame["state"] == "warm", "cache_before"] >= 0.95).all())
     where = ("they came from the page cache (cache_before = 100 %), the cold one from the layer below it"
              if warm_from_memory else "but not every warm read found the whole file in memory: look at "
@@ -183,7 +183,7 @@ def check_01_cold_warm(cold, warm, answer: float) -> bool:
 
     passed(f"warm / cold throughput = {answer:.2f}. Verdicts: cold = {cold.verdict.label!r}, "
            f"warm = {warm.verdict.label!r}. What your two reads showed:")
-    page_cache.cold_warm(cold, warm, cold.device_bps or warm.device_bps)
+    page_cache.cold_warm_claims(cold, warm, cold.device_bps or warm.device_bps)
     return True
 
 
@@ -271,19 +271,19 @@ def check_02_random_window(path, answer: int) -> bool:
     """Exercise 02.1: pages resident after reading 1 byte at offset 0 with POSIX_FADV_RANDOM."""
     if isinstance(answer, bool) or not isinstance(answer, int):
         fail(f"give a number of pages (an int), got {answer!r}: the .resident of what window() returned.")
-    r = readahead.window(path, 1, "random", strict=False)
+    r = readahead_probes.window(path, 1, "random", strict=False)
     if answer != r.resident:
         fail(f"{answer} is not what the kernel does here: evict, then read 1 byte with advice='random' "
-             "(iolab.readahead.window(path, 1, 'random')), and count the resident pages.")
+             "(iolab.readahead_probes.window(path, 1, 'random')), and count the resident pages.")
     passed(f"{r.resident:,} page(s) resident after reading 1 byte with RANDOM advice.")
-    lab.window_claims({"random": r}, readahead.read_ahead_kb(path).kb)
+    lab.window_claims({"random": r}, readahead_probes.read_ahead_kb(path).kb)
     return True
 
 
 def check_02_calls(frame, answer: int) -> bool:
     """Exercise 02.2: read() calls to read the sweep's file 1 byte at a time (the EOF call included)."""
     if "read_size" not in getattr(frame, "columns", []):
-        fail("give the DataFrame that iolab.readahead.read_size_sweep(...) returned.")
+        fail("give the DataFrame that iolab.readahead_probes.read_size_sweep(...) returned.")
     one = frame[frame["read_size"] == 1]
     if one.empty:
         fail("your sweep has no 1-byte pass: include 1 in the sizes.")
@@ -300,10 +300,10 @@ def check_02_calls(frame, answer: int) -> bool:
 
 
 def check_02_growth(frame, answer: int, path=None) -> bool:
-    """Exercise 02.3: pages resident after the last read of a readahead.window_growth run (normal advice)."""
+    """Exercise 02.3: pages resident after the last read of a readahead_probes.window_growth run (normal advice)."""
     need = {"read", "pages_read", "resident", "advice"}
     if not need <= set(getattr(frame, "columns", [])):
-        fail("give the DataFrame that iolab.readahead.window_growth(...) returned.")
+        fail("give the DataFrame that iolab.readahead_probes.window_growth(...) returned.")
     if set(frame["advice"]) != {"normal"}:
         fail("run window_growth with the default advice ('normal') for this one.")
     last = frame.iloc[-1]
@@ -318,9 +318,9 @@ def check_02_growth(frame, answer: int, path=None) -> bool:
 
 def check_02_read_ahead_kb(path, answer) -> bool:
     """Exercise 02.4: read_ahead_kb of the device behind ``path`` (None when there is none)."""
-    actual = readahead.read_ahead_kb(path)
+    actual = readahead_probes.read_ahead_kb(path)
     if answer != actual.kb:
-        fail(f"ask iolab.readahead.read_ahead_kb({str(path)!r}) and give its .kb (or look in "
+        fail(f"ask iolab.readahead_probes.read_ahead_kb({str(path)!r}) and give its .kb (or look in "
              "/sys/class/bdi/MAJOR:MINOR/read_ahead_kb for the device of the file, see os.stat().st_dev).")
     passed(f"{actual}")
     lab.read_ahead_kb_claim(actual)

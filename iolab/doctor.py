@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import fsinfo, runner
 from .pagecache import parse_meminfo
-from .readahead import read_ahead_kb
+from .readahead_probes import read_ahead_kb
 from .tools import darshan, ior, mdtest
 from .units import format_size
 from .workspace import base_dir, names_taken

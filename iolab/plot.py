@@ -77,7 +77,7 @@ STATE_COLORS = {"cold": "#1f77b4", "warm": "#ff7f0e"}
 
 
 def repeat_reads(frame: pd.DataFrame, title: str = "The same file, read again and again") -> go.Figure:
-    """Throughput of each read of one file (from firstlook.repeat_reads), cold first then warm."""
+    """Throughput of each read of one file (from first_look.repeat_reads), cold first then warm."""
     fig = go.Figure()
     for state, part in frame.groupby("state", sort=False):
         stored = (part["from_storage"].map(lambda b: "no witness (no block device)" if pd.isna(b) else _size(b))
@@ -180,7 +180,7 @@ def read_size_sweep(frame: pd.DataFrame, title: str = "Reading one file with rea
                     published: pd.DataFrame | None = None) -> go.Figure:
     """Time per pass and throughput vs read size (both log), one line per cache state.
 
-    ``frame``: readahead.read_size_sweep rows (several may be concatenated). ``published``: optional
+    ``frame``: readahead_probes.read_size_sweep rows (several may be concatenated). ``published``: optional
     rows with read_size, seconds and a ``source`` (a seed), drawn dashed on the time panel.
     """
     from plotly.subplots import make_subplots
@@ -227,7 +227,7 @@ def read_size_sweep(frame: pd.DataFrame, title: str = "Reading one file with rea
 
 
 def window_growth(frame: pd.DataFrame, title: str = "Pages in the cache after each 4 KiB sequential read") -> go.Figure:
-    """Resident pages vs pages asked for, per advice (readahead.window_growth rows, concatenated)."""
+    """Resident pages vs pages asked for, per advice (readahead_probes.window_growth rows, concatenated)."""
     fig = go.Figure()
     for advice, part in frame.groupby("advice", sort=False):
         fig.add_scatter(x=part["bytes_read"] / 1024, y=part["resident"], mode="lines+markers", name=f"{advice}",
@@ -245,7 +245,7 @@ def window_growth(frame: pd.DataFrame, title: str = "Pages in the cache after ea
 
 def readahead_trace(folios: pd.DataFrame, windows: pd.DataFrame, *, page_size: int = 4096,
                     title: str = "Readahead during one sequential cold read (bpftrace)") -> go.Figure:
-    """The traced windows (iolab.readahead.growth_frames): top, each window's size in pages (log axis),
+    """The traced windows (iolab.readahead_probes.growth_frames): top, each window's size in pages (log axis),
     coloured by what opened it; bottom, each folio added to the page cache, at its first page index
     (log axis), by its order (a folio of 2**order pages)."""
     from plotly.subplots import make_subplots

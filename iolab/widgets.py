@@ -1,7 +1,7 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
-from . import firstlook, plot, readahead, recordings
-from .labs import ior_sweeps, syscalls
+from . import plot, readahead_probes, recordings
+from .labs import first_look, ior_sweeps, syscalls
 from .tools import ior
 from .units import format_size
 
@@ -36,24 +36,24 @@ class Explorer:
 
 
 def repeat_reads_explorer(ws, sizes_mib=(8, 16, 32, 64, 128), times: int = 4):
-    """A file-size slider that re-runs firstlook.repeat_reads and redraws the bar chart."""
+    """A file-size slider that re-runs first_look.repeat_reads and redraws the bar chart."""
     import ipywidgets as w
     import plotly.graph_objects as go
 
     slider = w.SelectionSlider(options=list(sizes_mib), value=sizes_mib[len(sizes_mib) // 2],
                                description="file (MiB)", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.repeat_reads(firstlook.repeat_reads(
+    fig = go.FigureWidget(plot.repeat_reads(first_look.repeat_reads(
         ws.make_file("explorer.bin", f"{slider.value}MiB"), times)))
 
     def update(change=None):
         path = ws.make_file("explorer.bin", f"{slider.value}MiB")
-        frame = firstlook.repeat_reads(path, times)
+        frame = first_look.repeat_reads(path, times)
         new = plot.repeat_reads(frame)
         with fig.batch_update():
             for trace, fresh in zip(fig.data, new.data):
                 trace.x, trace.y, trace.customdata = fresh.x, fresh.y, fresh.customdata
-        status.value = f"{slider.value} MiB: warm reads {firstlook.speedup(frame):.1f}x faster than the cold one"
+        status.value = f"{slider.value} MiB: warm reads {first_look.speedup(frame):.1f}x faster than the cold one"
 
     slider.observe(update, names="value")
     update()
@@ -77,12 +77,12 @@ def window_explorer(path, sizes=(1, 4096, 16384, 65536, 1 << 20, 8 << 20)):
 
     size = w.SelectionSlider(options=[(_size_label(s), s) for s in sizes], value=sizes[0],
                              description="read", continuous_update=False)
-    advice = w.ToggleButtons(options=list(readahead.ADVICE), value="normal", description="advice")
+    advice = w.ToggleButtons(options=list(readahead_probes.ADVICE), value="normal", description="advice")
     status = w.Label()
-    fig = go.FigureWidget(plot.residency_map(readahead.window(path, size.value, advice.value, strict=False)))
+    fig = go.FigureWidget(plot.residency_map(readahead_probes.window(path, size.value, advice.value, strict=False)))
 
     def update(change=None):
-        res = readahead.window(path, size.value, advice.value, strict=False)
+        res = readahead_probes.window(path, size.value, advice.value, strict=False)
         new = plot.residency_map(res)
         with fig.batch_update():
             fig.data[0].z, fig.data[0].customdata = new.data[0].z, new.data[0].customdata
@@ -113,8 +113,8 @@ def read_size_explorer(path, sizes=READ_SIZES):
                       xaxis_title="page cache before the read", height=350)
 
     def update(change=None):
-        cold = readahead.read_size_sweep(path, [slider.value], cache="cold", strict=False).iloc[0]
-        warm = readahead.read_size_sweep(path, [slider.value], cache="warm").iloc[0]
+        cold = readahead_probes.read_size_sweep(path, [slider.value], cache="cold", strict=False).iloc[0]
+        warm = readahead_probes.read_size_sweep(path, [slider.value], cache="warm").iloc[0]
         with fig.batch_update():
             fig.data[0].y = [cold["mib_per_s"], warm["mib_per_s"]]
             fig.layout.title = f"Read size {_size_label(slider.value)}: {int(cold['calls']):,} read() calls"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from iolab import explain, firstlook, fsinfo, workspace
+from iolab import explain, fsinfo, workspace
+from iolab.labs import first_look
 from iolab.units import MiB
 
 
@@ -13,8 +14,8 @@ from iolab.units import MiB
 def test_claims_follow_live_reads_on_disk_and_in_memory(base, capsys):
     with workspace.Workspace(budget="64MiB", base=base) as ws:
         path = ws.make_file("first.bin", "16MiB")
-        frame = firstlook.repeat_reads(path, times=3)
-        claims = firstlook.explain_reads(frame, fstype=fsinfo.fstype(ws.root))
+        frame = first_look.repeat_reads(path, times=3)
+        claims = first_look.repeat_reads_claims(frame, fstype=fsinfo.fstype(ws.root))
     assert all(c.consistent() for c in claims)
     cold_stored, warm_stored, evicted, resident, faster = claims
     assert {"from_storage", "device_read", "disturbed", "verdict"} <= set(frame.columns)
@@ -43,7 +44,7 @@ def _frame(cold_s, warm_s, cold_before=0.0, cold_stored=None, warm_stored=None, 
 
 @pytest.mark.parametrize("cold_s,warm_s,faster", [(0.5, 0.02, True), (0.03, 0.02, False)])
 def test_a_fast_device_is_not_called_slow(cold_s, warm_s, faster):
-    claims = firstlook.explain_reads(_frame(cold_s, warm_s, cold_stored=64 * MiB, warm_stored=0), fstype="ext4")
+    claims = first_look.repeat_reads_claims(_frame(cold_s, warm_s, cold_stored=64 * MiB, warm_stored=0), fstype="ext4")
     assert claims[0].held is True and claims[1].held is True      # the witness says cold and warm all the same
     assert claims[4].held is faster and all(c.consistent() for c in claims)
     if not faster:
@@ -51,13 +52,13 @@ def test_a_fast_device_is_not_called_slow(cold_s, warm_s, faster):
 
 
 def test_pages_evicted_between_the_reads_show_in_the_witness():
-    claims = firstlook.explain_reads(_frame(0.5, 0.1, cold_stored=64 * MiB, warm_stored=32 * MiB), fstype="ext4")
+    claims = first_look.repeat_reads_claims(_frame(0.5, 0.1, cold_stored=64 * MiB, warm_stored=32 * MiB), fstype="ext4")
     assert claims[1].held is False and "32 MiB from storage" in claims[1].text and "memory pressure" in claims[1].text
     assert all(c.consistent() for c in claims)
 
 
 def test_a_disturbed_run_names_the_other_traffic_when_the_rates_disagree():
-    claims = firstlook.explain_reads(_frame(0.03, 0.02, cold_stored=64 * MiB, warm_stored=0, disturbed=True),
+    claims = first_look.repeat_reads_claims(_frame(0.03, 0.02, cold_stored=64 * MiB, warm_stored=0, disturbed=True),
                                      fstype="ext4")
     assert claims[4].held is False and "another program's traffic" in claims[4].text
     assert all(c.consistent() for c in claims)
@@ -65,6 +66,6 @@ def test_a_disturbed_run_names_the_other_traffic_when_the_rates_disagree():
 
 def test_an_old_table_without_witness_columns_cannot_tell():
     frame = _frame(0.5, 0.02).drop(columns=["from_storage", "disturbed", "witness_note"])
-    claims = firstlook.explain_reads(frame, fstype="ext4")
+    claims = first_look.repeat_reads_claims(frame, fstype="ext4")
     assert claims[0].held is None and "no witness columns" in claims[0].text
     assert all(c.consistent() for c in claims)

@@ -1,7 +1,7 @@
-"""Lesson 01's claims (iolab.labs.page_cache) against numbers from a disk (/tmp, ext4 here) and from
-tmpfs (/dev/shm: nothing can be evicted, a "cold" read is warm), live and recorded, and against
-constructed devices (as fast as memory, very slow). Every claim must re-check itself (consistent())
-and carry the verdict the numbers call for."""
+"""Lesson 01's claims (iolab.labs.page_cache, page_cache_counters, page_cache_writes) against numbers
+from a disk (/tmp, ext4 here) and from tmpfs (/dev/shm: nothing can be evicted, a "cold" read is
+warm), live and recorded, and against constructed devices (as fast as memory, very slow). Every
+claim must re-check itself (consistent()) and carry the verdict the numbers call for."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,8 @@ import pytest
 
 from conftest import all_consistent, needs
 import pandas as pd
-from iolab import explain, fsinfo, measure, pagecache, recordings, trials, workspace
-from iolab.labs import page_cache as lab
+from iolab import explain, fsinfo, measure, pagecache, recordings, trials, witness, workspace
+from iolab.labs import page_cache as lab, page_cache_counters as counters, page_cache_writes as writes
 from iolab.pagecache import Residency
 from iolab.witness import Witnessed
 from iolab.units import KiB, MiB
@@ -36,13 +36,13 @@ def _device(ws):
 def test_cold_warm_live(place):
     kind, ws = place
     f = ws.make_file("data.bin", "32MiB")
-    written = lab.after_write(pagecache.residency(f), show=False)
+    written = lab.after_write_claims(pagecache.residency(f), show=False)
     all_consistent(written)
     device = _device(ws)
     pagecache.evict(f)
     cold = measure.timed_read(f, device_bps=device)
     warm = measure.timed_read(f, device_bps=device)
-    claims = lab.cold_warm(cold, warm, device, show=False)
+    claims = lab.cold_warm_claims(cold, warm, device, show=False)
     all_consistent(claims)
     stored_cold, stored_warm, quiet, claims = claims[0], claims[1], claims[2], claims[3:]
     if kind == "tmpfs":
@@ -65,7 +65,7 @@ def test_regions_live(place):
     kind, ws = place
     f = ws.make_file("data.bin", "128MiB")
     run = lab.read_regions(f, [(0, "16MiB"), ("96MiB", "4MiB")])
-    frame, claims = lab.regions_readahead(run, show=False)
+    frame, claims = lab.regions_frame(run), lab.regions_claims(run, show=False)
     all_consistent(claims)
     assert list(frame["pages_asked"]) == [16 * MiB // run.after.page_size, 4 * MiB // run.after.page_size]
     if kind == "tmpfs":
@@ -81,10 +81,10 @@ def test_regions_live(place):
 @pytest.mark.live
 def test_writeback_live(place):
     kind, ws = place
-    rates = lab.writeback_trials(ws, nbytes="16MiB", repeat=3, name="w.bin")
+    rates = writes.writeback_trials(ws, nbytes="16MiB", repeat=3, name="w.bin")
     plain = measure.timed_write("w.bin", "64MiB", ws=ws, fsync=False)
     synced = measure.timed_write("w.bin", "64MiB", ws=ws, fsync=True)
-    claims = lab.writeback(plain, synced, rates, show=False)
+    claims = writes.writeback_claims(plain, synced, rates, show=False)
     all_consistent(claims)
     # issue 22: the rates are interleaved trials after a warm-up of each, every trial kept
     f = rates.frame
@@ -115,7 +115,7 @@ def test_odirect_live(place):
         direct = measure.timed_read(f, direct=True, device_bps=device)
     except Exception:
         direct = None
-    claims = lab.odirect(direct, warm, device, show=False)
+    claims = lab.odirect_claims(direct, warm, device, show=False)
     all_consistent(claims)
     if kind == "tmpfs":
         assert claims[1].held is None
@@ -130,9 +130,9 @@ def test_odirect_live(place):
 def test_task_io_steps_live(place):
     kind, ws = place
     f = ws.make_file("data.bin", "16MiB")
-    steps = lab.task_io_steps(f, ws, nbytes="8MiB")
+    steps = counters.task_io_steps(f, ws, nbytes="8MiB")
     frame = steps.frame
-    claims = lab.task_io_claims(steps, show=False)
+    claims = counters.task_io_claims(steps, show=False)
     all_consistent(claims)
     assert len(frame) == 7 and not (ws.root / "witnessed-write.bin").exists()
     held = [c.held for c in claims]
@@ -152,11 +152,11 @@ def test_task_io_steps_live(place):
 @pytest.mark.live
 def test_cachestat_steps_live(place):
     kind, ws = place
-    if lab.witness.cachestat(ws.make_file("probe", "4KiB")) is None:
+    if witness.cachestat(ws.make_file("probe", "4KiB")) is None:
         pytest.skip("no cachestat(2) in this kernel")
-    steps = lab.cachestat_steps(ws, nbytes="8MiB")
+    steps = counters.cachestat_steps(ws, nbytes="8MiB")
     frame = steps.frame
-    claims = lab.cachestat_claims(steps, show=False)
+    claims = counters.cachestat_claims(steps, show=False)
     all_consistent(claims)
     held = [c.held for c in claims]
     if kind == "tmpfs":
@@ -171,8 +171,8 @@ def test_cachestat_steps_live(place):
 def test_neighbour_live(place):
     kind, ws = place
     f = ws.make_file("data.bin", "8MiB")
-    run = lab.neighbour(f, ws, nbytes="16MiB")
-    claims = lab.neighbour_claims(run, show=False)
+    run = counters.neighbour(f, ws, nbytes="16MiB")
+    claims = counters.neighbour_claims(run, show=False)
     all_consistent(claims)
     assert not (ws.root / "neighbour.bin").exists() and run.reads >= 1
     if kind == "tmpfs":
@@ -192,11 +192,11 @@ def test_task_io_claims_say_why_when_the_device_was_busy():
             ("fsync() that file", 300, 0, 0, 0, 0, 0, n),
             ("write 8 MiB again, no fsync", 300, n, 0, n, 0, 0, 0),
             ("truncate it to 0 B before write-back", 300, 0, 0, 0, n, 0, 0)]
-    frame = pd.DataFrame([dict(zip(["step", *lab.COUNTERS, "device_read", "device_written"], r), note="")
+    frame = pd.DataFrame([dict(zip(["step", *counters.COUNTERS, "device_read", "device_written"], r), note="")
                           for r in rows])
-    steps = lab.TaskIO("live", "", "constructed", frame=frame, file_bytes=16 * MiB, write_bytes=n, fstype="ext4",
+    steps = counters.TaskIO("live", "", "constructed", frame=frame, file_bytes=16 * MiB, write_bytes=n, fstype="ext4",
                        device="vda")
-    claims = lab.task_io_claims(steps, show=False)
+    claims = counters.task_io_claims(steps, show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == [True, True, True, True, False, True, True]
     assert "another program's" in claims[4].text
@@ -205,9 +205,9 @@ def test_task_io_claims_say_why_when_the_device_was_busy():
 def test_dd_live(place, monkeypatch):
     kind, ws = place
     monkeypatch.setenv("IOLAB_MODE", "live")
-    b = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=False, recording="dd/write-64m-buffered-tmp",
+    b = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=False, recording="dd/write-64m-buffered-tmp",
                      ws=ws, quiet=True)
-    d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=True, recording="dd/write-64m-dsync-tmp",
+    d = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=True, recording="dd/write-64m-dsync-tmp",
                      ws=ws, quiet=True)
     assert not (ws.root / "dd.bin").exists()
     assert b.witness is not None and d.witness is not None           # dd's own run, witnessed
@@ -217,7 +217,7 @@ def test_dd_live(place, monkeypatch):
     else:
         assert d.witness.own_written == 0                            # tmpfs pages are never charged
         assert d.witness.device is None and "no block device" in str(d.witness)
-    claims = lab.dd_sync(b, d, show=False)
+    claims = writes.dd_sync_claims(b, d, show=False)
     all_consistent(claims)
     assert d.fstype == ("tmpfs" if kind == "tmpfs" else fsinfo.fstype(ws.root))
 
@@ -228,11 +228,11 @@ def test_dd_live(place, monkeypatch):
 def test_dd_recorded(where, held, monkeypatch, tmp_path):
     monkeypatch.setenv("IOLAB_MODE", "replay")
     with workspace.Workspace(budget="64MiB", base=tmp_path) as ws:
-        b = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
+        b = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
                          recording=f"dd/write-64m-buffered-{where}", ws=ws, quiet=True)
-        d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
+        d = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
                          recording=f"dd/write-64m-dsync-{where}", ws=ws, quiet=True)
-    claims = lab.dd_sync(b, d, show=False)
+    claims = writes.dd_sync_claims(b, d, show=False)
     all_consistent(claims)
     assert b.witness is None and "before iolab kept" in b.witness_note   # an older recording says so
     assert claims[0].held is held
@@ -243,20 +243,20 @@ def test_dd_recorded(where, held, monkeypatch, tmp_path):
 def test_dd_one_live_one_replayed_cannot_tell(monkeypatch, tmp_path):
     monkeypatch.setenv("IOLAB_MODE", "replay")
     with workspace.Workspace(budget="64MiB", base=tmp_path) as ws:
-        b = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
+        b = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
                          recording="dd/write-64m-buffered-tmp", ws=ws, quiet=True)
-        d = lab.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
+        d = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
                          recording="dd/write-64m-dsync-tmp", ws=ws, quiet=True)
     b.mode = "live"
-    c = lab.dd_sync(b, d, show=False)[0]
+    c = writes.dd_sync_claims(b, d, show=False)[0]
     assert c.held is None and c.consistent() and "not comparable" in c.text
 
 
 def test_seed_002_dd_read_came_from_the_page_cache():
-    v = lab.seed002_dd_read_verdict()
+    v = writes.seed002_dd_read_verdict()
     assert v.label == measure.CACHE
-    pub = lab.seed002()
-    rows = lab.parse_hdparm("\n".join(pub["line"]))
+    pub = writes.seed002()
+    rows = writes.parse_hdparm("\n".join(pub["line"]))
     assert [(r["test"], r["mb_per_s"]) for r in rows] == [("hdparm -T", 7244.01), ("hdparm -t", 40.89)]
 
 
@@ -279,8 +279,8 @@ def test_drop_all_caches_only_when_asked(capsys, monkeypatch):
 
 def test_hdparm_is_not_run_unless_asked(capsys, monkeypatch, tmp_path):
     ran = []
-    monkeypatch.setattr(lab.runner, "run", lambda *a, **k: ran.append(a))
-    lab.hdparm(tmp_path, False)
+    monkeypatch.setattr(writes.runner, "run", lambda *a, **k: ran.append(a))
+    writes.hdparm(tmp_path, False)
     assert not ran
     assert capsys.readouterr().out.strip()
 
@@ -304,7 +304,7 @@ def _read(rate_bps, before_resident, *, pages=1024, fstype="ext4"):
     (3_000 * MiB, 10_000 * MiB, 1_000 * MiB, [True, True, False, True]),   # a cache below this machine
 ])
 def test_cold_warm_constructed(cold_bps, warm_bps, device_bps, held):
-    claims = lab.cold_warm(_read(cold_bps, 0), _read(warm_bps, 1024), device_bps, show=False)
+    claims = lab.cold_warm_claims(_read(cold_bps, 0), _read(warm_bps, 1024), device_bps, show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == [None, None, None] + held     # not witnessed: cannot tell
     assert "no kernel counters" in claims[0].text
@@ -327,7 +327,7 @@ def _witnessed(m, own_read, device_read, device_written=0):
 def test_cold_warm_witnessed_constructed(cold_own, warm_own, other_writes, held):
     cold = _witnessed(_read(50 * MiB, 0), cold_own, cold_own, other_writes)
     warm = _witnessed(_read(10_000 * MiB, 1024), warm_own, warm_own)
-    claims = lab.cold_warm(cold, warm, 50 * MiB, show=False)
+    claims = lab.cold_warm_claims(cold, warm, 50 * MiB, show=False)
     all_consistent(claims)
     assert [c.held for c in claims[:3]] == held
     if other_writes:
@@ -356,13 +356,13 @@ def _run(pmap, kb, *, evicted_ok=True, reads=((0, 16 * MiB), (96 * MiB, 4 * MiB)
     ([(0, 4096), (24576, 25600)], 0, [True, True]),               # readahead switched off
 ])
 def test_regions_constructed(ranges, kb, held):
-    frame, claims = lab.regions_readahead(_run(_map(32768, ranges), kb), show=False)
+    claims = lab.regions_claims(_run(_map(32768, ranges), kb), show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == held
 
 
 def test_regions_cannot_tell_when_nothing_was_evicted():
-    _, claims = lab.regions_readahead(_run(_map(32768, [(0, 32768)]), 8192, evicted_ok=False), show=False)
+    claims = lab.regions_claims(_run(_map(32768, [(0, 32768)]), 8192, evicted_ok=False), show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == [None, None]
 
@@ -395,12 +395,12 @@ def test_writeback_rates_rest_on_trials_not_one_run_each():
     trials whose spreads overlap the lesson says it is too close to call, and never blames a cache."""
     plain = _write(150 * MiB, False, 64 * MiB)
     synced = _write(756 * MiB, True, 64 * MiB)
-    claims = lab.writeback(plain, synced, _rates([383, 1_150, 1_210, 640], [636, 692, 660, 650]), show=False)
+    claims = writes.writeback_claims(plain, synced, _rates([383, 1_150, 1_210, 640], [636, 692, 660, 650]), show=False)
     all_consistent(claims)
     rate = claims[2]
     assert rate.held is None and rate.text.startswith(explain.TOO_CLOSE)
     assert "write cache" not in rate.text and "383" in rate.text and "median of 4" in rate.text
-    clear = lab.writeback(plain, synced, _rates([800, 850, 820], [636, 692, 660]), show=False)[2]
+    clear = writes.writeback_claims(plain, synced, _rates([800, 850, 820], [636, 692, 660]), show=False)[2]
     assert clear.held is False and "write cache below this machine" in clear.text
     assert "interleaved" in clear.text
 
@@ -416,7 +416,7 @@ def test_writeback_witnessed_constructed(plain_wrote, synced_wrote, held):
                                 witness=Witnessed(0, 64 * MiB, "vda", 0, plain_wrote))
     synced = dataclasses.replace(_write(100 * MiB, True, 64 * MiB),
                                  witness=Witnessed(0, 64 * MiB, "vda", 0, synced_wrote))
-    claims = lab.writeback(plain, synced, _rates([2_000] * 3, [100] * 3), show=False)
+    claims = writes.writeback_claims(plain, synced, _rates([2_000] * 3, [100] * 3), show=False)
     all_consistent(claims)
     assert [c.held for c in claims[:2]] == held
 
@@ -428,7 +428,7 @@ def test_writeback_witnessed_constructed(plain_wrote, synced_wrote, held):
 ])
 def test_writeback_constructed(plain_bps, synced_bps, growth, fstype, held):
     spread = [0.9, 1.0, 1.1]
-    claims = lab.writeback(_write(plain_bps, False, growth, fstype), _write(synced_bps, True, growth, fstype),
+    claims = writes.writeback_claims(_write(plain_bps, False, growth, fstype), _write(synced_bps, True, growth, fstype),
                            _rates([plain_bps / MiB * k for k in spread], [synced_bps / MiB * k for k in spread]),
                            show=False)
     all_consistent(claims)
@@ -444,7 +444,7 @@ def test_writeback_constructed(plain_bps, synced_bps, growth, fstype, held):
 ])
 def test_odirect_constructed(direct_bps, device_bps, held):
     direct = None if direct_bps is None else _read(direct_bps, 1024)
-    claims = lab.odirect(direct, _read(10_000 * MiB, 1024), device_bps, show=False)
+    claims = lab.odirect_claims(direct, _read(10_000 * MiB, 1024), device_bps, show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == held
 

@@ -10,7 +10,7 @@ import pytest
 import iolab
 
 from conftest import all_consistent
-from iolab import explain, fsinfo, readahead, recordings
+from iolab import explain, fsinfo, readahead_probes, recordings
 from iolab.labs import readahead as lab
 from iolab.pagecache import Residency
 from iolab.recordings import Outcome
@@ -61,10 +61,10 @@ def test_windows_and_growth_live(place):
     kind, ws = place
     big = ws.make_file("window.bin", "16MiB")
     wins = lab.windows(big)
-    ra = readahead.read_ahead_kb(ws.root)
+    ra = readahead_probes.read_ahead_kb(ws.root)
     claims = lab.window_claims(wins, ra.kb, show=False)
     all_consistent(claims)
-    growth = pd.concat([readahead.window_growth(big, "4KiB", 32, advice=a, strict=False) for a in ("normal", "random")])
+    growth = pd.concat([readahead_probes.window_growth(big, "4KiB", 32, advice=a, strict=False) for a in ("normal", "random")])
     g = lab.growth_claims(growth, fstype=fsinfo.fstype(ws.root), show=False)
     all_consistent(g)
     k = lab.read_ahead_kb_claim(ra, show=False)
@@ -74,7 +74,7 @@ def test_windows_and_growth_live(place):
     else:
         assert claims[-1].held is True                              # RANDOM: exactly one page
         assert g[-1].held is True                                   # RANDOM: exactly the pages asked for
-        assert k[0].held is (ra.kb == readahead.KERNEL_DEFAULT_KB)
+        assert k[0].held is (ra.kb == readahead_probes.KERNEL_DEFAULT_KB)
 
 
 # --- constructed ---------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def _sweep(*, cold_small=1.0, warm_small=0.9, cold_big=0.010, warm_big=0.00005, 
                 rows.append({"read_size": s, "file_size": n, "seconds": t, "calls": calls, "bytes_per_s": n / t,
                              "mib_per_s": n / t / MiB, "us_per_call": t / calls * 1e6, "cache": cache,
                              "resident_before": before, "trial": trial})
-    return pd.DataFrame(rows, columns=readahead.SWEEP_COLUMNS + ["trial"])
+    return pd.DataFrame(rows, columns=readahead_probes.SWEEP_COLUMNS + ["trial"])
 
 
 def test_one_slow_cold_pass_is_not_explained_by_a_mechanism():
@@ -200,18 +200,18 @@ def test_growth_constructed():
 
 @pytest.mark.parametrize("kb, held", [(128, True), (8192, False), (0, False), (None, None)])
 def test_read_ahead_kb_claim(kb, held):
-    ra = readahead.ReadAhead(kb, "/sys/x" if kb is not None else "", "" if kb is not None else "tmpfs: none")
+    ra = readahead_probes.ReadAhead(kb, "/sys/x" if kb is not None else "", "" if kb is not None else "tmpfs: none")
     c = lab.read_ahead_kb_claim(ra, show=False)[0]
     assert c.held is held and c.consistent()
 
 
 def test_initial_window_follows_get_init_ra_size():
-    assert readahead.initial_window_pages(1, 32) == 4       # 128 KiB maximum: 1 page -> 4
-    assert readahead.initial_window_pages(1, 2048) == 4
-    assert readahead.initial_window_pages(3, 2048) == 16    # rounded up to 4, x4
-    assert readahead.initial_window_pages(256, 2048) == 512  # medium: x2
-    assert readahead.initial_window_pages(4096, 2048) == 2048
-    assert readahead.initial_window_pages(1, 16) == 2
+    assert readahead_probes.initial_window_pages(1, 32) == 4       # 128 KiB maximum: 1 page -> 4
+    assert readahead_probes.initial_window_pages(1, 2048) == 4
+    assert readahead_probes.initial_window_pages(3, 2048) == 16    # rounded up to 4, x4
+    assert readahead_probes.initial_window_pages(256, 2048) == 512  # medium: x2
+    assert readahead_probes.initial_window_pages(4096, 2048) == 2048
+    assert readahead_probes.initial_window_pages(1, 16) == 2
 
 
 def test_seed_004_sweep_from_published_figures():
@@ -237,7 +237,7 @@ def test_one_byte_from_storage_live(place):
     kind, ws = place
     big = ws.make_file("window.bin", "16MiB")
     results = lab.one_byte(big)
-    ra = readahead.read_ahead_kb(ws.root)
+    ra = readahead_probes.read_ahead_kb(ws.root)
     claims = lab.one_byte_claims(results, ra.kb, show=False)
     all_consistent(claims)
     frame = lab.one_byte_frame(results)

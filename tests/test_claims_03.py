@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import all_consistent, needs
-from iolab import explain, fsinfo, readahead, recordings
+from iolab import explain, fsinfo, readahead_probes, recordings
 from iolab.labs import syscalls as lab
 from iolab.tools import strace
 from iolab.units import MiB
@@ -194,7 +194,7 @@ def test_live_write_fsync_and_reads(place, monkeypatch):
     all_consistent(lab.buffered_claims(buffered, N, f.stat().st_blksize, show=False))
     ten = ws.make_file("ten.bin", "1MiB")
     w = lab.count(lab.read_loop_argv(ten, 2048), wall=True, cwd=ws.root)
-    plain = readahead.read_size_sweep(ten, [2048], cache="warm").iloc[0]
+    plain = readahead_probes.read_size_sweep(ten, [2048], cache="warm").iloc[0]
     c = lab.traced_read_claims(w, float(plain.us_per_call), show=False)
     all_consistent(c)
     assert c[0].held is not None

@@ -155,7 +155,7 @@ def test_strace_of_a_learners_command_goes_through_the_door(monkeypatch, tmp_pat
 
 # --- one result shape ----------------------------------------------------------------------------------
 
-LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / "lab.py", PACKAGE / "firstlook.py"]
+LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / "lab.py"]
 # lesson modules that still hand results back in bags: none left (keep the set for one that must wait)
 BAG_EXCEPTIONS: set[str] = set()
 # functions and notebooks that may still read or write a bag: none left (lesson 04's cache_runs gives
@@ -252,14 +252,9 @@ def test_notebooks_and_solutions_read_no_bags():
 
 LABS = sorted(PACKAGE.glob("labs/*.py"))
 RECORDING_SPELLINGS = {"recording", "save_as"}
-# TODO(lead): claim functions not yet renamed to <what>_claims (issue 23, 3; lessons 04, 05, 07 and 08 are).
-# Each lesson's notebook, solutions and tests follow a rename; lesson 01 waits for h22b-variance
-# (editing it now).
-# The test fails when one of them conforms (drop it here) or a new one does not.
-NOT_YET_CLAIMS = {
-    "page_cache": {"after_write", "cold_warm", "witnessed_reads", "regions_readahead", "writeback", "dd_sync",
-                   "odirect"},
-}
+# claim functions not yet renamed to <what>_claims: none left (issue 23, 3: lessons 00-08 are); keep the
+# dict for a lesson that must wait. The test fails when one listed conforms (drop it) or a new one does not.
+NOT_YET_CLAIMS: dict[str, set[str]] = {}
 # recording parameters spelled otherwise: none left (keep the set for a lesson that must wait).
 NOT_YET_RECORDING: set[tuple[str, str, str]] = set()
 

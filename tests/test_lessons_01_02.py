@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iolab import check, fsinfo, measure, pagecache, plot, readahead
+from iolab import check, fsinfo, measure, pagecache, plot, readahead_probes
 from iolab.units import KiB
 
 
@@ -164,15 +164,15 @@ def test_check_02(f, ws):
     assert check.check_02_random_window(f, 1)
     with pytest.raises(check.CheckFailed):
         check.check_02_random_window(f, 4)
-    sweep = readahead.read_size_sweep(f, [1, 4096], cache="warm")
+    sweep = readahead_probes.read_size_sweep(f, [1, 4096], cache="warm")
     assert check.check_02_calls(sweep, 2**20 + 1)
     with pytest.raises(check.CheckFailed, match="one more"):
         check.check_02_calls(sweep, 2**20)
-    g = readahead.window_growth(f, "4KiB", 16)
+    g = readahead_probes.window_growth(f, "4KiB", 16)
     assert check.check_02_growth(g, int(g["resident"].iloc[-1]))
     with pytest.raises(check.CheckFailed):
         check.check_02_growth(g, 16)
-    kb = readahead.read_ahead_kb(ws.root).kb
+    kb = readahead_probes.read_ahead_kb(ws.root).kb
     assert check.check_02_read_ahead_kb(ws.root, kb)
     with pytest.raises(check.CheckFailed):
         check.check_02_read_ahead_kb(ws.root, -1)
@@ -182,7 +182,7 @@ def test_readahead_trace_chart_from_the_recording():
     from iolab import recordings
     from iolab.tools import bpftrace
     rec = recordings.load("bpftrace/readahead-growth-ext4-64m")
-    folios, windows = readahead.growth_frames(bpftrace.parse(rec.text))
+    folios, windows = readahead_probes.growth_frames(bpftrace.parse(rec.text))
     fig = plot.readahead_trace(folios, windows)
     assert fig.layout.yaxis.type == "log" and "pages" in fig.layout.yaxis.title.text
     assert fig.layout.xaxis2.type == "log" and "page index" in fig.layout.xaxis2.title.text

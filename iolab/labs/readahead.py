@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import explain, fsinfo, readahead, recordings
+from .. import explain, fsinfo, readahead_probes as probes, recordings
 from ..explain import Claim
 from ..pagecache import Residency
 from ..units import KiB, MiB, format_size
@@ -45,7 +45,7 @@ def sweep(path: str | os.PathLike[str], sizes: Sequence[int] = SIZES, *, repeat:
     for trial in range(1, repeat + 1):
         for size in sizes:
             for cache in ("cold", "warm"):
-                part = readahead.read_size_sweep(path, [size], cache=cache, strict=False)
+                part = probes.read_size_sweep(path, [size], cache=cache, strict=False)
                 parts.append(part.assign(trial=trial))
     out = pd.concat(parts, ignore_index=True)
     out["position"] = range(1, len(out) + 1)
@@ -227,7 +227,7 @@ def call_cost_claims(frame: pd.DataFrame, dd_out: recordings.Outcome, *, show: b
 def windows(path: str | os.PathLike[str], advices: Sequence[str] = ("normal", "sequential", "random")
             ) -> dict[str, Residency]:
     """One 1-byte read at offset 0 of the evicted file, once per posix_fadvise advice."""
-    return {a: readahead.window(path, 1, a, strict=False) for a in advices}
+    return {a: probes.window(path, 1, a, strict=False) for a in advices}
 
 
 def window_claims(wins: Mapping[str, Residency], ra_kb: int | None, *, show: bool = True) -> list[Claim]:
@@ -245,7 +245,7 @@ def window_claims(wins: Mapping[str, Residency], ra_kb: int | None, *, show: boo
             continue
         r = wins[advice]
         mp = None if max_pages is None else (2 * max_pages if advice == "sequential" else max_pages)
-        want = None if not mp else min(readahead.initial_window_pages(1, mp), full)
+        want = None if not mp else min(probes.initial_window_pages(1, mp), full)
         claims.append(explain.expect(
             f"with {advice.upper()} advice, one 1-byte read brings in the kernel's first window: "
             + (f"{want} pages" if want else "a few pages"),
@@ -301,9 +301,9 @@ def growth_claims(growth: pd.DataFrame, *, fstype: str = "", show: bool = True) 
     return claims
 
 
-def read_ahead_kb_claim(ra: readahead.ReadAhead, *, show: bool = True) -> list[Claim]:
+def read_ahead_kb_claim(ra: probes.ReadAhead, *, show: bool = True) -> list[Claim]:
     """This device's readahead maximum against the kernel's default (VM_READAHEAD_PAGES, 128 KiB)."""
-    default = readahead.KERNEL_DEFAULT_KB
+    default = probes.KERNEL_DEFAULT_KB
     return [explain.expect(
         f"this device keeps the kernel's default readahead maximum, {default} KiB",
         explain.within("read_ahead_kb", ra.kb, "kernel default", default, rel=0),
@@ -331,7 +331,7 @@ def seed004_sweep() -> pd.DataFrame:
 def one_byte(path: str | os.PathLike[str], advices: Sequence[str] = ("normal", "random")
              ) -> dict[str, tuple[Residency, Witnessed]]:
     """One 1-byte read at offset 0 of the evicted file, per advice, with the kernel's witness."""
-    return {a: readahead.window_witnessed(path, 1, a, strict=False) for a in advices}
+    return {a: probes.window_witnessed(path, 1, a, strict=False) for a in advices}
 
 
 def one_byte_frame(results: Mapping[str, tuple[Residency, Witnessed]]) -> pd.DataFrame:
@@ -353,7 +353,7 @@ def one_byte_claims(results: Mapping[str, tuple[Residency, Witnessed]], ra_kb: i
             want, why_want = 1, "readahead is off: only the page that holds the byte"
         elif ra_kb:
             mp = ra_kb * KiB // ps * (2 if advice == "sequential" else 1)
-            want, why_want = readahead.initial_window_pages(1, mp), "the kernel's first readahead window"
+            want, why_want = probes.initial_window_pages(1, mp), "the kernel's first readahead window"
         else:
             want, why_want = None, ""
         own = None if w.device is None else w.own_read
@@ -389,7 +389,7 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
                  read_size: str = "4KiB", quiet: bool = False) -> Growth:
     """The readahead windows and folios of a sequential cold read, traced with bpftrace where this
     learner may (root, tracefs, bpftrace, the filemap tracepoint), else (or with IOLAB_MODE=replay)
-    the recording. ``out.data`` = (folios, windows) frames (:func:`iolab.readahead.growth_frames`);
+    the recording. ``out.data`` = (folios, windows) frames (:func:`iolab.readahead_probes.growth_frames`);
     ``out.witness`` the read's witness; ``out.read_ahead_kb``, ``out.file_bytes``. As root, tracefs
     is mounted first when it is not (:func:`iolab.tools.bpftrace.ensure_tracefs`), and the lesson
     says so."""
@@ -404,16 +404,16 @@ def growth_trace(path: str | os.PathLike[str], *, recording: str = GROWTH_RECORD
         return bpftrace.why_not()
 
     def live() -> Run:
-        run, w = readahead.trace_growth(path, read_size)
+        run, w = probes.trace_growth(path, read_size)
         return replace(run, witness=w)
 
     out = recordings.live_or_recorded(live, recording, unavailable=unavailable, quiet=True,
-                                      parse=lambda text: readahead.growth_frames(bpftrace.parse(text)),
+                                      parse=lambda text: probes.growth_frames(bpftrace.parse(text)),
                                       frame=lambda data: data[1], cls=Growth)
     if out.live:
         out.provenance = (f"LIVE bpftrace run here ({socket.gethostname()}, {out.run.started:%Y-%m-%d %H:%M} UTC): "
                           "readahead and filemap tracepoints during a sequential cold read")
-        out.read_ahead_kb, out.file_bytes = readahead.read_ahead_kb(path).kb, os.stat(path).st_size
+        out.read_ahead_kb, out.file_bytes = probes.read_ahead_kb(path).kb, os.stat(path).st_size
     else:
         rec = out.recording
         out.witness, out.witness_note = rec.witness(), rec.witness_note
@@ -428,10 +428,10 @@ def record_growth(path: str | os.PathLike[str], save_as: str = GROWTH_RECORDING,
                   root=None) -> "os.PathLike[str]":
     """Make the recording :func:`growth_trace` replays: a live trace, saved with its witness, the
     file's size and the device's read_ahead_kb."""
-    run, w = readahead.trace_growth(path, read_size)
+    run, w = probes.trace_growth(path, read_size)
     size = os.stat(path).st_size
     return recordings.save(run, save_as, fs_path=path, witness=w, root=root,
-                           fs_facts={"read_ahead_kb": readahead.read_ahead_kb(path).kb, "file_bytes": size,
+                           fs_facts={"read_ahead_kb": probes.read_ahead_kb(path).kb, "file_bytes": size,
                                      "read_size": read_size},
                            notes=f"bpftrace of readahead:page_cache_{{sync,async}}_ra, readahead:page_cache_ra_order "
                                  f"and filemap:mm_filemap_add_to_page_cache while Python read a {format_size(size)} "
@@ -449,7 +449,7 @@ def growth_trace_claims(out: Growth, *, show: bool = True) -> list[Claim]:
     have_windows = len(windows) > 0
     no_windows = "this kernel has no readahead tracepoints (Linux 6.x added them): only the folios were traced."
     first = int(windows["size"].iloc[0]) if have_windows else None
-    want_first = readahead.initial_window_pages(1, max_pages) if max_pages else None
+    want_first = probes.initial_window_pages(1, max_pages) if max_pages else None
     claims = [explain.expect(
         "the first window, opened by the first 4 KiB read's miss, is the kernel's first window for a 1-page "
         f"read: {want_first} pages" if want_first else "the first window is small",

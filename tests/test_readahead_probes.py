@@ -1,4 +1,4 @@
-"""iolab.readahead: windows and sweeps counted in pages and calls (never timed), and read_ahead_kb."""
+"""iolab.readahead_probes: windows and sweeps counted in pages and calls (never timed), and read_ahead_kb."""
 from __future__ import annotations
 
 import os
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab import fsinfo, pagecache, readahead as ra
+from iolab import fsinfo, pagecache, readahead_probes as ra
 from iolab.errors import IolabError
 
 PAGE = pagecache.PAGE_SIZE

@@ -5,8 +5,9 @@ import os
 
 import pandas as pd
 
-from . import doctor, explain, measure, pagecache, recordings
-from .units import MiB, format_size
+from .. import doctor, explain, measure, pagecache, recordings
+from ..explain import Claim
+from ..units import MiB, format_size
 
 # The storage types one cluster offers its users (seed 004, HTCF user training, 2023), with the job
 # each does best. Sites differ in names and products; the layers are the same everywhere.
@@ -54,7 +55,7 @@ def speedup(frame: pd.DataFrame) -> float:
     return float(cold / frame.loc[frame["state"] == "warm", "seconds"].median())
 
 
-def explain_reads(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
+def repeat_reads_claims(frame: pd.DataFrame, *, fstype: str | None = None, show: bool = True) -> list[Claim]:
     """What the four reads of :func:`repeat_reads` showed, as :mod:`iolab.explain` claims.
 
     The sentences depend on this run: a workspace in memory (tmpfs) cannot be evicted, and on a VM
@@ -63,7 +64,7 @@ def explain_reads(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
     cold = frame[frame["state"] == "cold"].iloc[0]
     warm = frame[frame["state"] == "warm"]
     in_memory = fstype in ("tmpfs", "ramfs")
-    claims = witness_claims(frame, fstype=fstype)
+    claims = witness_claims(frame, fstype=fstype, show=show)
     claims.append(explain.expect(
         "the first read starts with none of the file in memory",
         explain.fact("evicted", float(cold["cache_before"]) <= measure.HARDLY),
@@ -72,13 +73,13 @@ def explain_reads(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
         no=f"{cold['cache_before']:.0%} of its pages were still resident when it began",
         why=("the workspace is on tmpfs, which is memory: there is nothing below the page cache to evict "
              "to, so every read here is a memory read" if in_memory else
-             "eviction is only advice: pages that are dirty, mapped or on a memory filesystem stay")))
+             "eviction is only advice: pages that are dirty, mapped or on a memory filesystem stay"), show=show))
     claims.append(explain.expect(
         "the later reads find the whole file in memory",
         explain.fact("resident", bool((warm["cache_before"] >= measure.MOSTLY).all())),
         yes="cache_before was 100 % for each of them: the first read left every page in the page cache",
         no=f"cache_before of the later reads was {', '.join(f'{v:.0%}' for v in warm['cache_before'])}",
-        why="memory pressure (other users' files, a small node) can evict pages between two reads"))
+        why="memory pressure (other users' files, a small node) can evict pages between two reads", show=show))
     ratio = speedup(frame)
     claims.append(explain.expect(
         "the warm reads are clearly faster than the cold one (at least 2x)",
@@ -91,7 +92,8 @@ def explain_reads(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
              .fillna(False).astype(bool).any() else
              "something below this machine's page cache answered the cold read quickly: on a virtual "
              "machine the host keeps the virtual disk in its own memory, and a fast NVMe device can "
-             "deliver several GB/s. Lesson 01 measures the device's uncached rate to tell these apart")))
+             "deliver several GB/s. Lesson 01 measures the device's uncached rate to tell these apart"),
+        show=show))
     return claims
 
 
@@ -105,7 +107,7 @@ def _no_witness(frame: pd.DataFrame, fstype: str | None) -> str:
     return (notes[0] if notes else "the kernel's counters could not be read here") + "."
 
 
-def witness_claims(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
+def witness_claims(frame: pd.DataFrame, *, fstype: str | None = None, show: bool = True) -> list[Claim]:
     """The first ground, the kernel's own count: the cold read fetched the file from storage, the
     warm ones nothing. A filesystem without a block device (tmpfs, NFS, FUSE) cannot witness either."""
 
@@ -121,7 +123,7 @@ def witness_claims(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
         yes=lambda ev: f"{format_size(own_cold)} came from storage for the {format_size(n)} file",
         no=lambda ev: f"only {format_size(own_cold)} of the {format_size(n)} came from storage",
         why="part of the file was still in the page cache when it began (see cache_before): the eviction "
-            "was refused or undone.", missing=missing)]
+            "was refused or undone.", missing=missing, show=show)]
     own_warm = float(warm["from_storage"].max()) if has else None
     allowance = None if n is None else measure.HARDLY * n + measure.SLACK
     claims.append(explain.expect(
@@ -131,5 +133,5 @@ def witness_claims(frame: pd.DataFrame, *, fstype: str | None = None) -> list:
                         f"{format_size(n)} were read each time"),
         no=lambda ev: f"one of them fetched {format_size(own_warm)} from storage",
         why="memory pressure evicted pages between the reads (other users' files, a small node), so "
-            "they had to come from the device again.", missing=missing))
+            "they had to come from the device again.", missing=missing, show=show))
     return claims

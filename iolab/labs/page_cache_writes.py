@@ -1,0 +1,250 @@
+"""Lesson 01, section 5 (write-back): dirty pages and what fsync costs, dd with and without
+oflag=dsync, and what hdparm measures (seed 002); the experiments and what their numbers showed,
+as claims (the rest of lesson 01 is :mod:`iolab.labs.page_cache`)."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pandas as pd
+
+from .. import explain, fsinfo, measure, recordings, runner, trials, workspace
+from .page_cache import FASTER
+from ..errors import ParseError, ToolFailed, ToolMissing
+from ..explain import Claim
+from ..units import MiB, format_size, parse_size
+from ..tools import dd
+
+MEMORY_FS = fsinfo.MEMORY_FS
+
+
+# --- 5 · write-back: fsync, dd oflag=dsync, hdparm ---------------------------------------------
+
+WRITEBACK_SETTINGS = ("no fsync", "fsync")
+
+
+def writeback_trials(ws, *, nbytes: int | str = "64MiB", repeat: int = 5, warmup: int = 1,
+                     device_bps: float | None = None, name: str = "written.bin") -> trials.Trials:
+    """Write ``nbytes`` without fsync and with fsync, interleaved (no fsync, fsync, no fsync, …) after
+    ``warmup`` writes of each that are not counted: the first new file of a session pays for fresh
+    pages (the kernel finds and zeroes them), which one run of each in a fixed order blames on the
+    device. Before every trial the previous file's dirty pages are written out (fsync, outside the
+    clock), so no trial's witness counts the write-back of the one before. The rates are MiB/s."""
+    path = ws.root / name
+
+    def settle() -> None:
+        if path.exists():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def write(fsync: bool):
+        return lambda: measure.timed_write(name, nbytes, ws=ws, fsync=fsync, device_bps=device_bps)
+
+    return trials.run({"no fsync": write(False), "fsync": write(True)}, repeat=repeat, warmup=warmup,
+                      metric=trials.mib_per_s, higher=True, unit="MiB/s", between=settle)
+
+
+def writeback_claims(plain: measure.Measurement, synced: measure.Measurement, rates: trials.Trials, *,
+                     show: bool = True) -> list[Claim]:
+    """What timed writes without fsync and with fsync (same size, same place) showed: the device's
+    counters first (what it had written when the clock stopped, for ``plain`` and ``synced``, one
+    write of each), then the rates over the interleaved trials ``rates`` (settings "no fsync" and
+    "fsync", :func:`writeback_trials`: the rule of :func:`iolab.explain.beyond`) and Dirty."""
+    mem = next((r.fstype for r in (plain.after, synced.after) if r is not None and r.fstype in MEMORY_FS), "")
+    by = 1.5
+
+    def wrote(m: measure.Measurement) -> int | None:
+        return None if m.witness is None or m.witness.device is None else m.witness.device_written
+
+    def nodev(m: measure.Measurement) -> str:
+        if mem:
+            return f"{mem} has no block device: nothing is ever written to one, and nothing counts it."
+        if m.witness is None:
+            return f"{measure.NOT_WITNESSED}."
+        return ("; ".join(m.witness.notes) or "the kernel's counters could not be read here") + "."
+
+    w_plain, w_synced = wrote(plain), wrote(synced)
+    claims = [explain.expect(
+        "when write() returned, the device had written (next to) none of it: the data was in memory, dirty",
+        explain.greater("allowance", None if w_plain is None else measure.HARDLY * plain.nbytes + measure.SLACK,
+                        "device wrote", w_plain),
+        yes=lambda ev: f"the device wrote {format_size(w_plain)} while {format_size(plain.nbytes)} were written",
+        no=lambda ev: f"the device wrote {format_size(w_plain)} while {format_size(plain.nbytes)} were written",
+        why="the device counts everyone's writes (another program, the write-back of older dirty pages, the "
+            "journal), and the kernel starts write-back early when dirty memory piles up.",
+        missing=nodev(plain), show=show)]
+    claims.append(explain.expect(
+        "when fsync() returned, the device had written all of it",
+        explain.greater("device wrote", w_synced, "95 % of the write",
+                        None if w_synced is None else measure.MOSTLY * synced.nbytes),
+        yes=lambda ev: f"the device wrote {format_size(w_synced)} for {format_size(synced.nbytes)}",
+        no=lambda ev: f"the device wrote only {format_size(w_synced)} for {format_size(synced.nbytes)}",
+        why="the filesystem compresses or deduplicates what it writes, or wrote part of it before the clock "
+            "started.", missing=nodev(synced), show=show))
+    rel = rates.relation("no fsync", "fsync", by=by)
+    ratio = lambda ev: ev["no fsync"] / ev["fsync"] if ev["fsync"] else float("inf")   # noqa: E731
+    claims.append(explain.expect(
+        f"write() without fsync returned at least {by:g}x sooner than write + fsync",
+        rel,
+        yes=lambda ev: f"{explain.spread_text(rel)}: even the slowest write without fsync beat the fastest "
+                       f"with fsync by {by:g}x (medians {ratio(ev):.1f}x apart)",
+        no=lambda ev: f"{explain.spread_text(rel)}: even the fastest write without fsync was not {by:g}x the "
+                      f"slowest with fsync (medians {ratio(ev):.1f}x apart)",
+        why=(f"{mem} has no device: fsync has nothing to wait for." if mem else
+             "the device said 'written' almost as fast as memory takes a copy: fsync waits until the device "
+             "reports the data safe, and a write cache below this machine (a VM's host, a RAID controller, "
+             "the disk's own) can report that early; fsync cannot see past that answer. The trials were "
+             "interleaved after a warm-up, so the order they ran in is not the reason."),
+        close=("what would separate them: more trials, a larger write, an idle machine. Each write lasts "
+               "only tens of milliseconds, so anything else running here moves both rates; write() itself "
+               "waits when the machine's dirty pages pile up (other programs' writes count too)"),
+        show=show))
+    growth = plain.options.get("dirty_growth")
+    claims.append(explain.expect(
+        "Dirty (the machine's not-yet-written pages) grew by about what was written when write() returned",
+        explain.within("Dirty growth", None if growth is None else growth / MiB, "written", plain.nbytes / MiB,
+                       rel=0.5),
+        yes=lambda ev: f"+{growth / MiB:,.0f} MiB for {plain.nbytes / MiB:,.0f} MiB written",
+        no=lambda ev: f"Dirty moved by {growth / MiB:+,.0f} MiB for {plain.nbytes / MiB:,.0f} MiB written",
+        why=(f"{mem} pages are never written back, so they are not counted as Dirty." if mem else
+             "Dirty counts the whole machine: other programs' writes raise it and the kernel's background "
+             "write-back lowers it while you watch (it starts early once dirty memory passes "
+             "vm.dirty_background_ratio)."),
+        missing="Dirty was not sampled around the write", show=show))
+    return claims
+
+
+@dataclass
+class DdWrite(recordings.Outcome):
+    """:func:`dd_write`'s outcome: ``data`` dd's parsed summary, and where it wrote."""
+
+    fstype: str = ""                     # the filesystem it wrote to (here, or the recording's)
+
+
+def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = "1MiB", dsync: bool,
+             recording: str, ws=None, quiet: bool = False) -> DdWrite:
+    """dd if=/dev/zero of=DST bs=1M count=N [oflag=dsync], within the workspace budget; the file is removed
+    afterwards. Live when dd is here, else (or with IOLAB_MODE=replay) the recording."""
+
+    ws = ws or workspace.session()
+    target = ws.inside(dst)
+
+    def live():
+        ws.reserve(count * parse_size(block))
+        try:
+            r = dd.run(src, target, bs=block, count=count, oflag=["dsync"] if dsync else ())
+        finally:
+            target.unlink(missing_ok=True)
+        return replace(r, stdout=r.stderr)   # dd's summary
+
+    out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet, cls=DdWrite)
+    if out.recording is not None and out.recording.witness_note:
+        out.witness_note = out.recording.witness_note
+    out.fstype = (out.recording.meta.get("filesystem", {}).get("fstype", "") if out.recording
+                  else fsinfo.fstype(ws.root))
+    return out
+
+
+def dd_sync_claims(buffered: DdWrite, dsync: DdWrite, *, show: bool = True) -> list[Claim]:
+    """Buffered dd against dd oflag=dsync (each write waits for the device), from :func:`dd_write`."""
+    a = buffered.data["bytes_per_s"] / 1e6
+    b = dsync.data["bytes_per_s"] / 1e6
+    mixed = buffered.mode != dsync.mode
+    fstype = dsync.fstype
+    mem = fstype if fstype in MEMORY_FS else ""
+    return [explain.expect(
+        "dd with oflag=dsync wrote at most half as fast as plain dd",
+        explain.greater("buffered", None if mixed else a, "dsync", b, by=FASTER),
+        yes=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without ({a / b:.1f}x)",
+        no=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without, only {a / b:.1f}x",
+        why=(f"{mem} has no device: a synchronous write has nothing to wait for." if mem else
+             "each synchronous write waits until the device reports the data safe, and a write cache below "
+             "the page cache (a VM's host, a RAID controller, the disk) can report that at once."),
+        missing="one of the two runs was replayed and the other ran here: they are not comparable.",
+        show=show)]
+
+
+# seed 002: `hdparm -Tt` and dd on a cloud VM's local disk (data/published/seed002-local-disk.csv)
+
+def seed002() -> pd.DataFrame:
+    return recordings.published("seed002-local-disk")
+
+
+def seed002_dd_read_verdict() -> measure.Verdict:
+    """Seed 002 read back with dd the file it had just written; hdparm -t gave the disk's uncached rate."""
+    pub = seed002().set_index("test")
+    return measure.judge(float(pub.loc["dd read", "mb_per_s"]) * 1e6,
+                         device_bps=float(pub.loc["hdparm -t", "mb_per_s"]) * 1e6)
+
+
+_HDPARM_RE = re.compile(r"\s*Timing (cached|buffered disk) reads:\s+(\d{1,15}(?:\.\d{1,6})?) MB in\s+"
+                        r"(\d{1,9}\.\d{1,6}) seconds = (\d{1,15}\.\d{1,6}) (k|M|G)B/sec\s*")
+
+
+def parse_hdparm(text: str) -> list[dict[str, Any]]:
+    """hdparm -T/-t lines -> [{"test": "hdparm -T"|"hdparm -t", "mb": .., "seconds": .., "mb_per_s": ..}].
+
+    Lines that are not timings (the device's name, hdparm's notes) are skipped; a timing line that
+    does not read whole (cut short, a number that is not one), a time of 0 seconds, or a text with no
+    timing at all raises ParseError."""
+    out = []
+    for no, line in enumerate(text.splitlines(), 1):
+        if "Timing" not in line[:40]:
+            continue
+        m = _HDPARM_RE.fullmatch(line) if len(line) < 200 else None
+        if not m:
+            raise ParseError("not a whole hdparm timing line (Timing ... reads: N MB in S seconds = R MB/sec)",
+                             line_no=no, line=line)
+        mb, seconds, rate = float(m.group(2)), float(m.group(3)), float(m.group(4))
+        rate *= {"k": 1e-3, "M": 1.0, "G": 1e3}[m.group(5)]
+        if seconds <= 0 or rate <= 0:
+            raise ParseError("an hdparm timing of no time or no rate", line_no=no, line=line)
+        out.append({"test": "hdparm -T" if m.group(1) == "cached" else "hdparm -t", "mb": mb,
+                    "seconds": seconds, "mb_per_s": rate})
+    if not out:
+        raise ParseError("no hdparm timing line (Timing cached reads / Timing buffered disk reads)")
+    return out
+
+
+def device_path(path: str | os.PathLike[str]) -> str | None:
+    """The /dev/... device behind ``path``'s filesystem, or None (tmpfs, overlay, network)."""
+    src = fsinfo.mount_of(path).source
+    return src if src.startswith("/dev/") else None
+
+
+def hdparm(path: str | os.PathLike[str], allowed: bool) -> list[dict[str, Any]] | None:
+    """Run ``hdparm -Tt`` on the device behind ``path`` when ``allowed``, root, and the device opens;
+    otherwise print why not. hdparm flushes the device's buffer cache and reads it for several seconds."""
+    dev = device_path(path)
+    if dev is None:
+        print(f"{path} is not on a local block device: hdparm has nothing to measure here.")
+        return None
+    if runner.which("hdparm") is None:
+        print(f"hdparm is not installed here ({runner.install_hint('hdparm')})")
+        return None
+    if os.geteuid() != 0:
+        print(f"hdparm needs root to open {dev}; you are uid {os.geteuid()}.")
+        return None
+    try:
+        fd = os.open(dev, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        print(f"This machine does not let even root open {dev} ({e.strerror}), so hdparm cannot run here; "
+              "a VM or container often keeps its disk device to itself.")
+        return None
+    os.close(fd)
+    if not allowed:
+        print(f"hdparm could run here on {dev}. It flushes the device's buffer cache and reads the disk for "
+              "about 6 seconds: set RUN_HDPARM = True to run it.")
+        return None
+    try:
+        r = runner.run(["hdparm", "-Tt", dev], timeout=60)
+    except (ToolFailed, ToolMissing) as e:
+        print(f"hdparm failed: {e}")
+        return None
+    print(r.stdout.strip())
+    return parse_hdparm(r.stdout)
