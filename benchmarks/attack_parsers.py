@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
 
 from iolab import fsinfo, pagecache, recordings, slurm, units  # noqa: E402
 from iolab.errors import ParseError  # noqa: E402
-from iolab.labs import darshan as darshan_lab, page_cache_writes, parallel_fs_ior  # noqa: E402
+from iolab.labs import darshan_mpiio, page_cache_writes, parallel_fs_ior  # noqa: E402
 from iolab.objectstore import slowlink  # noqa: E402
 from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, strace  # noqa: E402
 
@@ -430,7 +430,7 @@ def targets() -> list[Target]:
                key=" Timing cached reads:   ", suffix=" MB in  1.99 seconds = 7244.01 MB/sec"),
         Target("units.parse_size", units.parse_size, _whole, _sizes(refs), cuts=False, key="1",
                suffix="MiB", concat="free"),
-        Target("darshan.implementations", darshan_lab.implementations, _names, texts(
+        Target("darshan_mpiio.implementations", darshan_mpiio.implementations, _names, texts(
             r for r in by_tool["darshan"] if r.endswith("-stderr")), ordered=False, lenient=True,
                key="[vm:1] io:base:file_select: Selected io component ", concat="free"),
         Target("recordings.load", _load_meta, _whole, _metas(refs), special=_meta_special, concat="refuse",

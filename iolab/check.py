@@ -747,9 +747,9 @@ def check_07_share(answer: object, profile) -> bool:
 
 
 def check_07_collective(answer: object, table) -> bool:
-    """Exercise 07.3: from ``iolab.labs.darshan.collective``'s frame, the bytes one POSIX write carried
+    """Exercise 07.3: from ``iolab.labs.darshan_mpiio.collective``'s frame, the bytes one POSIX write carried
     in the "collective" case, and how many aggregators wrote (writes per segment)."""
-    given(table, "writes", "writes = lab.collective(): its frame's \"collective\" row has posix_writes and posix_bytes.")
+    given(table, "writes", "writes = mpiio.collective(): its frame's \"collective\" row has posix_writes and posix_bytes.")
     if isinstance(answer, dict) and any(v is Ellipsis for v in answer.values()):
         fail("fill in both values of the dict: bytes_per_write is the collective row's posix_bytes / "
              "posix_writes; aggregators is its posix_writes / writes.segments.")

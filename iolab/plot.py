@@ -969,7 +969,7 @@ def dxt_timeline(seg: pd.DataFrame, *, title: str = "Every operation DXT recorde
 
 
 def mpiio_writes(df: pd.DataFrame, *, title: str = "POSIX writes that reached the file, per way of writing") -> go.Figure:
-    """POSIX write calls per case (``iolab.labs.darshan.collective``): horizontal bars on a linear axis
+    """POSIX write calls per case (``iolab.labs.darshan_mpiio.collective``): horizontal bars on a linear axis
     from zero, each labelled with the bytes one write carried and the MPI-IO implementation."""
     cases = list(df["case"])
     fig = go.Figure(go.Bar(

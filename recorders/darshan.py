@@ -1,13 +1,14 @@
 """Re-make lesson 07's Darshan recordings: ``.venv/bin/python -m recorders.darshan --dir /tmp --label ext4``.
 
 Needs the Darshan runtime (DARSHAN_RUNTIME, the release matching PyDarshan), strace, IOR and mpirun;
-runs iolab.labs.darshan.record in a workspace under --dir, whose filesystem is the setup.
+runs iolab.labs.darshan.record (sections 1-2) and iolab.labs.darshan_mpiio.record (sections 3-4) in
+workspaces under --dir, whose filesystem is the setup.
 """
 from __future__ import annotations
 
 import argparse
 
-from iolab.labs import darshan
+from iolab.labs import darshan, darshan_mpiio
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dir", required=True, help="where the workspace goes (its filesystem is the setup)")
     p.add_argument("--label", required=True, help="the setup's name in the recordings (ext4, tmpfs)")
     args = p.parse_args(argv)
-    for name in darshan.record(args.dir, args.label):
+    for name in darshan.record(args.dir, args.label) + darshan_mpiio.record(args.dir, args.label):
         print("recorded", name)
     return 0
 

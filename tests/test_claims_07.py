@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from iolab import explain
-from iolab.labs import darshan as lab
+from iolab.labs import darshan as lab, darshan_mpiio as mpiio
 
 SETUPS = ("ext4", "tmpfs")
 
@@ -87,16 +87,16 @@ def test_a_fast_tracer_is_said_so():
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_ior_fpp_and_dxt(setup):
-    p = lab.profile_ior(setup=setup, quiet=True)
-    _ok(lab.ior_fpp_claims(p, show=False))
+    p = mpiio.profile_ior(setup=setup, quiet=True)
+    _ok(mpiio.ior_fpp_claims(p, show=False))
 
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_collective_write_counts(setup):
-    writes = lab.collective(setup=setup, quiet=True)
+    writes = mpiio.collective(setup=setup, quiet=True)
     df = writes.frame
-    assert list(df["mode"]) == ["replay"] * len(lab.CASES)
-    claims = lab.collective_claims(writes, show=False)
+    assert list(df["mode"]) == ["replay"] * len(mpiio.CASES)
+    claims = mpiio.collective_claims(writes, show=False)
     _ok(claims)
     n = df.set_index("case")["posix_writes"]
     assert n["independent"] == 256 and n["collective"] == 64 and n["collective, cb_nodes=2"] == 128
@@ -109,20 +109,20 @@ def _counts(**writes):
              "romio": "collective, ROMIO", "enable": "collective, ROMIO, romio_cb_write=enable"}
     rows = [{"case": names[k], "posix_writes": v, "posix_bytes": 2**20, "bytes_per_write": 2**20 / v,
              "mpi_calls": 256, "implementation": "x", "method": "darshan", "mode": "live"} for k, v in writes.items()]
-    return lab.Writes("live", "", "constructed", frame=pd.DataFrame(rows), tasks=4, segments=64, transfer=4096)
+    return mpiio.Writes("live", "", "constructed", frame=pd.DataFrame(rows), tasks=4, segments=64, transfer=4096)
 
 
 def test_an_mpi_that_does_not_aggregate_is_told_so():
     # an MPI-IO layer whose collective writes stay independent (like ROMIO's 'automatic' here)
-    claims = lab.collective_claims(_counts(independent=256, collective=256), show=False)
+    claims = mpiio.collective_claims(_counts(independent=256, collective=256), show=False)
     assert all(c.consistent() for c in claims)
     fewer = claims[1]
     assert fewer.held is False and "automatic" in fewer.text
 
 
 def test_an_ignored_hint_and_two_default_aggregators():
-    claims = lab.collective_claims(_counts(independent=256, collective=128, cb2=128, romio=64, enable=64),
-                                    show=False)
+    claims = mpiio.collective_claims(_counts(independent=256, collective=128, cb2=128, romio=64, enable=64),
+                                      show=False)
     assert all(c.consistent() for c in claims)
     assert claims[2].held and "2 aggregators" in claims[2].text
     cb2 = next(c for c in claims if "cb_nodes=2" in c.predicted)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from iolab import ParseError, recordings
-from iolab.labs import darshan as lab
+from iolab.labs import darshan as lab, darshan_mpiio as mpiio
 from iolab.labs.syscalls import expected_reads
 from iolab.tools import darshan
 
@@ -44,7 +44,7 @@ def test_dxt_segments_and_mpiio_counters():
     assert set(seg["op"]) == {"read", "write"} and set(seg["rank"]) == {0, 1}
     assert (seg["length"] == 2**20).all() and (seg["end"] >= seg["start"]).all()
     mpi = darshan.read_log(_log("mpiio-collective-ext4"))
-    testfile = lab._testfile(recordings.load("darshan/mpiio-collective-ext4").meta["argv"])
+    testfile = mpiio._testfile(recordings.load("darshan/mpiio-collective-ext4").meta["argv"])
     assert darshan.counter(mpi, "MPIIO_COLL_WRITES", file=testfile) == 256
     assert darshan.counter(mpi, "POSIX_WRITES", file=testfile) == 64
 
@@ -254,9 +254,9 @@ def test_live_read_loop_in_dev_shm_is_recorded():
 @needs_runtime
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("ior", "mpirun")), reason="not installed here: ior/mpirun")
 def test_live_independent_and_collective_write_counts(ws):
-    cases = [c for c in lab.CASES if c.name in ("independent", "collective")]
-    df = lab.collective(cases, ws=ws, method="darshan", quiet=True).frame
+    cases = [c for c in mpiio.CASES if c.name in ("independent", "collective")]
+    df = mpiio.collective(cases, ws=ws, method="darshan", quiet=True).frame
     assert list(df["mode"]) == ["live", "live"]
     n = df.set_index("case")["posix_writes"]
-    assert n["independent"] == lab.MPIIO_TASKS * lab.MPIIO.segments
+    assert n["independent"] == mpiio.MPIIO_TASKS * mpiio.MPIIO.segments
     assert n["collective"] < n["independent"]

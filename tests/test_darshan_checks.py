@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from iolab import check
-from iolab.labs import darshan as lab
+from iolab.labs import darshan as lab, darshan_mpiio as mpiio
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def test_share(profile):
 
 
 def test_collective():
-    writes = lab.collective(quiet=True)
+    writes = mpiio.collective(quiet=True)
     assert check.check_07_collective({"bytes_per_write": 16384, "aggregators": 1}, writes)
     with pytest.raises(check.CheckFailed, match="segments"):
         check.check_07_collective({"bytes_per_write": 16384, "aggregators": 64}, writes)
