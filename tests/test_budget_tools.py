@@ -1,6 +1,8 @@
 """A tool run reserves what it will write in the workspace that holds its output (issue 16)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import needs
 
@@ -108,11 +110,11 @@ def test_short_options_refuse_what_they_cannot_read(tok, match):
         short_options(tok, [], 0, set("b"), set("mk"), "IOR")
 
 @pytest.mark.live
-@needs("mdtest")
 @pytest.mark.parametrize("kw", [dict(files=10), dict(files=10, depth=2, branching=2),
                                 dict(files=10, items_per_dir=5, depth=1, branching=2),
                                 dict(files=10, depth=2, branching=2, extra=("-L",))])
-def test_mdtest_counts_what_mdtest_says_it_makes(kw, tmp_path):
+def test_mdtest_counts_what_mdtest_says_it_makes(kw, tmp_path, ior_on_path):
+    ior_on_path("4.0.0", "mdtest", or_on_path=True)
     # mdtest's own "N tasks, M files" line, one rank, DUMMY backend (nothing written)
     import os
 
@@ -122,7 +124,10 @@ def test_mdtest_counts_what_mdtest_says_it_makes(kw, tmp_path):
     o = mdtest.Options(files_only=True, directory=str(tmp_path / "t"), extra=("-a", "DUMMY", *kw.pop("extra", ())),
                        **kw)
     r = runner.run(o.argv(), timeout=60, env=mpi.runtime_env(tmp_path / "mpi", singleton=True))
-    assert mdtest.parse(r.stdout)[0]["items"] == mdtest.items_per_rank(o), r.stdout
+    # mdtest's own count, from its "1 tasks, N files" line: DUMMY's phases take no time, and mdtest 4.0.0 then
+    # prints rows of inf and DBL_MAX that mdtest.parse rightly refuses (ParseError naming the row)
+    said = re.search(r"^\s*1 tasks?, (\d+) (?:files|directories)", r.stdout, re.M)
+    assert said and int(said.group(1)) == mdtest.items_per_rank(o), r.stdout
     assert not os.path.exists(tmp_path / "t")
 
 

@@ -252,8 +252,8 @@ def test_live_read_loop_in_dev_shm_is_recorded():
 
 @pytest.mark.live
 @needs_runtime
-@pytest.mark.skipif(any(shutil.which(t) is None for t in ("ior", "mpirun")), reason="not installed here: ior/mpirun")
-def test_live_independent_and_collective_write_counts(ws):
+def test_live_independent_and_collective_write_counts(ws, ior_on_path):
+    ior_on_path("4.0.0", mpirun=True, or_on_path=True)
     cases = [c for c in mpiio.CASES if c.name in ("independent", "collective")]
     df = mpiio.collective(cases, ws=ws, method="darshan", quiet=True).frame
     assert list(df["mode"]) == ["live", "live"]

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from iolab import doctor
-from conftest import mpi_leftovers_in_tmp, needs
+from conftest import mpi_leftovers_in_tmp
 
 
 def test_table_has_every_section_and_real_versions():
@@ -41,8 +41,9 @@ def test_cli_prints_the_table():
 
 
 @pytest.mark.live
-@needs("ior", "mdtest")
-def test_ior_and_mdtest_versions_without_leftovers_in_tmp():
+def test_ior_and_mdtest_versions_without_leftovers_in_tmp(ior_on_path):
+    ior_on_path("4.0.0", or_on_path=True)
+    ior_on_path("4.0.0", "mdtest", or_on_path=True)
     # `ior --version` is refused and exits without MPI_Finalize: Open MPI then leaves its session
     # directory in /tmp, at every doctor call of every lesson
     from iolab.tools import ior, mdtest
