@@ -819,7 +819,10 @@ def test_a_neighbour_disturbs_a_measurement_and_the_student_is_told(hub):
             kb.execute("stop.set(); writer.join(); ws.remove('neighbour.bin')")
         # a file both can read: warm for the measurer, then the neighbour drops it
         ka.value(f"m = measure.timed_read({str(shared)!r}, device_bps=device)\nprint('{{}}')")
-        warm = ka.value(f"print(json.dumps(report(measure.timed_read({str(shared)!r}, device_bps=device))))")
+        for _ in range(5):         # another job's writes on the device (a second test run beside) disturb it
+            warm = ka.value(f"print(json.dumps(report(measure.timed_read({str(shared)!r}, device_bps=device))))")
+            if not warm["disturbed"]:
+                break
         kb.value(EVICT.format(path=str(shared)))
         evicted = ka.value(f"print(json.dumps(report(measure.timed_read({str(shared)!r}, device_bps=device))))")
     print("\nwhat the student read, during the neighbour's write-back:\n  " + during["text"])
@@ -837,7 +840,10 @@ def test_a_neighbour_disturbs_a_measurement_and_the_student_is_told(hub):
     assert "DISTURBED" in during["text"]
     # the neighbour's eviction: the 'warm' read came from storage, and the verdict says so (the kernel
     # counted the student's own bytes), even though the student evicted nothing
-    assert warm["label"] == "served from page cache" and warm["ground"] == "witness", warm["text"]
+    if warm["disturbed"]:                               # five times over: then it must say so
+        assert warm["label"] == "unclear" and "DISTURBED" in warm["text"], warm["text"]
+    else:
+        assert warm["label"] == "served from page cache" and warm["ground"] == "witness", warm["text"]
     assert evicted["own_read"] >= 0.9 * evicted["nbytes"], evicted["text"]
     assert evicted["label"] in ("from the device", "unclear") and evicted["ground"] == "witness", evicted["text"]
     for st in (a, b):
