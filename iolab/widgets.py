@@ -1,6 +1,6 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
-from . import plot, readahead_probes, recordings
+from . import plot, readahead_probes, recordings, rendering
 from .labs import first_look, ior_sweeps, syscalls
 from .tools import ior
 from .units import format_size
@@ -10,17 +10,15 @@ class Explorer:
 
     A notebook exported without widget state drops the widget's view; its display here also carries
     the figure as it stands, as the ``text/html`` the notebook's other plotly figures use, which the
-    export falls back to. In JupyterLab the live widget is shown. Anything else is the box's own
-    (``children``, ``layout``...)."""
+    export falls back to (see ``iolab.rendering.add_static_figures``, which does the same for any box
+    of controls once ``iolab.setup()`` ran). In JupyterLab the live widget is shown. Anything else is
+    the box's own (``children``, ``layout``...)."""
 
     def __init__(self, box, fig):
         self.box, self.fig = box, fig
 
     def static_html(self) -> str:
-        import plotly.graph_objects as go
-        import plotly.io as pio
-
-        return pio.renderers["notebook"].to_mimebundle(go.Figure(self.fig))["text/html"]
+        return rendering.static_html(self.fig)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         data = self.box._repr_mimebundle_(include=include, exclude=exclude)
