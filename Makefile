@@ -10,7 +10,7 @@ TOXIPROXY_VERSION := v2.12.0
 PYTEST_NB := --nbval-lax --nbval-current-env --nbval-cell-timeout=120
 LAB_PORT ?= 8888
 
-.PHONY: lab test test-fast test-lesson lint setup system exercises strip check-notebooks doctor clean
+.PHONY: lab test test-fast test-lesson lint setup system exercises strip check-notebooks html doctor clean
 
 setup: system $(STAMP)/venv $(STAMP)/kernel $(STAMP)/gcsfuse $(STAMP)/toxiproxy
 
@@ -91,6 +91,11 @@ strip: $(STAMP)/venv
 
 check-notebooks: $(STAMP)/venv
 	$(BIN)/python -m iolab.nbtools check
+
+# a lesson as one HTML file to share or read without a kernel (make html L=04; all lessons without L):
+# executed without widget state, so every chart, the controls' too, is drawn offline (iolab/nbtools.py)
+html: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m iolab.nbtools html $(if $(L),notebooks/$(L)-*.ipynb) --out build/html
 
 doctor: setup
 	@PATH="$(abspath $(BIN)):$$PATH" $(BIN)/iolab doctor

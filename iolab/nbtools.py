@@ -3,6 +3,10 @@
     python -m iolab.nbtools strip [NOTEBOOK ...]     strip outputs in place (default: every notebook)
     python -m iolab.nbtools exercises                regenerate exercises/NN-topic.ipynb from solutions
     python -m iolab.nbtools check                    exit 1 if anything is unstripped, stale or unpaired
+    python -m iolab.nbtools html [NOTEBOOK ...] [--out DIR]
+                                                     execute (default: every lesson), then export each to
+                                                     DIR/NAME.html (default build/html) to share or read
+                                                     without a kernel: every chart drawn, offline
 """
 from __future__ import annotations
 
@@ -186,6 +190,34 @@ def exercise_problems(root: Path | None = None) -> list[str]:
     return found
 
 
+def export_html(notebook: Path, out_dir: Path, *, timeout: int = 300) -> Path:
+    """Execute a notebook (in its own directory, in this environment's IOLAB_MODE) and write it as one
+    HTML file that shows every chart without a kernel or the internet.
+
+    Exported WITHOUT widget state (nbclient stores it in the notebook's metadata by default): with the
+    state, nbconvert's templates choose each control box's widget view
+    (application/vnd.jupyter.widget-view+json), which draws only with the widget libraries fetched from
+    a CDN, an empty box offline; without it they fall back to the box's text/html, the chart as first
+    drawn (iolab.rendering.add_static_figures, widgets.Explorer). plotly.js is embedded once
+    (iolab.setup()'s notebook renderer). The state is dropped after execution, not left unrecorded:
+    nbclient 0.11 raises KeyError on an Output widget's output (interact's) when it records none."""
+    import nbclient
+    import nbconvert
+    import nbformat
+
+    notebook = Path(notebook)
+    nb = nbformat.read(notebook, as_version=4)
+    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(notebook.resolve().parent)}}).execute()
+    nb.metadata.pop("widgets", None)
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / (notebook.stem + ".html")
+    target.write_text(html)
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     cmd = args.pop(0) if args else "check"
@@ -206,6 +238,15 @@ def main(argv: list[str] | None = None) -> int:
         for line in bad:
             print(line)
         return 1 if bad else 0
+    if cmd == "html":
+        out = project_root() / "build" / "html"
+        if "--out" in args:
+            i = args.index("--out")
+            out = Path(args[i + 1])
+            del args[i:i + 2]
+        for p in [Path(a) for a in args] or sorted((project_root() / "notebooks").glob("[0-9][0-9]-*.ipynb")):
+            print(f"wrote {export_html(p, out)}")
+        return 0
     print(__doc__)
     return 2
 

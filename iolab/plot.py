@@ -53,7 +53,7 @@ def _short(v: float) -> str:
 def log_ticks(values, *, short: bool = False, pad: float = 0.12) -> dict:
     """A log axis's range (padded so that no marker sits on its edge) and ticks at 1, 2 and 5 times each
     power of ten inside the values' range (only the powers of ten when the values span more than two
-    decades), each labelled in full ("2,000", or "2k" with ``short``), never a bare minor "2":
+    decades; 1, 2, 3, 5, 7 when that leaves fewer than two), each labelled in full ("2,000", or "2k" with ``short``), never a bare minor "2":
     keywords for update_yaxes/update_xaxes."""
     v = [float(x) for x in values if x is not None and not math.isnan(float(x)) and float(x) > 0]
     if not v:
@@ -67,6 +67,9 @@ def log_ticks(values, *, short: bool = False, pad: float = 0.12) -> dict:
         ticks += [m * 10 ** k for m in mult]
         k += 1
     keep = [t for t in ticks if span[0] <= math.log10(t) <= span[1]]
+    if len(keep) < 2:       # a narrow range (300k to 800k): 1, 2, 3, 5 and 7 times each power, so two labels at least
+        keep = [m * 10 ** k for k in range(math.floor(span[0]), math.floor(span[1]) + 1) for m in (1, 2, 3, 5, 7)
+                if span[0] <= math.log10(m * 10 ** k) <= span[1]]
     text = [_short(t) if short else (f"{t:,.0f}" if t >= 1 else f"{t:g}") for t in keep]
     return {"tickvals": keep, "ticktext": text, "range": list(span)}
 
@@ -409,7 +412,8 @@ def syscall_latency_histogram(frame: pd.DataFrame, *, by: str = "label", syscall
         counts, _ = np.histogram(vals, bins=edges)
         fig.add_bar(x=np.sqrt(edges[:-1] * edges[1:]), y=counts, width=np.diff(edges), name=str(name),
                     opacity=0.7, hovertemplate="~%{x:,.1f} µs: %{y:,} calls<extra>" + f"{name}</extra>")
-    fig.update_layout(title=title, barmode="overlay", height=380, legend_title=by,
+    fig.update_layout(title=title, barmode="overlay", height=380,
+                      legend_title="" if by == "label" else by.replace("_", " "),   # the entries say it
                       xaxis=dict(type="log", title=f"time in {syscall or 'each syscall'} (µs, log)",
                                  **decade_ticks(edges[0], edges[-1])),
                       yaxis_title="number of calls")
@@ -670,19 +674,25 @@ def removal_durations(summary: pd.DataFrame, *, by: str = "filesystem",
 
 # --- lesson 06 ----------------------------------------------------------------------------------
 
-def _link_line(fig: go.Figure, link_mb_per_s: float | None, *, vertical: bool = False, **where) -> None:
-    """A dashed reference line at the slow link's cap."""
+def link_line(fig: go.Figure, link_mb_per_s: float | None, *, vertical: bool = False, **where) -> None:
+    """A dashed reference line at the slow link's cap, named in the legend: a label written on the chart
+    was crossed by the line itself (vertical) or sat on a bar's value (horizontal)."""
     if not link_mb_per_s:
         return
-    text = f"this run's link cap: {link_mb_per_s:g} MB/s"
-    if vertical:        # on a log rate axis: an annotation's x is given in log10 units there
-        import math
-
-        fig.add_vline(x=link_mb_per_s, line_dash="dash", line_color="grey", **where)
-        fig.add_annotation(x=math.log10(link_mb_per_s), y=1, yref="paper", yshift=10, text=text, showarrow=False)
+    if vertical:
+        fig.add_vline(x=link_mb_per_s, line=LINK_LINE, **where)
     else:
-        fig.add_hline(y=link_mb_per_s, line_dash="dash", line_color="grey", annotation_text=text,
-                      annotation_position="top left", **where)
+        fig.add_hline(y=link_mb_per_s, line=LINK_LINE, **where)
+    _link_legend(fig, link_mb_per_s)
+
+
+LINK_LINE = dict(dash="dash", color="grey")
+
+
+def _link_legend(fig: go.Figure, link_mb_per_s: float) -> None:
+    """The link's line as a legend entry (a trace with no point)."""
+    fig.add_scatter(x=[None], y=[None], mode="lines", line=LINK_LINE, hoverinfo="skip", showlegend=True,
+                    name=f"this run's link cap: {link_mb_per_s:g} MB/s")
 
 
 def fuse_fio_vs_seed(df: pd.DataFrame, direction: str = "read", *, link_mb_per_s: float | None = None) -> go.Figure:
@@ -697,7 +707,7 @@ def fuse_fio_vs_seed(df: pd.DataFrame, direction: str = "read", *, link_mb_per_s
     for src, part in d.groupby("source", sort=False):
         fig.add_bar(name=str(src), x=part["configuration"], y=part["mb_per_s"],
                     text=[f"{v:.1f}" for v in part["mb_per_s"]], textposition="outside")
-    _link_line(fig, link_mb_per_s)
+    link_line(fig, link_mb_per_s)
     fig.update_layout(barmode="group", title=f"fio {direction} through s3fs-fuse (bs=4k rw=readwrite), "
                                              "here and in seed 000", legend_title_text="")
     fig.update_xaxes(title_text="configuration")
@@ -724,7 +734,7 @@ def fuse_cold_warm(df: pd.DataFrame, *, link_mb_per_s: float | None = None) -> g
         fig.add_scatter(name=str(read), y=part["label"], x=part["mb_per_s"], mode="markers",
                         marker=dict(size=11, symbol=READ_SYMBOLS[i % len(READ_SYMBOLS)]), customdata=hover,
                         hovertemplate="%{y}<br>%{x:,.1f} MB/s<br>%{customdata}<extra>" + str(read) + "</extra>")
-    _link_line(fig, link_mb_per_s, vertical=True)
+    link_line(fig, link_mb_per_s, vertical=True)
     fig.update_layout(title="Reading one object through each FUSE client, three times", legend_title_text="read",
                       height=140 + 40 * df["label"].nunique())
     fig.update_yaxes(title_text="", autorange="reversed")
@@ -748,7 +758,7 @@ def dd_block_sweep(df: pd.DataFrame, *, link_mb_per_s: float | None = None,
     for conf, part in df.groupby("configuration", sort=False):
         part = part.sort_values("block_size")
         fig.add_scatter(name=str(conf), x=part["block_size"], y=part["mb_per_s"], mode="lines+markers")
-    _link_line(fig, link_mb_per_s)
+    link_line(fig, link_mb_per_s)
     if round_trip_mb_per_s:
         fig.add_hline(y=round_trip_mb_per_s, line_dash="dot", line_color="grey",
                       annotation_text=f"1 MiB per link latency: {round_trip_mb_per_s:.0f} MB/s",
@@ -813,9 +823,8 @@ def gcsfuse_copy(df: pd.DataFrame, published: pd.DataFrame | None = None, *,
     fig.update_yaxes(categoryorder="array", categoryarray=here + theirs, autorange="reversed", title_text="")
     if link_mb_per_s:      # this run's link: across this run's rows only
         fig.add_shape(type="line", x0=link_mb_per_s, x1=link_mb_per_s, y0=-0.5, y1=len(here) - 0.5, xref="x",
-                      yref="y", line=dict(dash="dash", color="grey"))
-        fig.add_annotation(x=math.log10(link_mb_per_s), y=-0.5, yref="y", text=f"this run's link cap: {link_mb_per_s:g} MB/s",
-                           showarrow=False, yshift=10)
+                      yref="y", line=LINK_LINE)
+        _link_legend(fig, link_mb_per_s)
     ticks = decade_ticks(min(values), max(values))
     fig.update_xaxes(type="log", title_text="MB/s (log scale)", tickangle=0, **ticks,
                      range=[math.log10(ticks["tickvals"][0]), math.log10(ticks["tickvals"][-1])])

@@ -1,6 +1,6 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
-from . import plot, readahead_probes, recordings
+from . import plot, readahead_probes, recordings, rendering
 from .labs import first_look, ior_sweeps, syscalls
 from .tools import ior
 from .units import format_size
@@ -10,17 +10,15 @@ class Explorer:
 
     A notebook exported without widget state drops the widget's view; its display here also carries
     the figure as it stands, as the ``text/html`` the notebook's other plotly figures use, which the
-    export falls back to. In JupyterLab the live widget is shown. Anything else is the box's own
-    (``children``, ``layout``...)."""
+    export falls back to (see ``iolab.rendering.add_static_figures``, which does the same for any box
+    of controls once ``iolab.setup()`` ran). In JupyterLab the live widget is shown. Anything else is
+    the box's own (``children``, ``layout``...)."""
 
     def __init__(self, box, fig):
         self.box, self.fig = box, fig
 
     def static_html(self) -> str:
-        import plotly.graph_objects as go
-        import plotly.io as pio
-
-        return pio.renderers["notebook"].to_mimebundle(go.Figure(self.fig))["text/html"]
+        return rendering.static_html(self.fig)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         data = self.box._repr_mimebundle_(include=include, exclude=exclude)
@@ -107,16 +105,19 @@ def read_size_explorer(path, sizes=READ_SIZES):
                                description="read size", continuous_update=False)
     status = w.Label()
     fig = go.FigureWidget()
-    fig.add_bar(x=["cold", "warm"], y=[0, 0], marker_color=["#1f77b4", "#ff7f0e"],
-                hovertemplate="%{x}: %{y:,.1f} MiB/s<extra></extra>")
-    fig.update_layout(title="Throughput at one read size", yaxis_type="log", yaxis_title="throughput (MiB/s)",
-                      xaxis_title="page cache before the read", height=350)
+    # bars from zero on a linear axis, each with its value: on a log axis a bar's length, cut at the
+    # axis's base, hid the ratio (a warm bar half the cold one drawn as a sliver)
+    fig.add_bar(x=["cold", "warm"], y=[0, 0], marker_color=["#1f77b4", "#ff7f0e"], textposition="outside",
+                cliponaxis=False, hovertemplate="%{x}: %{y:,.1f} MiB/s<extra></extra>")
+    fig.update_layout(title="Throughput at one read size", yaxis_title="throughput (MiB/s)",
+                      yaxis_rangemode="tozero", xaxis_title="page cache before the read", height=350)
 
     def update(change=None):
         cold = readahead_probes.read_size_sweep(path, [slider.value], cache="cold", strict=False).iloc[0]
         warm = readahead_probes.read_size_sweep(path, [slider.value], cache="warm").iloc[0]
         with fig.batch_update():
             fig.data[0].y = [cold["mib_per_s"], warm["mib_per_s"]]
+            fig.data[0].text = [f"{v:,.1f} MiB/s" for v in (cold["mib_per_s"], warm["mib_per_s"])]
             fig.layout.title = f"Read size {_size_label(slider.value)}: {int(cold['calls']):,} read() calls"
         status.value = (f"{int(cold['calls']):,} calls; cold {cold['seconds']:.4f} s "
                         f"({cold['us_per_call']:.2f} µs/call), warm {warm['seconds']:.4f} s "
@@ -257,10 +258,8 @@ def fuse_reads_explorer(df, *, link_mb_per_s: float | None = None):
     fig = go.FigureWidget()
     fig.add_scatter(x=[], y=[], customdata=[], mode="markers", marker=dict(size=12),
                     hovertemplate="%{y}<br>%{x:,.1f} MB/s<br>%{customdata}<extra></extra>")
-    if link_mb_per_s:
-        fig.add_vline(x=link_mb_per_s, line_dash="dash", line_color="grey")
-        fig.add_annotation(x=math.log10(link_mb_per_s), y=1, yref="paper", yshift=10, showarrow=False,
-                           text=f"this run's link cap: {link_mb_per_s:g} MB/s")   # log axis: x in log10 units
+    fig.data[0].showlegend = False
+    plot.link_line(fig, link_mb_per_s, vertical=True)          # the dashed cap, named in the legend
     lo, hi = max(float(df["mb_per_s"].min()), 1e-3), max(float(df["mb_per_s"].max()), 1e-3)
     ticks = [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
     fig.update_layout(title="One read per client configuration", height=140 + 40 * df["label"].nunique())

@@ -146,3 +146,64 @@ def test_a_widget_carries_a_static_figure_for_an_export_without_widget_state(mon
     html = bundle["text/html"]                                            # an export falls back to this
     assert "Plotly" in html and box.fig.layout.title.text.split(":")[0][:20] in html
     assert box.children[-1] is box.fig                                    # still the box for callers
+
+
+def test_darshan_costs_marks_medians_with_no_label_a_chart_edge_can_clip():
+    # lesson 07: a "fastest 44 ms" label under each way's fastest run was cut at the chart's bottom edge
+    hows = ["plain", "under Darshan", "under strace -c"]
+    df = pd.DataFrame([(h, s * k, i) for i, k in enumerate((0.9, 1.0, 1.3)) for h, s in zip(hows, (0.05, 0.06, 0.4))],
+                      columns=["how", "seconds", "repeat"])
+    fig = plot.darshan_costs(df)
+    assert not [t for t in fig.data if t.text is not None or "text" in (t.mode or "")]
+    assert not fig.layout.annotations
+    medians = {t.y[0]: t.x[0] for t in fig.data if t.marker.symbol == "line-ns"}
+    assert medians == pytest.approx({h: s * 1e3 for h, s in zip(hows, (0.05, 0.06, 0.4))})
+    assert fig.layout.margin.l >= 7 * max(map(len, hows))          # the row labels fit
+
+
+def _cap_named_in_the_legend(fig, cap):
+    assert not [a for a in fig.layout.annotations if "link cap" in (a.text or "")], "a label drawn on the chart"
+    named = [t for t in fig.data if t.name == f"this run's link cap: {cap:g} MB/s"]
+    assert len(named) == 1 and named[0].showlegend and named[0].line.dash == "dash"
+
+
+def test_the_link_cap_is_named_in_the_legend_not_written_across_its_line_or_a_bar():
+    # lesson 06: the cap's label sat on the "no cache" bar's value (fio) and was crossed by its own
+    # dashed line (the dot charts)
+    fio = pd.DataFrame({"configuration": ["no cache", "no cache", "use_cache"], "direction": "read",
+                        "mb_per_s": [4.4, 10.2, 26.7], "source": ["measured here", "seed 000", "measured here"]})
+    _cap_named_in_the_legend(plot.fuse_fio_vs_seed(fio, link_mb_per_s=12), 12)
+    reads = pd.DataFrame({"label": ["s3fs", "s3fs"], "read": ["1st (cold)", "2nd (warm)"], "mb_per_s": [10.0, 800.0],
+                          "layer": ["the link", "the page cache"]})
+    _cap_named_in_the_legend(plot.fuse_cold_warm(reads, link_mb_per_s=12), 12)
+    copies = pd.DataFrame({"file": ["a.bin"], "nbytes": [1 << 20], "write_mb_per_s": [7.0], "read_mb_per_s": [600.0],
+                           "reread_mb_per_s": [9.0]})
+    _cap_named_in_the_legend(plot.gcsfuse_copy(copies, link_mb_per_s=12), 12)
+
+
+def test_a_latency_histogram_legend_is_not_titled_with_a_column_name():
+    calls = pd.DataFrame({"syscall": "read", "duration": [12e-6, 13e-6, 30e-6, 11e-6],
+                          "label": ["cold (after DONTNEED)"] * 2 + ["warm (page cache)"] * 2})
+    fig = plot.syscall_latency_histogram(calls)
+    assert fig.layout.legend.title.text in (None, "")
+    assert {t.name for t in fig.data} == {"cold (after DONTNEED)", "warm (page cache)"}
+
+
+def test_log_ticks_label_two_ticks_at_least_on_a_narrow_range():
+    # lesson 05's "file read" panel (about 300k to 700k ops/s) had one tick, 500k: no scale to read
+    t = plot.log_ticks([310_000.0, 690_000.0], short=True)
+    assert t["ticktext"] == ["300k", "500k", "700k"]
+    lo, hi = t["range"]
+    assert all(lo <= math.log10(v) <= hi for v in t["tickvals"])
+
+
+def test_read_size_explorer_draws_bars_from_zero_with_their_values(tmp_path):
+    # lesson 02: bars on a log axis cut at its base drew a warm read half as fast as the cold one as a sliver
+    pytest.importorskip("ipywidgets")
+    from iolab import widgets
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"\0" * (1 << 20))
+    box = widgets.read_size_explorer(data)
+    ax, bars = box.fig.layout.yaxis, box.fig.data[0]
+    assert ax.type in (None, "linear", "-") and ax.rangemode == "tozero"
+    assert list(bars.text) == [f"{v:,.1f} MiB/s" for v in bars.y]
