@@ -183,6 +183,10 @@ def one_latency_per_mib(frame: Any) -> float | None:
 
 # --- section 1: the link ------------------------------------------------------------------------------
 
+NO_STORE = ("no store was started here (the lesson replays its recordings), so the link was not measured: each "
+            "recording below names the link it was made over.")
+
+
 def _link_row(store: Store, key: str) -> dict[str, Any]:
     """Section 1: read one object straight from the store and through the slow link (both clients
     set up and connected first, so that only the transfer is timed)."""
@@ -219,6 +223,7 @@ def link_claims(link: "recordings.Outcome | dict[str, Any] | None", *, show: boo
     """Section 1: does the link behave as its settings say, and is the store itself fast? ``link``:
     what :func:`link_check` returned (None: no store here, nothing to tell), or its row."""
     row = link.data if isinstance(link, recordings.Outcome) else (link or {})
+    no_store = link is None or not row
     floor = transfer_floor(row.get("nbytes"), requests=1, latency_ms=row.get("latency_ms"),
                            rate_kbps=row.get("rate_kbps"))
     slow, direct = _num(row.get("slow_s")), _num(row.get("direct_s"))
@@ -232,7 +237,7 @@ def link_claims(link: "recordings.Outcome | dict[str, Any] | None", *, show: boo
                           "expected",
             why="the store, the proxy and this notebook share the node's CPU; on a busy node each of them waits "
                 "its turn, and the transfer takes longer than the link alone would make it.",
-            missing=NO_LINK, show=show),
+            missing=NO_STORE if no_store else NO_LINK, show=show),
         explain.expect(
             "straight from the store, the same read is several times faster",
             explain.greater("through the link (s)", slow, "straight from the store (s)", direct, by=3),
@@ -241,7 +246,7 @@ def link_claims(link: "recordings.Outcome | dict[str, Any] | None", *, show: boo
                           f"{ev['through the link (s)']:.3f} s",
             why="a store on this node answers from memory at CPU speed; when the CPU is busy (other students, "
                 "the server's own work) even the local read slows down, and the gap to the link shrinks.",
-            missing="a number it needs was not measured.", show=show),
+            missing=NO_STORE if no_store else "a number it needs was not measured.", show=show),
     ]
 
 
