@@ -80,16 +80,22 @@ def record(setup: str, only: set[str]) -> None:
                     print(setup, "dd", cached, [(round(r["mb_per_s"], 1), r["link_down"])
                                                 for r in object_reads.dd_frame(json.loads(text)).to_dict("records")])
             if "staging" in only and setup != "ram":
+                began = os.getloadavg()[0]
                 text = object_transfers.stage_or_stream(s3, ws, keys)
                 recordings.save(text, object_transfers.STAGING_RECORDING + v, ext="json",
                                 argv=["iolab.labs.object_transfers.stage_or_stream"],
                                 tool_version=runner.tool_version("s3cmd"), host_description=host,
                                 notes="2 objects of 2 MiB: s3cmd get (one process per object) to scratch and 2 reads "
-                                      "there, vs 2 reads through s3fs-fuse without cache, 3 trials of each interleaved "
-                                      "(column trial), then one s3cmd get --recursive; startup_s: "
-                                      f"median time of 's3cmd --version'; link: {link}; load average when it "
-                                      f"ended: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-                print(setup, text)
+                                      "there, vs 2 reads through s3fs-fuse without cache, vs one s3cmd get --recursive "
+                                      "and 2 reads; 3 trials of each, interleaved in that order (column trial); "
+                                      f"startup_s: median time of 's3cmd --version'; link: {link}; load average "
+                                      f"(1 min) when it began: {began:.1f}, when it ended: {os.getloadavg()[0]:.1f}, "
+                                      f"on {os.cpu_count()} CPUs")
+                rows = json.loads(text)
+                for strategy in dict.fromkeys(r["strategy"] for r in rows):
+                    mine = [r for r in rows if r["strategy"] == strategy]
+                    print(setup, strategy, "total_s", [round(r["total_s"], 3) for r in mine],
+                          "stage_s", [round(r["stage_s"], 3) for r in mine], "link_down", [r["link_down"] for r in mine])
             if "fsspec" in only and setup != "ram":
                 text = object_transfers.fsspec_caches(s3, ws, keys[1])
                 recordings.save(text, object_transfers.FSSPEC_RECORDING + v, ext="json", argv=["iolab.labs.object_transfers.fsspec_caches"],
