@@ -25,7 +25,8 @@ import sys
 import time
 
 from iolab import workspace
-from iolab.objectstore import lab, mounts, netns, slowlink
+from iolab.objectstore import mounts, netns, slowlink
+from iolab.objectstore import store as objstore
 from iolab.objectstore._proc import LOOPBACK, Service
 from iolab.units import MiB, format_rate, parse_size
 
@@ -101,9 +102,9 @@ def _answers(port: int) -> bool:
 
 def s3_read(ws, size: int, repeat: int, private: bool, link: bool, fuse: bool = False) -> tuple[float, str]:
     os.environ["IOLAB_NETNS"] = "1" if private else "0"
-    spec = lab.DEFAULT_LINK if link else None
-    with lab.remote_store("s3", ws=ws, spec=spec) as st:
-        (key,) = lab.put_files(st, "bench", n=1, size=size)
+    spec = objstore.DEFAULT_LINK if link else None
+    with objstore.remote_store("s3", ws=ws, spec=spec) as st:
+        (key,) = objstore.put_files(st, "bench", n=1, size=size)
         ep = st.remote if link else st.direct
         if fuse:
             with mounts.s3fs_fuse(ep, st.bucket, ws=ws) as m:

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from iolab import recordings, runner, workspace
-from iolab.objectstore import lab
+from iolab.labs import object_reads, object_storage, object_transfers
+from iolab.objectstore import store as objstore
 from iolab.tools import fio
 
 HOST = "2-core VM (Debian 12), SeaweedFS / fake-gcs-server on loopback behind toxiproxy"
@@ -40,58 +41,64 @@ def main() -> None:
 
 def record(setup: str, only: set[str]) -> None:
     v = VARIANT[setup]
-    spec = None if setup == "nolink" else lab.DEFAULT_LINK
+    spec = None if setup == "nolink" else objstore.DEFAULT_LINK
     host = HOST_NOLINK if setup == "nolink" else HOST
     where = "ram" if setup == "ram" else "disk"
     with workspace.Workspace(budget="2GiB") as ws:
-        with lab.remote_store("s3", ws=ws, spec=spec) as s3:
+        with objstore.remote_store("s3", ws=ws, spec=spec) as s3:
             link = s3.link.spec.describe() if s3.link else "no slow link"
-            keys = lab.put_files(s3, "data", n=2, size=lab.OBJECT_SIZE)
+            keys = objstore.put_files(s3, "data", n=2, size=object_storage.OBJECT_SIZE)
             if "fio" in only and setup != "ram":       # fio runs its own disk and RAM caches
-                for conf, ref in lab.FIO_RECORDINGS.items():
+                for conf, ref in object_storage.FIO_RECORDINGS.items():
                     moved: dict = {}
-                    r = lab.fio_through_s3fs(s3, ws, conf, traffic=moved)
+                    r = object_storage.fio_through_s3fs(s3, ws, conf, traffic=moved)
                     recordings.save(r, ref + v, ext="json", host_description=host,
                                     fs_facts={"link_traffic": moved},
-                                    notes=f"Seed 000's fio job with nrfiles={lab.NRFILES} through s3fs-fuse 1.90, {conf}; "
+                                    notes=f"Seed 000's fio job with nrfiles={object_storage.NRFILES} through s3fs-fuse 1.90, {conf}; "
                                           f"store: {s3.remote.server}. The job file: "
-                                          f"{fio.seed000_job('DIR', nrfiles=lab.NRFILES).text()!r}. "
+                                          f"{fio.seed000_job('DIR', nrfiles=object_storage.NRFILES).text()!r}. "
                                           "filesystem.link_traffic: bytes through the slow link during the whole run "
                                           "(lay-out, job, unmount), from toxiproxy's counters.")
                     print(setup, conf, [(x["direction"], round(x["bw_bytes"] / 1e6, 1)) for x in fio.parse(r.stdout)],
                           moved)
             if "reads" in only:
-                for client, mode in lab.READ_CONFIGS:
+                for client, mode in object_reads.READ_CONFIGS:
                     if client == "gcsfuse":
                         continue
-                    text = lab.client_reads(s3, ws, client, mode, keys[0], where=where)
-                    _save_rows(text, lab.reads_recording(client, mode, v), client, link, host, where)
+                    text = object_reads.client_reads(s3, ws, client, mode, keys[0], where=where)
+                    _save_rows(text, object_reads.reads_recording(client, mode, v), client, link, host, where)
             if "dd" in only and setup != "ram":
                 for cached in (False, True):
-                    text = lab.dd_sweep(s3, ws, cached=cached, key=keys[1])
-                    recordings.save(text, lab.dd_recording(cached, v), ext="json",
-                                    argv=["iolab.objectstore.lab.dd_sweep", "dd", "if=MOUNT/data/file001.bin",
+                    text = object_reads.dd_sweep(s3, ws, cached=cached, key=keys[1])
+                    recordings.save(text, object_reads.dd_recording(cached, v), ext="json",
+                                    argv=["iolab.labs.object_reads.dd_sweep", "dd", "if=MOUNT/data/file001.bin",
                                           "of=/dev/null", "bs=N", "count=1MiB/N", "iflag=direct"],
                                     tool_version=f"{runner.tool_version('dd')}, through {runner.tool_version('s3fs')}", host_description=host,
                                     notes=f"dd read sweep through s3fs-fuse ({'use_cache, after one warm-up read' if cached else 'no cache'}), "
                                           "block sizes 4k..1M, 1 MiB each, LC_ALL=C; each row holds dd's stderr "
                                           f"and the bytes through the slow link during that run; link: {link}")
                     print(setup, "dd", cached, [(round(r["mb_per_s"], 1), r["link_down"])
-                                                for r in lab.dd_frame(json.loads(text)).to_dict("records")])
+                                                for r in object_reads.dd_frame(json.loads(text)).to_dict("records")])
             if "staging" in only and setup != "ram":
-                text = lab.staging_vs_streaming(s3, ws, keys)
-                recordings.save(text, lab.STAGING_RECORDING + v, ext="json",
-                                argv=["iolab.objectstore.lab.staging_vs_streaming"],
+                began = os.getloadavg()[0]
+                text = object_transfers.stage_or_stream(s3, ws, keys)
+                recordings.save(text, object_transfers.STAGING_RECORDING + v, ext="json",
+                                argv=["iolab.labs.object_transfers.stage_or_stream"],
                                 tool_version=runner.tool_version("s3cmd"), host_description=host,
                                 notes="2 objects of 2 MiB: s3cmd get (one process per object) to scratch and 2 reads "
-                                      "there, vs 2 reads through s3fs-fuse without cache, 3 trials of each interleaved "
-                                      "(column trial), then one s3cmd get --recursive; startup_s: "
-                                      f"median time of 's3cmd --version'; link: {link}; load average when it "
-                                      f"ended: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-                print(setup, text)
+                                      "there, vs 2 reads through s3fs-fuse without cache, vs one s3cmd get --recursive "
+                                      "and 2 reads; 3 trials of each, interleaved in that order (column trial); "
+                                      f"startup_s: median time of 's3cmd --version'; link: {link}; load average "
+                                      f"(1 min) when it began: {began:.1f}, when it ended: {os.getloadavg()[0]:.1f}, "
+                                      f"on {os.cpu_count()} CPUs")
+                rows = json.loads(text)
+                for strategy in dict.fromkeys(r["strategy"] for r in rows):
+                    mine = [r for r in rows if r["strategy"] == strategy]
+                    print(setup, strategy, "total_s", [round(r["total_s"], 3) for r in mine],
+                          "stage_s", [round(r["stage_s"], 3) for r in mine], "link_down", [r["link_down"] for r in mine])
             if "fsspec" in only and setup != "ram":
-                text = lab.fsspec_caches(s3, ws, keys[1])
-                recordings.save(text, lab.FSSPEC_RECORDING + v, ext="json", argv=["iolab.objectstore.lab.fsspec_caches"],
+                text = object_transfers.fsspec_caches(s3, ws, keys[1])
+                recordings.save(text, object_transfers.FSSPEC_RECORDING + v, ext="json", argv=["iolab.labs.object_transfers.fsspec_caches"],
                                 tool_version=_pkg_version("s3fs"), host_description=host,
                                 notes="fsspec's s3fs (the Python package, not s3fs-fuse): one 2 MiB object through "
                                       "cache_type readahead/blockcache/none (two passes in one open file, 256 KiB "
@@ -99,17 +106,17 @@ def record(setup: str, only: set[str]) -> None:
                                       f"counted from s3fs's debug log ('CALL: ...'); link: {link}")
                 print(setup, [(r["label"], round(r["first_s"], 3), r["first_requests"]) for r in json.loads(text)])
         if ("reads" in only or "copy" in only) and setup in ("lesson", "ram", "nolink"):
-            with lab.remote_store("gcs", ws=ws, spec=spec) as gcs:
+            with objstore.remote_store("gcs", ws=ws, spec=spec) as gcs:
                 link = gcs.link.spec.describe() if gcs.link else "no slow link"
                 if "reads" in only:
-                    (key,) = lab.put_files(gcs, "data", n=1, size=lab.OBJECT_SIZE)
+                    (key,) = objstore.put_files(gcs, "data", n=1, size=object_storage.OBJECT_SIZE)
                     for mode in ("none", "cache"):
-                        text = lab.client_reads(gcs, ws, "gcsfuse", mode, key, where=where)
-                        _save_rows(text, lab.reads_recording("gcsfuse", mode, v), "gcsfuse", link, host, where)
+                        text = object_reads.client_reads(gcs, ws, "gcsfuse", mode, key, where=where)
+                        _save_rows(text, object_reads.reads_recording("gcsfuse", mode, v), "gcsfuse", link, host, where)
                 if "copy" in only and setup != "ram":
-                    text = lab.gcsfuse_copy(gcs, ws)
-                    recordings.save(text, lab.GCSFUSE_COPY_RECORDING + v, ext="json",
-                                    argv=["iolab.objectstore.lab.gcsfuse_copy"],
+                    text = object_transfers.copy_through_gcsfuse(gcs, ws)
+                    recordings.save(text, object_transfers.GCSFUSE_COPY_RECORDING + v, ext="json",
+                                    argv=["iolab.labs.object_transfers.copy_through_gcsfuse"],
                                     tool_version=_venv_version("gcsfuse"), host_description=host,
                                     notes="Seed 002's copy at lesson size: local files copied into a gcsfuse mount "
                                           "(write), back at once (read), and back after posix_fadvise(DONTNEED) "
@@ -120,7 +127,7 @@ def record(setup: str, only: set[str]) -> None:
 
 
 def _save_rows(text: str, ref: str, client: str, link: str, host: str, where: str) -> None:
-    recordings.save(text, ref, ext="json", argv=["iolab.objectstore.lab.client_reads", client],
+    recordings.save(text, ref, ext="json", argv=["iolab.labs.object_reads.client_reads", client],
                     tool_version=runner.tool_version(client) or _venv_version(client), host_description=host,
                     notes=f"Three timed reads of one 2 MiB object through {client}: cold, warm, and after "
                           "posix_fadvise(DONTNEED) on the file; open/read/close timed apart; residency by mincore as "

@@ -355,20 +355,20 @@ class _FakeEndpoint:
 
 @pytest.mark.parametrize("memory", [False, True])
 def test_put_files_counts_against_the_budget(tmp_path, memory):
-    from iolab.objectstore import lab
+    from iolab.objectstore import store as objstore
 
     with workspace.Workspace(budget="32MiB", base=tmp_path) as ws:
         ep = _FakeEndpoint(memory)
-        store = lab.Store("s3", "b", ep, ep, None, ws)
+        store = objstore.Store("s3", "b", ep, ep, None, ws)
         with pytest.raises(BudgetExceeded):
-            lab.put_files(store, "data", n=3, size="32MiB")             # 96 MiB into 32 MiB
+            objstore.put_files(store, "data", n=3, size="32MiB")             # 96 MiB into 32 MiB
         assert ep.fs.put == {}                                         # refused before the first object
-        assert len(lab.put_files(store, "data", n=2, size="4MiB")) == 2
+        assert len(objstore.put_files(store, "data", n=2, size="4MiB")) == 2
         if memory:                                                     # in no file: held until the store stops
             assert ws.used >= 8 * MiB
             with pytest.raises(BudgetExceeded):
                 ws.make_file("big.bin", "25MiB")
-            ws.release(lab._held_key(ep))
+            ws.release(objstore._held_key(ep))
             assert ws.used < MiB
 
 

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from iolab import explain, recordings
-from iolab.objectstore import lab
+from iolab.labs import object_reads, object_storage, object_transfers
+from iolab.objectstore import store as objstore
 from iolab.tools import fio
 
 YES, NO, CANNOT = True, False, None
@@ -32,7 +33,7 @@ def _verdicts(claims, expected):
 
 def _fio_table(variant: str) -> pd.DataFrame:
     rows = []
-    for conf, ref in lab.FIO_RECORDINGS.items():
+    for conf, ref in object_storage.FIO_RECORDINGS.items():
         rec = recordings.load(ref + variant)
         moved = rec.meta["filesystem"]["link_traffic"]
         nrfiles = int(json.loads(rec.text)["jobs"][0]["job options"]["nrfiles"])
@@ -42,7 +43,7 @@ def _fio_table(variant: str) -> pd.DataFrame:
                          "link_down": moved.get("link_down"), "link_up": moved.get("link_up"),
                          "latency_ms": moved.get("latency_ms"), "rate_kbps": moved.get("rate_kbps"),
                          "source": "measured here"})
-    seed = lab.seed000_published().assign(source="seed 000")
+    seed = object_storage.seed000_published().assign(source="seed 000")
     return pd.concat([pd.DataFrame(rows), seed[["configuration", "direction", "mb_per_s", "runtime_ms", "source"]]],
                      ignore_index=True)
 
@@ -52,19 +53,19 @@ def _json(ref: str):
 
 
 def _sweep(variant: str) -> pd.DataFrame:
-    return pd.concat([lab.dd_frame(_json(lab.dd_recording(c, variant))) for c in (False, True)], ignore_index=True)
+    return pd.concat([object_reads.dd_frame(_json(object_reads.dd_recording(c, variant))) for c in (False, True)], ignore_index=True)
 
 
 # --- section 1: the link itself (live only in the lesson: constructed inputs) -------------------------
 
 def test_link_claims():
     ok = {"nbytes": 2 * 2**20, "direct_s": 0.012, "slow_s": 0.21, "latency_ms": 20, "rate_kbps": 12000}
-    _verdicts(lab.link_claims(ok), [YES, YES])
+    _verdicts(object_storage.link_claims(ok), [YES, YES])
     busy = {**ok, "direct_s": 0.2, "slow_s": 0.45}       # a busy node: everything slower than the link
-    claims = lab.link_claims(busy)
+    claims = object_storage.link_claims(busy)
     _verdicts(claims, [NO, NO])
     assert "CPU" in claims[0].text
-    _verdicts(lab.link_claims({**ok, "latency_ms": None, "rate_kbps": None}), [CANNOT, YES])
+    _verdicts(object_storage.link_claims({**ok, "latency_ms": None, "rate_kbps": None}), [CANNOT, YES])
 
 
 # --- section 2: seed 000's fio job ------------------------------------------------------------------
@@ -72,13 +73,13 @@ def test_link_claims():
 def test_fio_claims_with_the_slow_link():
     table = _fio_table("")
     here = table[table["source"] == "measured here"]
-    assert set(here["configuration"]) == set(lab.FIO_CONFIGS)
-    _verdicts(lab.fio_claims(table), [YES, YES, YES, YES, YES, YES])
+    assert set(here["configuration"]) == set(object_storage.FIO_CONFIGS)
+    _verdicts(object_storage.fio_claims(table), [YES, YES, YES, YES, YES, YES])
 
 
 def test_fio_claims_without_a_link():
     # on loopback a cache has nothing to save, and the bytes are not counted: no confident sentence
-    _verdicts(lab.fio_claims(_fio_table("-nolink")), [NO, ANY, CANNOT, CANNOT, CANNOT, YES])
+    _verdicts(object_storage.fio_claims(_fio_table("-nolink")), [NO, ANY, CANNOT, CANNOT, CANNOT, YES])
 
 
 def test_fio_claims_when_the_disk_cache_is_read_from_disk():
@@ -86,7 +87,7 @@ def test_fio_claims_when_the_disk_cache_is_read_from_disk():
     slow = table.copy()
     sel = (slow["source"] == "measured here") & (slow["configuration"] == "use_cache on local disk")
     slow.loc[sel, "mb_per_s"] = slow.loc[sel, "mb_per_s"] / 3          # a node short of memory
-    claims = lab.fio_claims(slow)
+    claims = object_storage.fio_claims(slow)
     assert claims[1].held is NO and claims[1].consistent() and "under memory pressure" in claims[1].text and "MemAvailable" in claims[1].text
 
 
@@ -94,32 +95,32 @@ def test_fio_claims_when_the_disk_cache_is_read_from_disk():
 
 @pytest.mark.parametrize("variant", ["", "-ram"])
 def test_reads_claims_with_the_slow_link(variant):
-    reads = lab.recorded_reads(variant).frame
+    reads = object_reads.recorded_reads(variant).frame
     if variant == "-ram":     # the caches really were in RAM
         assert set(reads.loc[reads["cached"], "cache_fstype"]) == {"tmpfs"}
     else:
         assert "tmpfs" not in set(reads.loc[reads["cached"], "cache_fstype"])
-    _verdicts(lab.reads_claims(reads), [YES] * 7)
+    _verdicts(object_reads.reads_claims(reads), [YES] * 7)
 
 
 def test_reads_claims_without_a_link():
-    reads = lab.recorded_reads("-nolink").frame
+    reads = object_reads.recorded_reads("-nolink").frame
     assert reads["link_down"].isna().all()
-    _verdicts(lab.reads_claims(reads), [CANNOT, CANNOT, YES, YES, YES, YES, CANNOT])
+    _verdicts(object_reads.reads_claims(reads), [CANNOT, CANNOT, YES, YES, YES, YES, CANNOT])
 
 
 def test_reads_claims_for_a_client_that_bypasses_the_page_cache():
-    reads = lab.recorded_reads().frame.copy()
+    reads = object_reads.recorded_reads().frame.copy()
     reads.loc[reads["client"] == "rclone", "resident_in_fd"] = 0.0   # rclone mounted with --direct-io
-    claims = lab.reads_claims(reads)
+    claims = object_reads.reads_claims(reads)
     assert claims[2].held is NO and claims[2].consistent() and "direct_io" in claims[2].text
 
 
 def test_reads_claims_when_s3fs_shares_a_closing_file():
-    reads = lab.recorded_reads().frame.copy()
-    sel = (reads["label"] == "s3fs, no cache") & (reads["read"] == lab.READS[1])
+    reads = object_reads.recorded_reads().frame.copy()
+    sel = (reads["label"] == "s3fs, no cache") & (reads["read"] == object_reads.READS[1])
     reads.loc[sel, "link_down"] = 0        # an open that came before the last close was reported
-    claims = lab.reads_claims(reads)
+    claims = object_reads.reads_claims(reads)
     assert claims[0].held is NO and claims[0].consistent() and "RELEASE" in claims[0].text
 
 
@@ -128,11 +129,11 @@ def test_reads_claims_when_s3fs_shares_a_closing_file():
 def test_dd_claims_with_the_slow_link():
     sweep = _sweep("")
     assert (sweep["bytes"] == 1 << 20).all()
-    _verdicts(lab.dd_claims(sweep), [YES, YES, YES, YES, YES])
+    _verdicts(object_reads.dd_sweep_claims(sweep), [YES, YES, YES, YES, YES])
 
 
 def test_dd_claims_without_a_link():
-    claims = lab.dd_claims(_sweep("-nolink"))
+    claims = object_reads.dd_sweep_claims(_sweep("-nolink"))
     _verdicts(claims, [CANNOT, ANY, CANNOT, CANNOT, CANNOT])
     if claims[1].held is False:
         assert "no round trip" in claims[1].text
@@ -143,98 +144,127 @@ def test_dd_claims_on_a_busy_cpu():
     sel = sweep["cached"] & (sweep["block_size"] == 4096)
     sweep.loc[sel, "seconds"] *= 3                 # 256 requests to s3fs, each waiting for a CPU
     sweep.loc[sel, "mb_per_s"] /= 3
-    claims = lab.dd_claims(sweep)
+    claims = object_reads.dd_sweep_claims(sweep)
     assert claims[1].held is NO and claims[1].consistent() and "µs here" in claims[1].text
 
 
 # --- section 5: fsspec -------------------------------------------------------------------------------
 
 def test_fsspec_claims_with_the_slow_link():
-    _verdicts(lab.fsspec_claims(pd.DataFrame(_json(lab.FSSPEC_RECORDING))), [YES] * 6)
+    _verdicts(object_transfers.fsspec_claims(pd.DataFrame(_json(object_transfers.FSSPEC_RECORDING))), [YES] * 6)
 
 
 def test_fsspec_claims_without_a_link():
     # request counts hold everywhere; what they cost needs a link
-    _verdicts(lab.fsspec_claims(pd.DataFrame(_json(lab.FSSPEC_RECORDING + "-nolink"))),
+    _verdicts(object_transfers.fsspec_claims(pd.DataFrame(_json(object_transfers.FSSPEC_RECORDING + "-nolink"))),
               [YES, ANY, YES, YES, CANNOT, YES])
 
 
 # --- section 6: stage or stream ----------------------------------------------------------------------
 
-def _trials(staging, stage_totals, stream_totals):
-    """The recording's rows, repeated as the trials a live run makes (total_s of each trial given)."""
+def _trials(staging, stage_totals, stream_totals, one_stages=None):
+    """The recording's first trial of each strategy, repeated as the trials a live run makes: total_s
+    of each trial of per-object staging and of streaming given, and stage_s of the one-process
+    staging when given (else its first trial's, in every trial)."""
+    first = staging.drop_duplicates("strategy")
     rows = []
     for i, (st, sm) in enumerate(zip(stage_totals, stream_totals), 1):
-        for _, r in staging.iterrows():
-            if i > 1 and "one s3cmd" in r["strategy"]:
-                continue
+        for _, r in first.iterrows():
             r = r.copy()
             r["trial"] = i
             if r["strategy"].startswith("stage: s3cmd get, one process"):
                 r["total_s"], r["stage_s"] = st, st - r["work_s"]
             elif r["strategy"].startswith("stream"):
                 r["total_s"] = r["work_s"] = sm
+            elif one_stages is not None and "one s3cmd" in r["strategy"]:
+                r["stage_s"] = one_stages[i - 1]
+                r["total_s"] = r["stage_s"] + r["work_s"]
             rows.append(r)
     return pd.DataFrame(rows)
 
 
 def test_staging_claims_with_the_slow_link():
-    # seconds (one run of each in this recording: too close to call), then bytes (staging once,
-    # streaming every pass), then the start-ups
-    claims = lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING)))
-    _verdicts(claims, [CANNOT, YES, YES, YES, YES])
-    assert claims[0].text.startswith(explain.TOO_CLOSE) and "fewer than 3 trials" in claims[0].text
-    staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
+    # the recording: 3 trials of each strategy, interleaved (issue 22: it was one run of each, so a
+    # replaying class read "fewer than 3 trials"); seconds by the one rule (explain.beyond), then bytes
+    # (staging once, streaming every pass), then the start-ups (2 x 0.10 s: just under a quarter of
+    # 0.81 s), then one process against one per object, on their trials
+    staging = pd.DataFrame(_json(object_transfers.STAGING_RECORDING))
+    assert staging.groupby("strategy")["trial"].nunique().to_dict() == dict.fromkeys(staging["strategy"], 3)
+    claims = object_transfers.staging_claims(staging)
+    _verdicts(claims, [YES, YES, YES, NO, YES])
+    assert "median of 3" in claims[0].text and "median of 3" in claims[4].text
+    assert not any("fewer than 3 trials" in c.text for c in claims)
+    assert "less than a quarter" in claims[3].text and "on this link" in claims[3].text
     clear = _trials(staging, [0.74, 0.70, 0.78], [0.99, 1.02, 1.05])
-    _verdicts(lab.staging_claims(clear), [YES, YES, YES, YES, YES])
+    _verdicts(object_transfers.staging_claims(clear), [YES, YES, YES, YES, YES])
 
 
 def test_staging_against_streaming_within_the_spread_is_too_close_to_call():
     """Issue 22: 'staging wins' was printed on 1.00 s against 1.04 s; the round before, streaming won.
     Over interleaved trials whose spreads overlap the lesson says it is too close to call."""
-    staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
-    close = lab.staging_claims(_trials(staging, [1.00, 1.10, 0.97], [1.04, 0.98, 1.06]))[0]
+    staging = pd.DataFrame(_json(object_transfers.STAGING_RECORDING))
+    close = object_transfers.staging_claims(_trials(staging, [1.00, 1.10, 0.97], [1.04, 0.98, 1.06]))[0]
     assert close.held is None and close.consistent() and close.text.startswith(explain.TOO_CLOSE)
     assert "median of 3" in close.text and "larger inputs" in close.text
     assert explain.AS_PREDICTED not in close.text
 
 
 def test_staging_claims_without_a_link():
-    claims = lab.staging_claims(pd.DataFrame(_json(lab.STAGING_RECORDING + "-nolink")))
-    _verdicts(claims, [CANNOT, CANNOT, CANNOT, YES, YES])
+    # on loopback streaming a second time costs next to nothing: every streaming trial beat every staging one
+    claims = object_transfers.staging_claims(pd.DataFrame(_json(object_transfers.STAGING_RECORDING + "-nolink")))
+    _verdicts(claims, [NO, CANNOT, CANNOT, YES, CANNOT])
+    assert "no slow link here" in claims[0].text and claims[4].text.startswith(explain.TOO_CLOSE)
     assert "no slow link" in claims[1].text
 
 
 def test_staging_claims_when_start_ups_make_streaming_win():
     # the issue's live run: s3cmd slow to start on a busy node (1.2 s each, measured here under load 10)
-    staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
+    staging = pd.DataFrame(_json(object_transfers.STAGING_RECORDING))
     per = staging["strategy"].str.contains("one process per object")
     staging["startup_s"] = 1.2
     staging.loc[per, "stage_s"] = staging.loc[per, "stage_s"] + 2 * (1.2 - 0.14)
     staging.loc[per, "total_s"] = staging.loc[per, "stage_s"] + staging.loc[per, "work_s"]
     slow = _trials(staging, [3.33, 3.15, 3.99], [1.09, 1.01, 1.07])
-    claims = lab.staging_claims(slow)
+    claims = object_transfers.staging_claims(slow)
     _verdicts(claims, [NO, YES, YES, YES, YES])
     assert "start-up once per object" in claims[0].text
+
+
+def test_one_process_against_one_per_object_is_called_on_the_trials():
+    """Issue 22: 'one s3cmd process stages faster than one per object' rested on one run of each; it is
+    called on the interleaved trials by the one rule (explain.beyond): too close when the spreads overlap."""
+    staging = pd.DataFrame(_json(object_transfers.STAGING_RECORDING))
+    per, stream = [0.74, 0.70, 0.78], [0.99, 1.02, 1.05]        # per object: stage_s = total - work_s
+
+    def saved(one):
+        claims = object_transfers.staging_claims(_trials(staging, per, stream, one), show=False)
+        return [c for c in claims if c.predicted.startswith("one s3cmd process")][0]
+    clear = saved([0.60, 0.62, 0.64])
+    assert clear.held is True and clear.consistent() and "median of 3" in clear.text
+    close = saved([0.60, 0.80, 0.70])
+    assert close.held is None and close.consistent() and close.text.startswith(explain.TOO_CLOSE)
+    assert "more objects" in close.text and explain.AS_PREDICTED not in close.text
+    slower = saved([0.90, 0.85, 0.95])
+    assert slower.held is False and slower.consistent() and "lists the prefix" in slower.text
 
 
 # --- section 7: seed 002's copy through gcsfuse ------------------------------------------------------
 
 def test_gcsfuse_copy_claims_with_the_slow_link():
-    copy = lab.gcsfuse_copy_frame(_json(lab.GCSFUSE_COPY_RECORDING))
+    copy = object_transfers.gcsfuse_copy_frame(_json(object_transfers.GCSFUSE_COPY_RECORDING))
     assert list(copy["nbytes"]) == sorted(copy["nbytes"], reverse=True)
-    _verdicts(lab.gcsfuse_copy_claims(copy), [YES, YES, YES, YES])
+    _verdicts(object_transfers.gcsfuse_copy_claims(copy), [YES, YES, YES, YES])
 
 
 def test_gcsfuse_copy_claims_without_a_link():
-    copy = lab.gcsfuse_copy_frame(_json(lab.GCSFUSE_COPY_RECORDING + "-nolink"))
-    _verdicts(lab.gcsfuse_copy_claims(copy), [CANNOT, ANY, CANNOT, CANNOT])
+    copy = object_transfers.gcsfuse_copy_frame(_json(object_transfers.GCSFUSE_COPY_RECORDING + "-nolink"))
+    _verdicts(object_transfers.gcsfuse_copy_claims(copy), [CANNOT, ANY, CANNOT, CANNOT])
 
 
 # --- every sentence names its verdict ------------------------------------------------------------------
 
 def test_claims_print_their_verdict(capsys):
-    lab.reads_claims(lab.recorded_reads().frame)
+    object_reads.reads_claims(object_reads.recorded_reads().frame)
     out = capsys.readouterr().out.splitlines()
     assert out and all(line.startswith((explain.AS_PREDICTED, explain.NOT_THIS_TIME, explain.CANNOT_TELL))
                        for line in out)
@@ -243,41 +273,41 @@ def test_claims_print_their_verdict(capsys):
 # --- the witness of each read: the bytes that crossed the link (issue 12) ---------------------------
 
 def test_every_read_carries_the_bytes_that_crossed_the_link():
-    reads = lab.recorded_reads().frame
+    reads = object_reads.recorded_reads().frame
     size = int(reads["nbytes"].iloc[0])
-    assert (reads["device"] == lab.LINK).all() and (reads["device_read_bytes"] == reads["link_down"]).all()
-    assert reads["own_read_bytes"].isna().all() and (reads["witness_notes"] == lab.LINK_NOTE).all()
+    assert (reads["device"] == object_reads.LINK).all() and (reads["device_read_bytes"] == reads["link_down"]).all()
+    assert reads["own_read_bytes"].isna().all() and (reads["witness_notes"] == object_reads.LINK_NOTE).all()
     by = reads.set_index(["label", "read"])
     # a read served by a FUSE cache: 0 B crossed the link (rclone full, gcsfuse --cache-dir) ...
-    for label, read in (("rclone, --vfs-cache-mode full", lab.READS[1]), ("gcsfuse, file cache", lab.READS[2])):
+    for label, read in (("rclone, --vfs-cache-mode full", object_reads.READS[1]), ("gcsfuse, file cache", object_reads.READS[2])):
         row = by.loc[(label, read)]
-        assert row["device_read_bytes"] == 0 and row["layer"] == lab.FUSE_CACHE
+        assert row["device_read_bytes"] == 0 and row["layer"] == object_reads.FUSE_CACHE
         assert row["why"].startswith("0 B crossed the link while 2 MiB were read") and row["why"].endswith(
-            f"{lab.FUSE_CACHE} served it")
+            f"{object_reads.FUSE_CACHE} served it")
     # ... or only the reply to s3fs's request at open (a HEAD), no file data
-    assert 0 < by.loc[("s3fs, use_cache", lab.READS[1]), "device_read_bytes"] < 1024
-    assert "no file data" in by.loc[("s3fs, use_cache", lab.READS[1]), "why"]
+    assert 0 < by.loc[("s3fs, use_cache", object_reads.READS[1]), "device_read_bytes"] < 1024
+    assert "no file data" in by.loc[("s3fs, use_cache", object_reads.READS[1]), "why"]
     # a read that crossed the link: at least the object
-    cold = reads[reads["read"] == lab.READS[0]]
+    cold = reads[reads["read"] == object_reads.READS[0]]
     assert (cold["device_read_bytes"] >= size).all() and cold["why"].str.endswith("over the network").all()
 
 
 def test_reads_without_a_link_count_say_so_and_infer():
-    reads = lab.recorded_reads("-nolink").frame
-    assert reads["device_read_bytes"].isna().all() and (reads["witness_notes"] == lab.NO_LINK).all()
+    reads = object_reads.recorded_reads("-nolink").frame
+    assert reads["device_read_bytes"].isna().all() and (reads["witness_notes"] == object_storage.NO_LINK).all()
     assert reads["why"].str.startswith("no witness (no byte count of the link): by inference").all()
 
 
 def test_staging_and_streaming_counted_in_bytes():
-    staging = pd.DataFrame(_json(lab.STAGING_RECORDING))
-    claims = lab.staging_claims(staging)
+    staging = pd.DataFrame(_json(object_transfers.STAGING_RECORDING))
+    claims = object_transfers.staging_claims(staging)
     by_bytes = [c for c in claims if "bytes" in c.predicted or "in bytes" in c.predicted or "per pass" in c.predicted]
     _verdicts(by_bytes, [YES, YES])
     assert "2.00 times the inputs, against 1.00 times for staging" in by_bytes[1].text
     cached = staging.copy()                 # a mount that kept the pages: the 2nd pass fetched nothing
     sel = cached["strategy"].str.startswith("stream")
     cached.loc[sel, "link_down"] = cached.loc[sel, "object_bytes"]
-    c = [c for c in lab.staging_claims(cached) if "per pass" in c.predicted][0]
+    c = [c for c in object_transfers.staging_claims(cached) if "per pass" in c.predicted][0]
     assert c.held is NO and c.consistent() and "page cache kept across opens" in c.text
 
 
@@ -294,16 +324,16 @@ def test_live_a_cached_read_crosses_no_byte_of_the_link_and_an_uncached_one_the_
     if not (mounts.clients_here().get("rclone") and mounts.clients_here().get("s3fs")):
         pytest.skip("needs rclone and s3fs")
     with workspace.Workspace(budget="256MiB", base=tmp_path) as ws, contextlib.ExitStack() as stack:
-        store = stack.enter_context(lab.remote_store("s3", ws=ws))
+        store = stack.enter_context(objstore.remote_store("s3", ws=ws))
         if not store.link.counts:
             pytest.skip("this toxiproxy counts no bytes (older than 2.5)")
-        key = lab.put_files(store, "data", n=1, size=lab.OBJECT_SIZE)[0]
+        key = objstore.put_files(store, "data", n=1, size=object_storage.OBJECT_SIZE)[0]
         size = 2 * 2**20
-        cached = lab.with_witness(pd.DataFrame(json.loads(lab.client_reads(store, ws, "rclone", "cache", key))))
-        plain = lab.with_witness(pd.DataFrame(json.loads(lab.client_reads(store, ws, "s3fs", "none", key))))
+        cached = object_reads.with_witness(pd.DataFrame(json.loads(object_reads.client_reads(store, ws, "rclone", "cache", key))))
+        plain = object_reads.with_witness(pd.DataFrame(json.loads(object_reads.client_reads(store, ws, "s3fs", "none", key))))
     assert (cached["nbytes"] == size).all() and (plain["nbytes"] == size).all()
-    warm = cached.set_index("read").loc[lab.READS[1]]
+    warm = cached.set_index("read").loc[object_reads.READS[1]]
     assert warm["device_read_bytes"] == 0 and warm["why"].startswith("0 B crossed the link while 2 MiB were read")
-    assert cached.set_index("read").loc[lab.READS[0], "device_read_bytes"] >= size
-    assert (plain["device_read_bytes"] >= size).all() and (plain["layer"] == lab.NETWORK).all()
-    _verdicts(lab.reads_claims(pd.concat([cached, plain], ignore_index=True)), [ANY] * 7)
+    assert cached.set_index("read").loc[object_reads.READS[0], "device_read_bytes"] >= size
+    assert (plain["device_read_bytes"] >= size).all() and (plain["layer"] == object_reads.NETWORK).all()
+    _verdicts(object_reads.reads_claims(pd.concat([cached, plain], ignore_index=True)), [ANY] * 7)

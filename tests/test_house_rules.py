@@ -155,7 +155,7 @@ def test_strace_of_a_learners_command_goes_through_the_door(monkeypatch, tmp_pat
 
 # --- one result shape ----------------------------------------------------------------------------------
 
-LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py")) + [PACKAGE / "objectstore" / "lab.py"]
+LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py"))
 # lesson modules that still hand results back in bags: none left (keep the set for one that must wait)
 BAG_EXCEPTIONS: set[str] = set()
 # functions and notebooks that may still read or write a bag: none left (lesson 04's cache_runs gives
@@ -273,8 +273,7 @@ def returns_claims(fn: ast.FunctionDef) -> bool:
 
 
 def test_claim_functions_take_show():
-    # lesson 06 too (iolab/objectstore/lab.py, until it moves to labs/)
-    wrong = [f"{m}.{fn.name}" for m, fn in lesson_functions(LABS + [PACKAGE / "objectstore" / "lab.py"])
+    wrong = [f"{m}.{fn.name}" for m, fn in lesson_functions(LABS)
              if (returns_claims(fn) or re.search(r"_claims?$", fn.name))
              and "show" not in [a.arg for a in fn.args.kwonlyargs]]
     assert not wrong, f"claim functions without a keyword show=: {wrong}"

@@ -1,5 +1,6 @@
 """The package's layers (issue 15): a tool module wraps its tool and nothing more, lessons live in
-iolab/labs (lesson 06 in iolab/objectstore/lab.py), and what a notebook calls is public."""
+iolab/labs (lesson 06 too: iolab/objectstore is its servers, links and mounts), and what a notebook
+calls is public."""
 from __future__ import annotations
 
 import ast
@@ -135,3 +136,18 @@ def test_developers_md_lists_every_module():
             continue
         missing.append(rel)
     assert not missing, f"modules DEVELOPERS.md's layout does not name: {missing}"
+
+
+def test_objectstore_is_servers_links_and_mounts_not_a_lesson():
+    """Issue 23: lesson 06's experiments and claims live in iolab/labs (object_storage, object_reads,
+    object_transfers); iolab/objectstore only starts, links, mounts and counts: none of its modules
+    words a claim, replays a recording or imports a lesson."""
+    wrong = {}
+    for path in sorted((PACKAGE / "objectstore").glob("*.py")):
+        bad = {m for m in iolab_imports(path) if m.split(".")[0] in ("explain", "recordings", "labs", "trials")}
+        claims = [n.name for n in ast.parse(path.read_text()).body
+                  if isinstance(n, ast.FunctionDef) and re.search(r"_claims?$", n.name)]
+        if bad or claims:
+            wrong[path.name] = sorted(bad) + claims
+    assert not wrong, f"lesson code in iolab/objectstore: {wrong}"
+    assert {"object_storage", "object_reads", "object_transfers"} <= {p.stem for p in (PACKAGE / "labs").glob("*.py")}

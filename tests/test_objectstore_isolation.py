@@ -31,7 +31,8 @@ import pytest
 
 from conftest import is_root
 from iolab import workspace
-from iolab.objectstore import _proc, lab, mounts, servers, slowlink
+from iolab.objectstore import _proc, mounts, servers, slowlink
+from iolab.objectstore import store as objstore
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -287,12 +288,12 @@ def test_another_user_reaches_none_of_the_lesson_06_servers(tmp_path, other_user
     started = len(_proc.STARTED)
     clients = mounts.clients_here()
     with workspace.Workspace(budget="1GiB", base=tmp_path) as ws, contextlib.ExitStack() as stack:
-        st = stack.enter_context(lab.remote_store("s3", ws=ws))
-        keys = lab.put_files(st, "data", n=2, size="2MiB")
+        st = stack.enter_context(objstore.remote_store("s3", ws=ws))
+        keys = objstore.put_files(st, "data", n=2, size="2MiB")
         want = st.direct.filesystem().cat(f"{st.bucket}/{keys[0]}")
-        g = stack.enter_context(lab.remote_store("gcs", ws=ws)) if _fake_gcs_here() else None
+        g = stack.enter_context(objstore.remote_store("gcs", ws=ws)) if _fake_gcs_here() else None
         if g is not None:
-            lab.put_files(g, "data", n=1, size="64KiB")
+            objstore.put_files(g, "data", n=1, size="64KiB")
         # every FUSE client of the lesson that is here: a client may listen too (a metrics or rc port)
         m = stack.enter_context(mounts.s3fs_fuse(st.remote, st.bucket, ws=ws)) if clients.get("s3fs") else None
         if clients.get("rclone"):
@@ -317,17 +318,18 @@ def test_another_user_reaches_none_of_the_lesson_06_servers(tmp_path, other_user
 OWNER = r"""
 import json, sys
 from iolab import workspace
-from iolab.objectstore import _proc, lab
+from iolab.objectstore import _proc
+from iolab.objectstore import store as objstore
 ws = workspace.session()
-with lab.remote_store("s3", ws=ws) as st:
-    keys = lab.put_files(st, "data", n=2, size="1MiB")
+with objstore.remote_store("s3", ws=ws) as st:
+    keys = objstore.put_files(st, "data", n=2, size="1MiB")
     want = st.direct.filesystem().cat(st.bucket + "/" + keys[0])
     print(json.dumps({"pids": [s.pid for s in _proc.STARTED if s.alive()],
                       "ports": [st.direct.port, st.remote.port]}), flush=True)
     sys.stdin.readline()
     fs = st.remote.filesystem()
     fs.info(st.bucket + "/" + keys[0])
-    with lab.metered(st) as moved:                     # toxiproxy's count: lesson 06's witness
+    with objstore.metered(st) as moved:                     # toxiproxy's count: lesson 06's witness
         got = fs.cat(st.bucket + "/" + keys[0])
     print(json.dumps({"intact": got == want, "second": st.direct.filesystem().exists(st.bucket + "/" + keys[1]),
                       "proxies": sorted(st.link.api.call("GET", "/proxies")), "moved": moved["link_down"],

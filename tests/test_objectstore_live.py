@@ -14,7 +14,9 @@ import pytest
 
 from iolab import workspace
 from iolab.errors import ToolFailed
-from iolab.objectstore import Endpoint, PortTaken, _proc, lab, local_gcs, local_s3, mounts, servers, slowlink
+from iolab.labs import object_reads
+from iolab.objectstore import Endpoint, PortTaken, _proc, local_gcs, local_s3, mounts, servers, slowlink
+from iolab.objectstore import store as objstore
 from iolab.units import MiB
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(180)]
@@ -78,7 +80,7 @@ def _read(path) -> float:
 def _down(st, path) -> int:
     """Read path whole; the bytes that came down the slow link meanwhile (the witness of which layer
     served the read: a time would depend on the machine's load)."""
-    with lab.metered(st) as moved:
+    with objstore.metered(st) as moved:
         _read(path)
     return moved["link_down"]
 
@@ -172,8 +174,8 @@ def test_keyboard_interrupt_stops_the_server(lws):
 @needs_toxiproxy
 @_client("s3fs")
 def test_s3fs_read_write_and_cache_beats_the_link(lws):
-    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=4000)) as st:
-        (key,) = lab.put_files(st, "data", n=1, size="2MiB")
+    with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=4000)) as st:
+        (key,) = objstore.put_files(st, "data", n=1, size="2MiB")
         with mounts.s3fs_fuse(st.remote, st.bucket, cache=lws.mkdir("cache"), ws=lws) as m:
             first, second = _down(st, m.path / key), _down(st, m.path / key)
             (m.path / "data" / "new.txt").write_text("written through s3fs\n")
@@ -186,8 +188,8 @@ def test_s3fs_read_write_and_cache_beats_the_link(lws):
 @needs_toxiproxy
 @_client("rclone")
 def test_rclone_read_write_and_cache_beats_the_link(lws):
-    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=4000)) as st:
-        (key,) = lab.put_files(st, "data", n=1, size="2MiB")
+    with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=4000)) as st:
+        (key,) = objstore.put_files(st, "data", n=1, size="2MiB")
         with mounts.rclone(st.remote, st.bucket, vfs_cache_mode="full", ws=lws) as m:
             first, second = _down(st, m.path / key), _down(st, m.path / key)
             (m.path / "data" / "new.txt").write_text("written through rclone\n")
@@ -203,7 +205,7 @@ def test_rclone_uploads_what_was_written_before_it_is_unmounted(lws):
     # rclone uploads after close, in the background, and drops what it has not uploaded when unmounted:
     # over a slow link (1 MiB at 250 KB/s: 4 s) the block ends long before the upload does
     data = os.urandom(1 << 20)
-    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=250)) as st:
+    with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=250)) as st:
         with mounts.rclone(st.remote, st.bucket, vfs_cache_mode="full", ws=lws) as m:
             (m.path / "new.bin").write_bytes(data)
             assert m.pending_uploads() == [f"store/{st.bucket}/new.bin"]
@@ -220,8 +222,8 @@ def test_gcsfuse_read_write_and_file_cache_beats_the_link(lws):
         pytest.skip(str(e))
     from iolab import pagecache
 
-    with lab.remote_store("gcs", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=4000)) as st:
-        (key,) = lab.put_files(st, "data", n=1, size="2MiB")
+    with objstore.remote_store("gcs", ws=lws, spec=slowlink.LinkSpec(latency_ms=20, rate_kbps=4000)) as st:
+        (key,) = objstore.put_files(st, "data", n=1, size="2MiB")
         with mounts.gcsfuse(st.remote, st.bucket, cache=lws.mkdir("gcache"), ws=lws) as m:
             first = _down(st, m.path / key)
             pagecache.evict(m.path / key)           # only the file cache may help now
@@ -234,15 +236,15 @@ def test_gcsfuse_read_write_and_file_cache_beats_the_link(lws):
 @needs_s3
 @needs_toxiproxy
 def test_slow_link_counts_the_bytes_that_cross_it(lws):
-    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
-        (key,) = lab.put_files(st, "data", n=1, size="256KiB")
+    with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
+        (key,) = objstore.put_files(st, "data", n=1, size="256KiB")
         fs = st.remote.filesystem()
         fs.info(f"{st.bucket}/{key}")
-        with lab.metered(st) as moved:
+        with objstore.metered(st) as moved:
             assert fs.cat(f"{st.bucket}/{key}")
         assert 256 * 1024 <= moved["link_down"] < 256 * 1024 + 4096     # the object and one reply's headers
         assert 0 < moved["link_up"] < 4096                                # one request
-        with lab.metered(st) as idle:
+        with objstore.metered(st) as idle:
             pass
         assert idle == {"link_down": 0, "link_up": 0}
         assert fs.cat(f"{st.bucket}/{key}")        # the client reconnects after the counters were read
@@ -253,14 +255,14 @@ def test_slow_link_counts_the_bytes_that_cross_it(lws):
 @needs_toxiproxy
 @_client("s3fs")
 def test_s3fs_reads_keep_pages_only_while_open(lws):
-    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
-        (key,) = lab.put_files(st, "data", n=1, size="256KiB")
-        rows = lab.client_reads(st, lws, "s3fs", "cache", key)
+    with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
+        (key,) = objstore.put_files(st, "data", n=1, size="256KiB")
+        rows = object_reads.client_reads(st, lws, "s3fs", "cache", key)
     import json
 
     first, second, third = json.loads(rows)
-    assert first["layer"] == lab.NETWORK and first["link_down"] >= 256 * 1024
-    assert second["layer"] == third["layer"] == lab.FUSE_CACHE
+    assert first["layer"] == object_reads.NETWORK and first["link_down"] >= 256 * 1024
+    assert second["layer"] == third["layer"] == object_reads.FUSE_CACHE
     assert all(r["resident_in_fd"] == 1.0 for r in (first, second, third))
     assert second["resident_before"] == 0.0          # the open dropped the pages (no FOPEN_KEEP_CACHE)
 
@@ -327,7 +329,7 @@ def test_s3fs_mount_is_ready_only_once_it_works(lws, bucket):
     # every reply of the store 1.5 s late: s3fs's check of the bucket (in its FUSE init) ends long after
     # the mount point shows in the mount table, as under load. A mount that will fail never looks
     # mounted; one that works is ready with its objects listed.
-    with lab.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=1500, rate_kbps=None)) as st:
+    with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=1500, rate_kbps=None)) as st:
         st.direct.filesystem().pipe(f"{st.bucket}/here.txt", b"here")
         if bucket != st.bucket:
             with pytest.raises(mounts.MountError, match="does not exist"):
@@ -432,12 +434,13 @@ def test_closing_a_workspace_with_a_mount_inside_keeps_the_bucket(lws, tmp_path)
 KILLED_KERNEL = r"""
 import glob, json, os
 from iolab import workspace
-from iolab.objectstore import _proc, lab, mounts
+from iolab.objectstore import _proc, mounts
+from iolab.objectstore import store as objstore
 ws = workspace.session()
-store = lab.remote_store("s3", ws=ws)
+store = objstore.remote_store("s3", ws=ws)
 s3 = store.__enter__()
-lab.put_files(s3, "data", n=1, size="256KiB")
-cm = mounts.s3fs_fuse(s3.remote, s3.bucket, cache=lab.cache_dir(ws, "ram", "cache"), ws=ws)
+objstore.put_files(s3, "data", n=1, size="256KiB")
+cm = mounts.s3fs_fuse(s3.remote, s3.bucket, cache=objstore.cache_dir(ws, "ram", "cache"), ws=ws)
 m = cm.__enter__()
 print(json.dumps({"root": str(ws.root), "mount": str(m.path), "pids": [s.pid for s in _proc.STARTED],
                   "names": [s.name for s in _proc.STARTED],

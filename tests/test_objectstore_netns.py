@@ -20,7 +20,8 @@ import psutil
 import pytest
 
 from iolab import workspace
-from iolab.objectstore import _netns_holder, _proc, lab, netns, servers, slowlink
+from iolab.objectstore import _netns_holder, _proc, netns, servers, slowlink
+from iolab.objectstore import store as objstore
 from iolab.objectstore._proc import LOOPBACK, Service
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
@@ -159,8 +160,8 @@ def test_where_no_private_network_can_be_made_the_servers_say_so_once(pws, monke
 def test_with_IOLAB_NETNS_0_the_store_is_on_the_nodes_loopback_as_before(pws, monkeypatch, capsys):
     monkeypatch.setenv("IOLAB_NETNS", "0")
     monkeypatch.setattr(netns, "_announced", False)
-    with lab.remote_store("s3", ws=pws, spec=None) as st:
-        (key,) = lab.put_files(st, "d", n=1, size="64KiB")
+    with objstore.remote_store("s3", ws=pws, spec=None) as st:
+        (key,) = objstore.put_files(st, "d", n=1, size="64KiB")
         assert len(st.direct.filesystem().cat(f"{st.bucket}/{key}")) == 64 * 1024
         assert "open to the node" in st.direct.server
         assert netns.route(st.direct.port) is None
@@ -172,15 +173,15 @@ def test_with_IOLAB_NETNS_0_the_store_is_on_the_nodes_loopback_as_before(pws, mo
 @pytest.mark.skipif(not slowlink.available(), reason="toxiproxy-server is not installed")
 @pytest.mark.slow
 def test_a_store_and_its_slow_link_share_one_private_network(pws):
-    with lab.remote_store("s3", ws=pws) as st:
+    with objstore.remote_store("s3", ws=pws) as st:
         assert "owner only" in st.direct.server and "owner only" in st.remote.server
         net, inner = netns.route(st.direct.port)
         assert netns.route(st.remote.port)[0] is net and inner != st.direct.port
         api_port = int(st.link.api.base.rsplit(":", 1)[1])
         assert set(net.exposed) == {st.direct.port, st.remote.port, api_port}
         assert len(netns._NETS) == 1
-        (key,) = lab.put_files(st, "d", n=1, size="256KiB")
-        with lab.metered(st) as moved:
+        (key,) = objstore.put_files(st, "d", n=1, size="256KiB")
+        with objstore.metered(st) as moved:
             st.remote.filesystem().cat(f"{st.bucket}/{key}")
         assert moved["link_down"] >= 256 * 1024         # toxiproxy still counts what crossed the link
 

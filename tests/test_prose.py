@@ -88,6 +88,6 @@ def test_the_seeds_missing_840_s_is_an_inference():
 
 
 def test_lesson_06_does_not_blame_short_memory_unmeasured():
-    src = (ROOT / "iolab" / "objectstore" / "lab.py").read_text()
+    src = (ROOT / "iolab" / "labs" / "object_storage.py").read_text()
     assert "and when memory is \"\n                \"short, the disk cache's pages are evicted" not in src
     assert "only \"\n                \"while memory is spare" in src or "while memory is spare" in src.replace('"\n                "', "")

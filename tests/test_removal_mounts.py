@@ -311,12 +311,13 @@ def test_as_a_student_clean_all_and_reaping_keep_the_bucket(as_student):
 DEAD_STORE = r"""
 import json, os, signal, sys, threading, time
 from iolab import guard, workspace
-from iolab.objectstore import _proc, lab, mounts
+from iolab.objectstore import _proc, mounts
+from iolab.objectstore import store as objstore
 how = sys.argv[1]
 ws = workspace.session()
-store_cm = lab.remote_store("gcs", ws=ws)
+store_cm = objstore.remote_store("gcs", ws=ws)
 s = store_cm.__enter__()
-(key,) = lab.put_files(s, "data", n=1, size="4MiB")
+(key,) = objstore.put_files(s, "data", n=1, size="4MiB")
 # no metadata cache: what the kernel knew of the mount's root expires at once, as it does after a minute
 # of a lesson (gcsfuse's default TTL), and a stat of the mount point asks gcsfuse again
 cm = mounts.gcsfuse(s.remote, s.bucket, ws=ws, metadata_cache_ttl_secs=0)

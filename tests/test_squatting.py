@@ -17,7 +17,7 @@ import pytest
 
 import unix_users
 from iolab import workspace
-from iolab.objectstore import lab
+from iolab.objectstore import store as objstore
 
 pytestmark = unix_users.needs_users
 
@@ -136,12 +136,12 @@ def test_the_dev_shm_name_of_lesson_06_taken_by_another_student(pair, sticky):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with workspace.Workspace(budget="1MiB") as ws:
-                d = lab.cache_dir(ws, "ram", "t")
+                d = objstore.cache_dir(ws, "ram", "t")
                 st = os.lstat(d.parent)
                 (d / "x").write_bytes(b"y")
                 out = {"dir": str(d), "uid": st.st_uid, "mode": stat.S_IMODE(st.st_mode),
                        "told": [str(w.message) for w in caught if issubclass(w.category, workspace.NameTaken)]}
-                lab.remove_cache_dir(d)
+                objstore.remove_cache_dir(d)
         return out
 
     try:

@@ -1,5 +1,5 @@
-"""The lessons' experiments and what they showed: one module per lesson (lesson 06's is
-:mod:`iolab.objectstore.lab`).
+"""The lessons' experiments and what they showed: one module per lesson, or a few where a lesson has
+parts that stand alone (lesson 06: :mod:`.object_storage`, :mod:`.object_reads`, :mod:`.object_transfers`).
 
 A module here runs a lesson's experiments through the tool modules (``iolab.tools``, which only wrap
 their tools), live or replayed from a recording, and returns each result as an

@@ -7,7 +7,7 @@
 
 SeaweedFS keeps its objects in the workspace (its ``data`` directory: counted by the workspace's
 budget); moto and fake-gcs-server keep them in memory (``Endpoint.memory``: what
-:func:`~iolab.objectstore.lab.put_files` puts there is held against the budget until the store stops).
+:func:`~iolab.objectstore.store.put_files` puts there is held against the budget until the store stops).
 
 Each yields an :class:`~iolab.objectstore.endpoint.Endpoint` and stops its server (process group,
 stray sockets) on exit, on error and on KeyboardInterrupt.
