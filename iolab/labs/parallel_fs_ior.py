@@ -64,42 +64,58 @@ def _ior_live(c: Cluster) -> dict:
     return {"block_per_rank": IOR_BLOCK, "ranks": 2, "ior_version": ior.installed_version("ior"), "trials": runs}
 
 
-def parse_ior(text: str) -> pd.DataFrame:
-    """Section 2b's document -> one row per IOR read: its rate, its task ordering (-C moves ranks or not)
-    and what the OSDs sent during it. A document that is not one, or a trial with no IOR read result,
-    raises ParseError."""
-    doc = safeio.loads(text, what="IOR -C section document")
+def _ior_trials(text: str, what: str, row) -> pd.DataFrame:
+    """A section document of IOR runs -> one row per trial, ``row(trial, block, ranks)`` each; a document
+    that is not one (a missing or wrong-typed field, no trial) raises ParseError naming ``what``."""
+    doc = safeio.loads(text, what=what)
     try:
         block, ranks = doc["block_per_rank"], doc["ranks"]
         if not all(type(x) is int and x > 0 for x in (block, ranks)):
             raise ParseError(f"block_per_rank and ranks must be positive whole numbers, got {block!r}, {ranks!r}")
-        rows = []
-        for t in doc["trials"]:
-            where = f"trial {t['trial']!r} ({t['step']!r})"
-            if type(t["trial"]) is not int or not isinstance(t["step"], str):
-                raise ParseError(f"{where}: not a trial of this section")
-            try:
-                res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "read"]
-                facts = ior.reorder_facts(t["stdout"])
-            except ParseError as e:
-                raise ParseError(f"{where}: {e}") from None
-            if not res:
-                raise ParseError(f"{where}: IOR printed no read result")
-            if set(t["perf_before"]) != set(t["perf_after"]):
-                raise ParseError(f"{where}: the OSDs' counters before and after the run do not match")
-            sent = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_R).values())
-            if sent < 0:
-                raise ParseError(f"{where}: the OSDs' read counters went down during the run")
-            rows.append({"trial": t["trial"], "step": t["step"], "mib_per_s": float(res[0]["bw_mib"]),
-                         "bytes": block * ranks, "ordering": facts["ordering"],
-                         "tasks_per_node": facts["tasks_per_node"], "osd_bytes_sent": sent})
+        rows = [row(t, block, ranks) for t in doc["trials"]]
     except ParseError:
         raise
     except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise ParseError(f"IOR -C section document: {type(e).__name__}: {e}") from None
+        raise ParseError(f"{what}: {type(e).__name__}: {e}") from None
     if not rows:
-        raise ParseError("IOR -C section document: no trials")
+        raise ParseError(f"{what}: no trials")
     return pd.DataFrame(rows)
+
+
+def _ior_results(t: dict, where: str, access: str) -> list[dict]:
+    """IOR's ``access`` results in a trial's stdout, its ParseError prefixed with ``where``."""
+    try:
+        res = [r for r in ior.parse(t["stdout"]) if r.get("access") == access]
+    except ParseError as e:
+        raise ParseError(f"{where}: {e}") from None
+    if not res:
+        raise ParseError(f"{where}: IOR printed no {access} result")
+    return res
+
+
+def parse_ior(text: str) -> pd.DataFrame:
+    """Section 2b's document -> one row per IOR read: its rate, its task ordering (-C moves ranks or not)
+    and what the OSDs sent during it. A document that is not one, or a trial with no IOR read result,
+    raises ParseError."""
+    def row(t: dict, block: int, ranks: int) -> dict:
+        where = f"trial {t['trial']!r} ({t['step']!r})"
+        if type(t["trial"]) is not int or not isinstance(t["step"], str):
+            raise ParseError(f"{where}: not a trial of this section")
+        res = _ior_results(t, where, "read")
+        try:
+            facts = ior.reorder_facts(t["stdout"])
+        except ParseError as e:
+            raise ParseError(f"{where}: {e}") from None
+        if set(t["perf_before"]) != set(t["perf_after"]):
+            raise ParseError(f"{where}: the OSDs' counters before and after the run do not match")
+        sent = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_R).values())
+        if sent < 0:
+            raise ParseError(f"{where}: the OSDs' read counters went down during the run")
+        return {"trial": t["trial"], "step": t["step"], "mib_per_s": float(res[0]["bw_mib"]),
+                "bytes": block * ranks, "ordering": facts["ordering"],
+                "tasks_per_node": facts["tasks_per_node"], "osd_bytes_sent": sent}
+
+    return _ior_trials(text, "IOR -C section document", row)
 
 
 def ior_two_clients(cluster: Cluster | None = None, *, show: bool = True) -> Section:
@@ -208,36 +224,20 @@ def parse_cephfs(text: str) -> pd.DataFrame:
     """The section's document -> one row per IOR run: its write rate, and what the OSDs took (bytes and
     write operations, from their perf dumps around the run). A document that is not one, or a run with
     no IOR write result, raises ParseError."""
-    doc = safeio.loads(text, what="IOR CEPHFS section document")
-    try:
-        block, ranks = doc["block_per_rank"], doc["ranks"]
-        if not all(type(x) is int and x > 0 for x in (block, ranks)):
-            raise ParseError(f"block_per_rank and ranks must be positive whole numbers, got {block!r}, {ranks!r}")
-        rows = []
-        for t in doc["trials"]:
-            where = f"trial {t['trial']!r} ({t['setting']!r})"
-            if t["setting"] not in CEPHFS_SETTINGS or type(t["trial"]) is not int:
-                raise ParseError(f"{where}: not a trial of this section")
-            try:
-                res = [r for r in ior.parse(t["stdout"]) if r.get("access") == "write"]
-            except ParseError as e:
-                raise ParseError(f"{where}: {e}") from None
-            if not res:
-                raise ParseError(f"{where}: IOR printed no write result")
-            ops = sum(_osd_delta(t["perf_before"], t["perf_after"], "osd.op_w").values())
-            nbytes = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_W).values())
-            if set(t["perf_before"]) != set(t["perf_after"]) or ops < 0 or nbytes < 0:
-                raise ParseError(f"{where}: the OSDs' counters before and after the run do not match")
-            rows.append({"trial": t["trial"], "setting": t["setting"], "mib_per_s": float(res[0]["bw_mib"]),
-                         "bytes": block * ranks, "osd_bytes_in": nbytes, "osd_write_ops": ops,
-                         "kib_per_osd_write": nbytes / ops / 1024 if ops else float("nan")})
-    except ParseError:
-        raise
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise ParseError(f"IOR CEPHFS section document: {type(e).__name__}: {e}") from None
-    if not rows:
-        raise ParseError("IOR CEPHFS section document: no trials")
-    return pd.DataFrame(rows)
+    def row(t: dict, block: int, ranks: int) -> dict:
+        where = f"trial {t['trial']!r} ({t['setting']!r})"
+        if t["setting"] not in CEPHFS_SETTINGS or type(t["trial"]) is not int:
+            raise ParseError(f"{where}: not a trial of this section")
+        res = _ior_results(t, where, "write")
+        ops = sum(_osd_delta(t["perf_before"], t["perf_after"], "osd.op_w").values())
+        nbytes = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_W).values())
+        if set(t["perf_before"]) != set(t["perf_after"]) or ops < 0 or nbytes < 0:
+            raise ParseError(f"{where}: the OSDs' counters before and after the run do not match")
+        return {"trial": t["trial"], "setting": t["setting"], "mib_per_s": float(res[0]["bw_mib"]),
+                "bytes": block * ranks, "osd_bytes_in": nbytes, "osd_write_ops": ops,
+                "kib_per_osd_write": nbytes / ops / 1024 if ops else float("nan")}
+
+    return _ior_trials(text, "IOR CEPHFS section document", row)
 
 
 def ior_cephfs(cluster: Cluster | None = None, *, show: bool = True) -> Section:
