@@ -113,8 +113,9 @@ def mpi_leftovers_in_tmp(before: set[str] | None = None, settle: float = 15.0) -
         return now()
     deadline = time.monotonic() + settle
     while True:
-        new = {p for p in now() - before if not alive(p)}
-        new -= {d for d in new if any(q.startswith(d + "/") for q in now() - new)}   # a parent of a live one
+        appeared = now() - before
+        new = {p for p in appeared if not alive(p)}
+        new -= {d for d in new if any(q.startswith(d + "/") for q in appeared - new)}   # a parent of a live one
         if not new or time.monotonic() > deadline:
             return new
         time.sleep(0.5)
