@@ -77,10 +77,24 @@ def test_overhead_recorded(ref):
 
 
 def test_overhead_constructed():
-    frame = pd.DataFrame({"how": ["plain", "strace -c", "full"], "seconds": [1.0, 1.2, 1.1]})
-    claims = lab.overhead_claims(frame, show=False)
+    """Issue 22: each way's repeats are compared by the one rule, not by their medians: a way is slower only
+    when its fastest run is slower than the other's slowest."""
+    def frame(plain, counted, full):
+        return pd.DataFrame([{"how": h, "seconds": v} for i in range(3)
+                             for h, vals in (("plain", plain), ("strace -c", counted), ("full", full))
+                             for v in [vals[i]]])
+    # medians 1.0 / 2.5 / 3.0 would pass "twice as long" and "full costs more" on medians; the spreads overlap
+    claims = lab.overhead_claims(frame([1.0, 0.9, 1.6], [2.5, 1.5, 2.6], [3.0, 2.0, 3.1]), show=False)
     all_consistent(claims)
+    assert [c.held for c in claims] == [None, None]
+    assert all("Too close to call here" in c.text and "median of 3" in c.text for c in claims)
+    claims = lab.overhead_claims(frame([1.0, 0.9, 1.1], [2.5, 2.4, 2.6], [3.0, 2.9, 3.1]), show=False)
+    assert [c.held for c in claims] == [True, True]
+    claims = lab.overhead_claims(frame([1.0, 0.9, 1.1], [1.2, 1.3, 1.25], [1.0, 0.95, 1.05]), show=False)
     assert [c.held for c in claims] == [False, False]
+    # one run of each: its spread is unknown, nothing is called
+    one = pd.DataFrame({"how": ["plain", "strace -c", "full"], "seconds": [1.0, 5.0, 9.0]})
+    assert [c.held for c in lab.overhead_claims(one, show=False)] == [None, None]
 
 
 @pytest.mark.parametrize("where, fstype, fsync_held", [("tmp", "ext4", True), ("shm", "tmpfs", False)])

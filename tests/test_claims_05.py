@@ -372,12 +372,32 @@ def test_the_recorded_fsync_student_is_explained_by_the_fsync_cost_not_neighbour
 
 
 def test_a_sync_mount_is_found_by_its_options_not_its_name():
-    rows = [{"user": "s", "filesystem": "fast", "options": "-y", "mean": 9_000.0},
-            {"user": "s", "filesystem": "ext4-sync", "options": "-y", "mean": 8_000.0},
-            {"user": "s", "filesystem": "slow", "options": "-y", "mean": 500.0, "fs_options": "rw,sync,dirsync"}]
+    rows = [r for i in range(3) for r in (
+        {"user": f"s{i}", "filesystem": "fast", "options": "-y", "mean": 9_000.0 + i},
+        {"user": f"s{i}", "filesystem": "ext4-sync", "options": "-y", "mean": 8_000.0 + i},
+        {"user": f"s{i}", "filesystem": "slow", "options": "-y", "mean": 500.0 + i, "fs_options": "rw,sync,dirsync"})]
     claims = ok(K.class_filesystems_claims(_class(rows)))
     assert [c.predicted.split("(")[1].split(")")[0] for c in claims] == ["slow", "slow"]
     assert all(c.held for c in claims)
+
+
+def test_filesystems_are_compared_over_the_students_spread_not_their_medians():
+    """Issue 22: 'A is faster than B' holds only when every student who ran the common command says so;
+    a student who ran another command is not one of the trials."""
+    def rows(fast, slow, odd=None):
+        out = [r for i, (f, s) in enumerate(zip(fast, slow)) for r in (
+            {"user": f"s{i}", "filesystem": "disk", "options": "-y", "mean": f},
+            {"user": f"s{i}", "filesystem": "sync", "options": "-y", "mean": s, "fs_options": "rw,sync"})]
+        if odd is not None:      # a student with another command, very slow on 'disk'
+            out += [{"user": "odd", "filesystem": "disk", "options": "-y -w 4096", "mean": odd},
+                    {"user": "odd", "filesystem": "sync", "options": "-y -w 4096", "mean": 400.0}]
+        return _class(out)
+    # medians 3,000 against 1,000 (3x, 'held' on medians); but the slowest disk student is not 2x the fastest sync one
+    c = ok(K.class_filesystems_claims(rows([3_000.0, 3_100.0, 1_500.0], [1_000.0, 900.0, 1_200.0])))[0]
+    assert c.held is None and "Too close to call here" in c.text and "median of 3" in c.text
+    # every pair agrees: held, and the odd student's 100/s on disk is not one of the trials
+    c = ok(K.class_filesystems_claims(rows([3_000.0, 3_100.0, 2_900.0], [1_000.0, 900.0, 1_200.0], odd=100.0)))[0]
+    assert c.held is True and "over the 3 students who ran '-y'" in c.text
 
 
 # --- section 6, witnessed: the device's own counters during each phase -------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain
+from .. import explain, trials
 
 CONFIG = ("options", "tasks", "nodes")
 
@@ -237,47 +237,51 @@ def class_claims(md: pd.DataFrame, *, operation: str = "file creation", factor: 
 
 
 def class_filesystems_claims(md: pd.DataFrame, *, operation: str = "file creation", show: bool = True) -> list[explain.Claim]:
-    """Class medians of ``operation`` on each filesystem, ordered as their layers predict: memory
-    fastest, a sync-mounted filesystem slower than the same filesystem mounted normally, an object
-    store through FUSE slowest. Which is which comes from the data (fs_kind, fstype, fs_options: the
-    mount options results.save keeps), never from a filesystem's label."""
+    """The students who ran the class's most common command, each one a trial, on each filesystem,
+    compared by the course's one rule (:func:`iolab.explain.beyond`: a filesystem is faster only when
+    its slowest student beat the other's fastest; otherwise too close to call here), in the order their
+    layers predict: memory fastest, a sync-mounted filesystem slower than the same filesystem mounted
+    normally, an object store through FUSE slowest. Which is which comes from the data (fs_kind,
+    fstype, fs_options: the mount options results.save keeps), never from a filesystem's label."""
+    common = common_config(md)
+    per = class_configs(md)
+    cols = [c for c in CONFIG if c in per.columns]
+    base = set(per.loc[per[cols].apply(lambda r: all(r[c] == common[c] for c in cols), axis=1), "user"])
     part = md[md["operation"] == operation]
-    med = part.groupby("filesystem")["mean"].median()
+    same = part[part["user"].isin(base)]
+    t = trials.from_values({fs: list(g["mean"]) for fs, g in same.groupby("filesystem", sort=True)},
+                           unit="per second", higher=True)
+    names = t.settings
     kinds = part.groupby("filesystem")["fs_kind"].first() if "fs_kind" in part else pd.Series(dtype=str)
-    mem = [f for f in med.index if str(kinds.get(f, "")).startswith("memory")]
-    obj = [f for f in med.index if str(kinds.get(f, "")).startswith("object storage")]
+    mem = [f for f in names if str(kinds.get(f, "")).startswith("memory")]
+    obj = [f for f in names if str(kinds.get(f, "")).startswith("object storage")]
     opts = part.groupby("filesystem")["fs_options"].first() if "fs_options" in part else pd.Series(dtype=object)
     types = part.groupby("filesystem")["fstype"].first() if "fstype" in part else pd.Series(dtype=object)
-    sync = [f for f in med.index
-            if isinstance(opts.get(f), str) and {"sync", "dirsync"} & set(opts[f].split(","))]
+    sync = [f for f in names if isinstance(opts.get(f), str) and {"sync", "dirsync"} & set(opts[f].split(","))]
+    who = f"the {len(base)} students who ran {common.get('options', 'the common command')!r}"
+    close = f"over {who}, one run each: more students (or more runs each) would separate them"
+
+    def said(a: str, b: str, by: float = 1.0):
+        return lambda ev: f"{explain.spread_text(t.relation(a, b, by=by))}, over {who}"
     claims = []
     for m in mem:
-        for other in [f for f in med.index if f != m]:
-            claims.append(explain.expect(
-                f"memory ({m}) creates files faster than {other}",
-                explain.greater(m, float(med[m]), other, float(med[other])),
-                yes=lambda e, m=m, o=other: f"class medians {e[m]:,.0f} and {e[o]:,.0f} per second",
-                no=lambda e, m=m, o=other: f"class medians {e[m]:,.0f} and {e[o]:,.0f} per second",
-                why="the machine was so busy that memory work waited as long as the device did", show=False))
+        for other in [f for f in names if f != m]:
+            claims.append(t.expect(
+                f"memory ({m}) creates files faster than {other}", m, other, yes=said(m, other),
+                why="the machine was so busy that memory work waited as long as the device did", close=close,
+                show=False))
     for s in sync:
-        plain = [f for f in med.index if f not in mem + obj + sync and types.get(f) == types.get(s)]
-        for p in plain:
-            claims.append(explain.expect(
+        for p in [f for f in names if f not in mem + obj + sync and types.get(f) == types.get(s)]:
+            claims.append(t.expect(
                 f"the sync-mounted filesystem ({s}) creates files at least 2x slower than {p}: each creation "
-                "is written through to the device before the call returns",
-                explain.greater(p, float(med[p]), s, float(med[s]), by=2),
-                yes=lambda e, p=p, s=s: f"class medians {e[p]:,.0f} and {e[s]:,.0f} per second",
-                no=lambda e, p=p, s=s: f"class medians {e[p]:,.0f} and {e[s]:,.0f} per second",
-                why="the device acknowledged the writes at once (a VM host's cache)", show=False))
+                "is written through to the device before the call returns", p, s, by=2, yes=said(p, s, 2),
+                why="the device acknowledged the writes at once (a VM host's cache)", close=close, show=False))
     for o in obj:
-        for other in [f for f in med.index if f not in obj]:
-            claims.append(explain.expect(
+        for other in [f for f in names if f not in obj]:
+            claims.append(t.expect(
                 f"the object store through FUSE ({o}) creates files slower than {other}: each creation is a "
-                "FUSE round trip and an HTTP request",
-                explain.greater(other, float(med[other]), o, float(med[o])),
-                yes=lambda e, o=o, x=other: f"class medians {e[x]:,.0f} and {e[o]:,.0f} per second",
-                no=lambda e, o=o, x=other: f"class medians {e[x]:,.0f} and {e[o]:,.0f} per second",
-                why="the FUSE client answered from its own cache", show=False))
+                "FUSE round trip and an HTTP request", other, o, yes=said(other, o),
+                why="the FUSE client answered from its own cache", close=close, show=False))
     for c in claims:
         print(c.text)
     return claims
