@@ -41,6 +41,7 @@ def test_sweep_live(place, monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "live")
     out = lab.dd_one_byte(f, recording="dd/read-1mib-bs1-tmp", quiet=True)
     assert out.data["records_in"] == 256 * 1024
+    assert list(out.frame["trial"]) == [1, 2, 3] and (out.frame["records_in"] == 256 * 1024).all()
     cost = lab.call_cost_claims(sweep, out, show=False)
     all_consistent(cost)
     assert cost[0].held is not None                                 # both measured here
@@ -51,6 +52,7 @@ def test_call_cost_with_a_replayed_dd_cannot_tell(where, monkeypatch, tmp_path):
     monkeypatch.setenv("IOLAB_MODE", "replay")
     out = lab.dd_one_byte(tmp_path / "x", recording=f"dd/read-1mib-bs1-{where}", quiet=True)
     assert out.mode == "replay" and out.data["records_in"] == MiB
+    assert len(out.frame) == 1           # the one recorded run is never counted as several
     sweep = _sweep(cold_big=0.002, warm_big=0.00005)
     c = lab.call_cost_claims(sweep, out, show=False)[0]
     assert c.held is None and c.consistent() and "another machine" in c.text
@@ -146,20 +148,30 @@ def test_sweep_witness_constructed(cold_stored, warm_stored, held):
 
 
 def _dd(seconds, records=MiB, mode="live"):
+    """Constructed dd runs (one per value of ``seconds``), as lab.dd_one_byte gives them."""
+    runs = [seconds] if isinstance(seconds, (int, float)) else list(seconds)
     data = {"records_in": records, "records_in_partial": 0, "records_out": records, "records_out_partial": 0,
-            "bytes": records, "seconds": seconds, "bytes_per_s": records / seconds,
-            "reported_bytes_per_s": records / seconds, "error": ""}
-    return Outcome(mode, "", "constructed", data=data)
+            "bytes": records, "seconds": runs[0], "bytes_per_s": records / runs[0],
+            "reported_bytes_per_s": records / runs[0], "error": ""}
+    frame = pd.DataFrame({"trial": range(1, len(runs) + 1), "seconds": runs, "records_in": records,
+                          "us_per_record": [t / records * 1e6 for t in runs]})
+    frame["us_per_syscall"] = frame["us_per_record"] / 2
+    return Outcome(mode, "", "constructed", data=data, frame=frame)
 
 
 @pytest.mark.parametrize("dd_seconds, held", [
-    (0.5, True),      # 0.24 µs per syscall against Python's ~0.86 µs per call: the loop costs most
-    (2.0, False),     # an expensive kernel entry: 0.95 µs per syscall, more than Python's whole call
+    ((0.5, 0.45, 0.55), True),    # ~0.24 µs per syscall against Python's ~0.86 µs per call: the loop costs most
+    ((2.0, 1.9, 2.1), False),     # an expensive kernel entry: ~0.95 µs per syscall, more than Python's whole call
+    ((0.5, 0.45, 2.1), None),     # one slow dd run: the spreads overlap, too close to call
+    (0.5, None),                  # one dd run: its spread is unknown
 ])
 def test_call_cost_constructed(dd_seconds, held):
+    """Issue 22: Python's passes against dd's runs by the one rule, never one dd run against one pass."""
     sweep = _sweep(warm_small=0.9)
     c = lab.call_cost_claims(sweep, _dd(dd_seconds), show=False)[0]
     assert c.held is held and c.consistent()
+    if held is None:
+        assert c.text.startswith("Too close to call here") and "median of 3" in c.text
 
 
 def _win(resident, pages=4096, fstype="ext4"):
