@@ -10,6 +10,8 @@ With iolab.recordings.save (the text strace wrote with -o + .meta.json), in a pr
   `strace -f -tt -T -y -e trace=read -P FILE`, after posix_fadvise(DONTNEED) and again; on tmpfs
   nothing can be evicted (the /tmp pair is trace-reads-cold / trace-reads-warm).
 * overhead-16b-of-100000-shm.csv: syscalls.overhead() of the 16-byte read loop on tmpfs.
+* trace-reads-{cold,warm}-{1,2,3}[-shm] (`--rounds`: only these): syscalls.cold_warm_reads(), three rounds of: evict, trace the
+  64 KiB read loop of a 16 MiB file (cold), trace it again (warm); on /tmp and on /dev/shm (-shm).
 
 `--formats` re-makes only the traces of every output format parse_calls reads (tests/test_strace.py
 checks its fast path against the general one on each; benchmarks/bench_strace_parse.py times each):
@@ -123,11 +125,31 @@ def record_formats() -> None:
             print(p)
 
 
+def record_rounds(ws, name: str, base: str) -> None:
+    """trace-reads-{cold,warm}-{1,2,3}[-shm], in ``ws`` on ``base``, as syscalls.cold_warm_reads runs them."""
+    f16 = ws.make_file("rounds-16MiB.bin", "16MiB")
+    suffix = "" if name == "tmp" else f"-{name}"
+    for trial in (1, 2, 3):
+        _evict(f16)
+        for state, how in (("cold", "right after posix_fadvise(DONTNEED)"), ("warm", "read again at once")):
+            _save_trace(syscalls.read_loop_argv(f16, 65536), f"strace/trace-reads-{state}-{trial}{suffix}",
+                        ws, paths=[f16], notes=f"Round {trial} of 3 on {base}: 64 KiB reads of a 16 MiB "
+                                               f"file under strace -T, {state} ({how}).")
+    f16.unlink()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--formats", action="store_true", help="re-make only the format-* traces")
-    if ap.parse_args().formats:
+    ap.add_argument("--rounds", action="store_true", help="re-make only the trace-reads-{cold,warm}-N rounds")
+    args = ap.parse_args()
+    if args.formats:
         record_formats()
+        return
+    if args.rounds:
+        for name, base in PLACES.items():
+            with workspace.Workspace(budget="64MiB", base=base) as ws:
+                record_rounds(ws, name, base)
         return
     for name, base in PLACES.items():
         with workspace.Workspace(budget="256MiB", base=base) as ws:
@@ -138,6 +160,7 @@ def main() -> None:
                 _save_count(cmd, ref, ws, wall=wall, syscalls=["write", "fsync"],
                             notes=f"64 MiB in 1 MiB write() calls then one fsync(), on {base}, under strace -c"
                                   f"{' -w (wall-clock time per call)' if wall else ' (system CPU time per call)'}.")
+            record_rounds(ws, name, base)
             if name == "shm":
                 f = ws.make_file("data-16MiB.bin", "16MiB")
                 cmd = syscalls.read_loop_argv(f, 65536)
