@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import all_consistent, needs
-from iolab import explain, fsinfo, readahead_probes, recordings
+from iolab import explain, fsinfo, recordings
 from iolab.labs import syscalls as lab
 from iolab.tools import strace
 from iolab.units import MiB
