@@ -32,9 +32,17 @@ def lesson(version: str, fs: str) -> dict[str, verdicts.Experiment]:
     out = {name: lab.experiment(o, recording=lab.recording(name, version, fs), name=name, quiet=True,
                                 trace=name in lab.TRACED)
            for name, o in lab.runs().items()}
-    out["evict-write"], out["evict-read"] = lab.split_phases(lab.EVICT, recording=lab.recording("evict", version, fs),
-                                                             quiet=True)
+    t = lab.evict_trials(lab.EVICT, recording=lab.recording("evict", version, fs), quiet=True)
+    for i in range(len(t.writes)):
+        out[f"evict-t{i + 1}-write"], out[f"evict-t{i + 1}-cached"] = t.writes[i], t.cached[i]
+        out[f"evict-t{i + 1}-read"] = t.evicted[i]
     return out
+
+
+def evict_set(e: dict[str, verdicts.Experiment]) -> lab.EvictTrials:
+    """Section 8's trials from the lesson's experiments (``evict-t<i>-write``, ``-cached``, ``-read``)."""
+    n = len([k for k in e if k.startswith("evict-t") and k.endswith("-write")])
+    return lab.EvictTrials.from_runs(*([e[f"evict-t{i}-{x}"] for i in range(1, n + 1)] for x in ("write", "cached", "read")))
 
 
 def all_claims(e: dict[str, verdicts.Experiment]) -> dict[str, list[explain.Claim]]:
@@ -46,7 +54,7 @@ def all_claims(e: dict[str, verdicts.Experiment]) -> dict[str, list[explain.Clai
         "neighbour": lab.neighbour_claims(e["neighbour"], show=False),
         "fsync": lab.fsync_claims(e["neighbour"], e["fsync"], show=False),
         "odirect": lab.odirect_claims(e["odirect"], e["fsync"], show=False),
-        "evicted": lab.evicted_claims(e["evict-write"], e["evict-read"], e["fsync"], show=False),
+        "evicted": lab.evicted_claims(evict_set(e), show=False),
         "only_e": lab.only_e_claims([e[n] for n in lab.runs()], show=False),
         "spread": [c for n in lab.runs() for c in lab.spread_claims(e[n], show=False)],
     }
@@ -92,7 +100,11 @@ def test_on_ext4_the_device_takes_what_e_and_odirect_send_it(version):
     assert held(c["naive"])[:2] == [True, True]          # writes ended in the page cache, reads from memory
     assert held(c["fsync"])[1:] == [True, True]          # -e: the device wrote it all; the read still memory
     assert held(c["odirect"])[:3] == [True, True, True]  # nothing resident; device wrote and read it all
-    assert held(c["evicted"])[:2] == [True, True]        # evicted, and the device read it all back
+    # evicted before every read after eviction; the device read it all back in every trial (unless the witness
+    # found a trial disturbed: then not called); and the trials call the comparison
+    assert held(c["evicted"])[0] is True and held(c["evicted"])[-1] is True
+    for claim in c["evicted"][1:3]:
+        assert claim.held is True or (claim.held is None and "was disturbed" in claim.text), claim.text
 
 
 @pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
@@ -111,7 +123,7 @@ def test_on_ext4_every_row_carries_its_witness_and_the_verdicts_are_witnessed(ve
             assert w.device_written >= x.bytes_moved("write")
     for name in ("shared", "fpp", "reorder", "neighbour", "fsync"):   # cached reads: (next to) nothing from storage
         assert e[name].witness.own_read < 2**20, name
-    for name in ("odirect", "evict-read"):              # the device served them: every byte
+    for name in ("odirect", "evict-t1-read", "evict-t2-read", "evict-t3-read"):   # the device served them: every byte
         assert e[name].witness.own_read >= e[name].bytes_moved("read"), name
     reads = rows[rows["access"] == "read"].groupby("run").first()
     assert reads.loc["shared", "reason"].startswith("over the whole run (3 write phases and 3 read phases): ")
@@ -126,7 +138,7 @@ def test_on_tmpfs_nothing_reaches_a_device(version):
     assert held(c["naive"]) == [True, True, None]        # memory only; no device rate to compare with
     assert held(c["fsync"]) == [None, False, True]       # -e: nothing to compare, no device, read from memory
     assert held(c["odirect"]) == [False, False, False, None]
-    assert held(c["evicted"]) == [False, False, None]    # DONTNEED cannot drop tmpfs pages
+    assert held(c["evicted"]) == [False, False, True, None]    # DONTNEED cannot drop tmpfs pages
     assert held(c["only_e"]) == [None]
     frame = lab.frame(e.values())
     assert set(frame["verdict"].dropna()) == {measure.CACHE}   # not "from the device", whatever the options
@@ -311,15 +323,18 @@ def test_live_lesson_claims_are_consistent(monkeypatch, ior_on_path, place, vers
     plain = lab.experiment(base, recording="ior/none", ws=ws, quiet=True)
     synced = lab.experiment(replace(base, fsync=True), recording="ior/none", ws=ws, quiet=True)
     direct = lab.experiment(replace(base, fsync=True, odirect=True), recording="ior/none", ws=ws, quiet=True)
-    wrote, read = lab.split_phases(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, quiet=True)
+    evict = lab.evict_trials(replace(LIVE_OPTS, fsync=True), recording="ior/none", ws=ws, quiet=True)
     claims = (lab.layers_claims(plain, yardstick=True, show=False) + lab.spread_claims(plain, show=False)
               + lab.fsync_claims(plain, synced, show=False) + lab.odirect_claims(direct, synced, show=False)
-              + lab.evicted_claims(wrote, read, synced, show=False))
+              + lab.evicted_claims(evict, show=False))
     all_consistent(claims)
-    assert all(x.witness is not None for x in (plain, synced, direct, wrote, read))
+    assert all(x.witness is not None for x in (plain, synced, direct, *evict.parts))
+    assert evict.mode == "live" and len(evict.evicted) == lab.EVICT_TRIALS and not list(ws.root.glob("ior-evict-*/*"))
     if kind == "disk":
         assert direct.witness.own_read >= direct.bytes_moved("read")      # O_DIRECT reads are block I/O
-        assert read.witness.own_read >= read.bytes_moved("read") * 0.9    # evicted: the device served it
+        for read in evict.evicted:                                        # evicted: the device served it
+            assert read.cache.resident_fraction <= lab.HARDLY
+            assert read.witness.own_read >= read.bytes_moved("read") * 0.9
 
 
 def test_the_recorded_sweep_says_it_has_no_witness_and_a_witnessed_one_is_judged_by_it():
@@ -499,19 +514,81 @@ def test_odirect_read_against_the_cached_read_by_all_iterations():
     _compared_by_iterations(c, "1,375–1,464", "10,476–15,427")
 
 
-def test_read_after_eviction_against_the_cached_read_by_all_iterations():
+def _evict_trials(e: dict[str, verdicts.Experiment], cached: list[float], evicted: list[float]) -> lab.EvictTrials:
+    """Section 8's trials whose cached reads and reads after eviction ran at these rates (MiB/s)."""
+    n = len(cached)
+    return lab.EvictTrials.from_runs([e[f"evict-t{i}-write"] for i in range(1, n + 1)],
+                                     [_iterations(e[f"evict-t{i}-cached"], "read", [v]) for i, v in enumerate(cached, 1)],
+                                     [_iterations(e[f"evict-t{i}-read"], "read", [v]) for i, v in enumerate(evicted, 1)])
+
+
+@pytest.mark.parametrize("version,fs", CASES)
+def test_section_8_replays_its_trials_in_alternating_order_each_run_witnessed(version, fs):
+    """Issue 22: the read after eviction was one IOR run (a second iteration would read what the first
+    cached), so its comparison always said "too few trials". Now each trial is a write and two read runs,
+    the cached read and the read after eviction taken in turn, every run its own recording and witness."""
+    t = lab.evict_trials(lab.EVICT, recording=lab.recording("evict", version, fs), quiet=True)
+    assert isinstance(t, recordings.Outcome) and t.mode == "replay" and t.frame is t.trials.frame
+    assert len(t.writes) == len(t.cached) == len(t.evicted) >= explain.MIN_TRIALS
+    assert (t.trials.summary()["trials"] >= explain.MIN_TRIALS).all()
+    f = t.trials.frame.sort_values("position")
+    assert list(f["position"]) == [p for i in range(len(t.writes)) for p in (3 * i + 2, 3 * i + 3)]
+    first = f.groupby("trial")["setting"].first()
+    assert set(first) == {lab.CACHED, lab.EVICTED}                       # neither side always first
+    assert len({x.recording.path for x in t.parts}) == len(t.parts) == 3 * len(t.writes)
+    assert all(x.witness is not None and x.witness_note == "" for x in t.parts)
+    assert {r["version"] for x in t.parts for r in x.rows} == {version} and {x.cache.fstype for x in t.parts} == {fs}
+    assert all(x.options.iterations == 1 or len(x.rows) <= 2 for x in t.parts)
+    before = f.set_index(["setting", "trial"])["resident_before"]
+    if fs == "ext4":
+        assert (before[lab.EVICTED] <= lab.HARDLY).all() and (before[lab.CACHED] >= 0.9).all()
+        assert all(x.witness.own_read >= x.bytes_moved("read") for x in t.evicted)   # the device, every trial
+    else:
+        assert (before >= 0.9).all()                                      # DONTNEED cannot drop tmpfs pages
+    table = t.table()
+    assert list(table["run"]) == list(f["position"]) and set(table["read"]) == {lab.CACHED, lab.EVICTED}
+    all_consistent(lab.evicted_claims(t, show=False))
+
+
+def test_read_after_eviction_against_the_cached_read_by_its_trials():
     e = lesson("4.0.0", "ext4")
-    # the lesson's read run is one iteration (a second would re-read what the first cached): not called
-    c = lab.evicted_claims(e["evict-write"], e["evict-read"], e["fsync"], show=False)[-1]
-    assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and "repeated at least 3 times" in c.text
-    _compared_by_iterations(c, "2,336", "10,476–15,427")
-    three = _iterations(e["evict-read"], "read", [2300, 2336, 2400])
-    c = lab.evicted_claims(e["evict-write"], three, e["fsync"], show=False)[-1]
-    assert c.held is True and c.text.startswith(explain.AS_PREDICTED)
-    _compared_by_iterations(c, "2,300–2,400")
-    cached = _iterations(e["fsync"], "read", [2000, 20000, 25000])
-    c = lab.evicted_claims(e["evict-write"], three, cached, show=False)[-1]
-    assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and "the two runs interleaved" in c.text
+    # the recorded trials: called by the one rule, with each side's median and range over 3 trials
+    c = lab.evicted_claims(evict_set(e), show=False)[-1]
+    assert c.held is True and c.text.startswith(explain.AS_PREDICTED), c.text
+    assert "median of 3" in c.text and "too few" not in c.text and "alternating order" in c.text
+    assert c.relation.kind == "beyond" and c.evidence["a trials"] == c.evidence["b trials"] == 3
+    # overlapping trials: too close to call, never "As predicted"
+    close = _evict_trials(e, [2000, 20000, 25000], [2300, 2336, 2400])
+    c = lab.evicted_claims(close, show=False)[-1]
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and c.consistent()
+    assert "2,300–2,400" in c.text and "2,000–25,000" in c.text and "the spreads overlap" in c.text
+    assert "the cached read first in trials 1, 3, the read after eviction first in trial 2" in c.text
+    # separated, but the reads after eviction no slower: "Not this time"
+    c = lab.evicted_claims(_evict_trials(e, [2000, 2100, 2200], [2300, 2336, 2400]), show=False)[-1]
+    assert c.held is False and c.text.startswith(explain.NOT_THIS_TIME) and c.consistent()
+    # one trial, as the lesson had before: too few to call
+    one = lab.EvictTrials.from_runs([e["evict-t1-write"]], [e["evict-t1-cached"]], [e["evict-t1-read"]])
+    c = lab.evicted_claims(one, show=False)[-1]
+    assert c.held is None and "too few trials" in c.text
+
+
+def test_a_disturbed_trial_is_not_called_and_the_set_is_never_as_predicted():
+    e = lesson("4.0.0", "ext4")
+    x = e["evict-t2-read"]
+    busy = dict(e, **{"evict-t2-read": _seen(x, device_read=x.witness.device_read + 512 * 2**20)})
+    served = lab.evicted_claims(evict_set(busy), show=False)[1]
+    assert served.held is None and served.text.startswith(explain.CANNOT_TELL) and served.consistent()
+    assert "trial 2 was disturbed" in served.text and "quieter moment" in served.text
+    assert "128 MiB of 128 MiB from storage" in served.text          # what IOR's own processes read is still said
+    # a trial whose read after eviction came from memory: "Not this time", naming the trial
+    cold = dict(e, **{"evict-t3-read": _seen(e["evict-t3-read"], own_read=0, device_read=0)})
+    served = lab.evicted_claims(evict_set(cold), show=False)[1]
+    assert served.held is False and served.text.startswith(explain.NOT_THIS_TIME) and "trial 3: " in served.text
+    assert "trial 1" not in served.text.partition(", but ")[2]
+    # the comparison counts every trial, and says which were disturbed
+    c = lab.evicted_claims(evict_set(busy), show=False)[-1]
+    assert c.consistent() and "trial 2's read after eviction" in c.text.partition("every trial is counted")[2]
+    assert "which the witness found disturbed" in c.text
 
 
 # --- section 12: the same run N times in a memory cgroup (recorders/ior_memory.py) -------------------

@@ -27,10 +27,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from .. import explain, fsinfo, measure, mpi, pagecache, recordings, runner, wit
 from ..explain import Claim
 from ..runner import Run
 from ..tools import ior
+from ..trials import Trials
 from ..units import MiB, format_size
 from .ior_verdicts import CacheFacts, Experiment, SystemWatch, recorded_witness
 
@@ -231,6 +233,144 @@ def split_phases(options: ior.Options, *, tasks: int = 2, recording: str, evict:
     finally:
         for p in ior.test_files(Path(base)):
             p.unlink(missing_ok=True)
+
+
+# --- section 8: the read after eviction against the cached read, in repeated trials ---------------
+
+# how many times the lesson repeats write -> both reads; each trial is three IOR runs of one iteration
+EVICT_TRIALS = 3
+CACHED, EVICTED = "cached read", "read after eviction"
+
+
+def trial_order(trial: int) -> tuple[str, str]:
+    """The two reads of trial ``trial`` (1, 2, ...) in the order they run: the cached read first in odd
+    trials, the read after eviction first in even ones, so that neither side always runs first (the read
+    after eviction brings the pages back: the cached read after it reads what it cached)."""
+    return (CACHED, EVICTED) if trial % 2 else (EVICTED, CACHED)
+
+
+@dataclass(kw_only=True)
+class EvictTrials(recordings.Outcome):
+    """Section 8's trials (:func:`evict_trials`): per trial, the write run, the cached read and the read
+    after eviction (each an :class:`Experiment` of one iteration, its residency measured before the read);
+    ``trials``: the two reads' rates as :class:`iolab.trials.Trials` (every trial kept, in the order run;
+    ``.frame`` is its frame)."""
+
+    writes: list[Experiment] = field(default_factory=list)
+    cached: list[Experiment] = field(default_factory=list)
+    evicted: list[Experiment] = field(default_factory=list)
+    trials: Trials | None = None
+
+    @classmethod
+    def from_runs(cls, writes: Sequence[Experiment], cached: Sequence[Experiment], evicted: Sequence[Experiment],
+                  notes: Sequence[str] = ()) -> "EvictTrials":
+        """The set of trials from its runs (trial i's write, cached read and read after eviction at index
+        i - 1, the reads run in :func:`trial_order`): their Trials, every one kept, with its position in
+        the whole set, the residency before it and the witness's bytes."""
+        reads = {CACHED: list(cached), EVICTED: list(evicted)}
+        rows, parts = [], []
+        for i, w in enumerate(writes, 1):
+            parts.append(w)
+            for side in trial_order(i):
+                e = reads[side][i - 1]
+                parts.append(e)
+                rate = e.best("read")
+                rows.append({"setting": side, "trial": i, "position": len(parts),
+                             "value": math.nan if rate is None else float(rate), "warmup": False,
+                             "disturbed": None if e.witness is None else e.witness.disturbed, "rerun": False,
+                             "kept": True, "order": " then ".join(trial_order(i)),
+                             "resident_before": e.cache.resident_fraction,
+                             "own_read_bytes": None if e.witness is None else e.witness.own_read,
+                             "device_read_bytes": None if e.witness is None else e.witness.device_read})
+        t = Trials(pd.DataFrame(rows), unit="MiB/s", higher=True, results=reads, notes=list(notes))
+        return recordings.combine(parts, t.frame, cls=cls, writes=list(writes), cached=reads[CACHED],
+                                  evicted=reads[EVICTED], trials=t)
+
+    def reads(self, side: str) -> list[Experiment]:
+        return self.cached if side == CACHED else self.evicted
+
+    def table(self) -> pd.DataFrame:
+        """One row per read, in the order they ran: its trial, its rate, what was resident before it and
+        what the kernel counted (IOR's processes from storage, the device), and the verdict."""
+        rows = []
+        for _, t in self.frame.iterrows():
+            e = self.reads(t["setting"])[int(t["trial"]) - 1]
+            top = e.table().iloc[0]
+            frac = e.cache.resident_fraction
+            rows.append({"trial": int(t["trial"]), "run": int(t["position"]), "read": t["setting"],
+                         "MiB/s": round(float(t["value"]), 1),
+                         "resident before": "?" if frac is None else f"{frac:.0%}",
+                         "own bytes": top["own bytes"], "device bytes": top["device bytes"],
+                         "verdict": top["verdict"]})
+        return pd.DataFrame(rows)
+
+
+def evict_trials(options: ior.Options | None = None, *, repeat: int = EVICT_TRIALS, tasks: int = 2, recording: str,
+                 ws: workspace.Workspace | None = None, launcher: str = "mpirun", timeout: float = 300,
+                 quiet: bool = False, reruns: int = 1) -> EvictTrials:
+    """Seed 003's honest read, ``repeat`` times: each trial writes the data set in one IOR run (``-w -k``),
+    then reads it in two more (``-r``), one from the page cache the write left and one after
+    ``posix_fadvise(DONTNEED)`` of every test file (:func:`iolab.pagecache.evict`), in the order
+    :func:`trial_order` gives (alternating), the residency measured before each read. Separate runs,
+    since a second IOR iteration would read what the first one cached. Every trial is kept.
+
+    Live, a read after eviction that the witness finds disturbed is evicted and run again, at most
+    ``reruns`` times in all, and the notes say so. Replays ``<recording>-t<i>-write``, ``-t<i>-cached``
+    and ``-t<i>-read`` (each ``-summary`` and ``-cache``)."""
+    options = options or EVICT
+    ws = ws or workspace.session()
+    writes: list[Experiment] = []
+    reads: dict[str, list[Experiment]] = {CACHED: [], EVICTED: []}
+    notes: list[str] = []
+    left = [reruns]
+    for i in range(1, repeat + 1):
+        base = str(ws.mkdir(f"ior-evict-{uuid.uuid4().hex[:8]}") / "testfile")
+        wopts = replace(options, write=True, read=False, keep_file=True, test_file=base)
+        ropts = replace(options, write=False, read=True, keep_file=True, test_file=base)
+        try:
+            w = experiment(wopts, tasks=tasks, recording=f"{recording}-t{i}-write", name=f"write (-w -k), trial {i}",
+                           ws=ws, launcher=launcher, timeout=timeout, quiet=True)
+            writes.append(w)
+            for side in trial_order(i):
+                reads[side].append(_read_run(ropts, side, i, w.mode == "live", tasks=tasks, recording=recording,
+                                             ws=ws, launcher=launcher, timeout=timeout, left=left, notes=notes))
+        finally:
+            for p in ior.test_files(Path(base)):
+                p.unlink(missing_ok=True)
+    out = EvictTrials.from_runs(writes, reads[CACHED], reads[EVICTED], notes)
+    parts = out.parts
+    if not quiet:
+        first = parts[0].provenance.splitlines()[0] if parts[0].provenance else ""
+        print(f"{repeat} trials, {len(parts)} IOR runs (per trial: write, then the two reads in turn); the first: "
+              f"{first}")
+        for n in notes:
+            print(n)
+    return out
+
+
+def _read_run(ropts: ior.Options, side: str, trial: int, live: bool, *, tasks: int, recording: str,
+              ws: workspace.Workspace, launcher: str, timeout: float, left: list[int], notes: list[str]) -> Experiment:
+    """One read run of a trial: evicted first (and re-run, evicted again, while disturbed and ``left``)
+    for the read after eviction; the residency measured just before the run, not after it."""
+    files = ior.test_files(Path(ropts.test_file))
+    ref = f"{recording}-t{trial}-{'cached' if side == CACHED else 'read'}"
+    while True:
+        before: dict[str, Any] = {}
+        if live:
+            if side == EVICTED:
+                for f in files:
+                    pagecache.evict(f)
+            before = _residency_facts(files)
+        e = experiment(ropts, tasks=tasks, recording=ref, name=f"{side} (-r), trial {trial}", ws=ws,
+                       launcher=launcher, timeout=timeout, quiet=True, reruns=0 if side == EVICTED else 1)
+        if e.mode == "live":
+            e = replace(e, cache=replace(e.cache, **before))
+        w = e.witness
+        if e.mode != "live" or side != EVICTED or w is None or not w.disturbed or left[0] <= 0:
+            return e
+        left[0] -= 1
+        notes.append(f"Trial {trial}'s read after eviction was disturbed ({measure.disturbance(w)}): evicted "
+                     "again and run again.")
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -804,39 +944,116 @@ def odirect_claims(direct: Experiment, cached: Experiment, *, show: bool = True)
 
 # --- 7 · evict between the phases ---------------------------------------------------------------
 
-def evicted_claims(wrote: Experiment, read: Experiment, cached: Experiment, *, show: bool = True) -> list[Claim]:
-    """Write, evict with posix_fadvise(DONTNEED), read in a second run: nothing cached, the device reads.
-    The last claim compares the read run's iterations with the -e run's cached ones
-    (:func:`iolab.explain.beyond`); with :data:`EVICT`'s single iteration it is too close to call by the
-    course's rule, and says what would give it a spread."""
-    frac = read.cache.resident_fraction
+def _every_trial(reads: list[Experiment], predicted: str, *, source: str, why: str, show: bool) -> Claim:
+    """One claim for a set of read runs: :func:`_read_claim` decides each trial (a disturbed trial is not
+    called); held when every trial's held, with each trial's bytes (IOR's, its processes' from storage,
+    the device's)."""
+    each = [(i, e, _read_claim(e, False, source=source)) for i, e in enumerate(reads, 1)]
+    each = [(i, e, c) for i, e, c in each if c is not None]
+
+    def bytes_of(i: int, e: Experiment) -> str:
+        own, dev = _own(e, "read"), _device(e, "read")
+        mine = f"{_size(own)} of {_size(e.bytes_moved('read'))} from storage" if own is not None else \
+            f"IOR read {_size(e.bytes_moved('read'))}"
+        return f"trial {i}: {mine}" + (f" (the device {_size(dev)}{_others(e, 'read')})" if dev is not None else "")
+    said = "; ".join(bytes_of(i, e) for i, e, _ in each)
+    if each and all(_memory_fs(e) for _, e, _ in each):        # no storage at all: the trials say one thing
+        said = each[0][2].text.partition(" — ")[2].rstrip(".") + f" (all {len(each)} trials)"
+    else:
+        said += " (task I/O accounting of IOR's processes; the device's counters)"
+    verdicts = [c.held for _, _, c in each]
+    held = False if False in verdicts else None if not each or None in verdicts else True
+    # what the trials that failed saw, each reason once with its trials; why from the first of them
+    failed: dict[str, list[str]] = {}
+    whys = []
+    for i, _, c in each:
+        if c.held is False:
+            seen, _, why_c = c.text.partition(", but ")[2].partition(" Why it can happen: ")
+            failed.setdefault(seen.rstrip("."), []).append(str(i))
+            whys.append(why_c)
+    no = "; ".join(f"trial{'s' * (len(ns) > 1)} {', '.join(ns)}: {seen}" for seen, ns in failed.items())
+    return explain.expect(
+        predicted, explain.fact(f"every trial ({len(each)})", held), yes=said, no=no,
+        missing=next((_not_called(i, e, c) for i, e, c in each if c.held is None), "no read was measured."),
+        why=next((w for w in whys if w), why), show=show)
+
+
+def _not_called(i: int, e: Experiment, c: Claim) -> str:
+    """Why trial ``i``'s read is not called: its witness found the device disturbed (what IOR's own
+    processes read is still said), or what :func:`_read_claim` missed."""
+    w = e.witness
+    if w is not None and w.disturbed:
+        own = _own(e, "read")
+        still = (f"; IOR's processes still read {_size(own)} of {_size(e.bytes_moved('read'))} from storage"
+                 if own is not None else "")
+        return (f"trial {i} was disturbed ({measure.disturbance(w)}){still}, but a disturbed run is not called "
+                "here: run the cell again at a quieter moment.")
+    return f"trial {i}: {c.text.partition(', but ')[2] or c.text}"
+
+
+def _alternation(n: int) -> str:
+    """How :func:`trial_order` took the two reads of ``n`` trials, in words."""
+    if n < 2:
+        return f"{n} trial: the cached read first"
+    first = [str(i) for i in range(1, n + 1) if trial_order(i)[0] == CACHED]
+    other = [str(i) for i in range(1, n + 1) if trial_order(i)[0] != CACHED]
+
+    def trial(ns: list[str]) -> str:
+        return f"trial{'s' * (len(ns) > 1)} {', '.join(ns)}"
+    return (f"the two reads of each trial were separate runs in alternating order, the cached read first in "
+            f"{trial(first)}, the read after eviction first in {trial(other)}")
+
+
+def evicted_claims(trials: EvictTrials, *, show: bool = True) -> list[Claim]:
+    """Write, then read in two separate runs, one after posix_fadvise(DONTNEED), one from the page cache,
+    in alternating order, :data:`EVICT_TRIALS` times (:func:`evict_trials`): the eviction worked before every
+    read after eviction, the device served those reads and memory the cached ones (each trial's witness), and
+    the read after eviction was slower, by the course's one rule over the trials (:func:`iolab.explain.beyond`)."""
+    evicted, cached = trials.evicted, trials.cached
+    fracs = [e.cache.resident_fraction for e in evicted]
+    known = [f for f in fracs if f is not None]
+    worst = max(known, default=None) if len(known) == len(fracs) and known else None
+    before = ", ".join(f"{f:.0%}" for f in known)
+    memfs = any(_memory_fs(e) for e in evicted)
+    fs = _fs(evicted[0]) if evicted else "this filesystem"
     out = [explain.expect(
-        "posix_fadvise(DONTNEED) emptied the page cache of the test files before the read run",
-        explain.fact(f"at most {HARDLY:.0%} resident before the read", None if frac is None else frac <= HARDLY),
-        yes=f"{frac:.0%} resident before the read" if frac is not None else "",
-        no=f"{frac:.0%} of the pages were still resident before the read" if frac is not None else "",
-        why=(f"{_fs(read)} pages are the files themselves: DONTNEED cannot drop them." if _memory_fs(read) else
+        "posix_fadvise(DONTNEED) emptied the page cache of the test files before every read after eviction",
+        explain.fact(f"at most {HARDLY:.0%} resident before each", None if worst is None else worst <= HARDLY),
+        yes=f"{before} resident before the {len(known)} reads after eviction",
+        no=f"{before} of the pages were still resident before the {len(known)} reads after eviction",
+        why=(f"{fs} pages are the files themselves: DONTNEED cannot drop them." if memfs else
              "the kernel keeps pages that are dirty, under write-back or mapped by a process."),
-        missing="the residency was not measured.", show=show)]
-    out += [c for c in (_read_claim(read, show, source="device"),) if c is not None]
-    kept = frac is None or frac > HARDLY
-    rel = explain.beyond("cached read", _trials(cached, "read"), "read after eviction",
-                         [] if kept else _trials(read, "read"), by=1.5, unit="MiB/s")
-    one = len(_trials(read, "read")) == 1        # lab.EVICT: a second iteration would read what the first cached
+        missing="the residency was not measured before every read.", show=show)]
+    out.append(_every_trial(evicted, f"in every trial the read after eviction came from the device: at least "
+                                     f"{MOST:.0%} of what IOR read came from storage", source="device",
+                            why="part of the data was still in the page cache (eviction left pages behind).",
+                            show=show))
+    out.append(_every_trial(cached, "in every trial the cached read came from memory: less than a tenth of what "
+                                    "IOR read came from storage", source="memory",
+                            why="the page cache did not keep what the write (or the read before) left there: too "
+                                "little free memory, or pages dropped.", show=show))
+    kept = worst is None or worst > HARDLY
+    t = trials.trials
+    rel = explain.beyond(CACHED, t.values(CACHED), EVICTED, [] if kept else t.values(EVICTED), by=1.5, unit="MiB/s")
+    n = len(evicted)
+    order = _alternation(n)
+    f = t.frame
+    busy = [f"trial {int(r['trial'])}'s {r['setting']}" for _, r in f.iterrows() if r["disturbed"] in (True,)]
+    if busy:
+        order += (f"; every trial is counted, {' and '.join(busy)} too, which the witness found disturbed (someone "
+                  "else's traffic on the device while it ran): a busy machine shows in the spread")
     out.append(explain.expect(
-        "the read after eviction was at least 1.5 times slower than the cached read of the -e run, in every pair "
-        "of iterations",
+        "the read after eviction was at least 1.5 times slower than the cached read, in every pair of trials",
         rel,
-        missing=(f"the files were not evicted ({frac:.0%} resident), so this read ({_span(read, 'read')}) says "
-                 "nothing about the device." if frac is not None else "the residency before the read was not measured."),
-        yes=lambda ev: f"{explain.spread_text(rel)}; {_in_turn('the -e run', 'the read run')}",
+        missing=(f"the files were not evicted ({before} resident), so these reads say nothing about the device."
+                 if worst is not None else "the residency before the reads was not measured."),
+        yes=lambda ev: f"{explain.spread_text(rel)}; {order}",
         no=lambda ev: f"{explain.spread_text(rel)}: even the fastest read after eviction was not 1.5 times slower "
-                      f"than the slowest cached one; {_in_turn('the -e run', 'the read run')}",
-        close=(f"{_in_turn('the -e run', 'the read run')}; the read run has one iteration, since a second would "
-               "find the pages the first one cached: what would separate them is the write, the eviction and the "
-               f"read repeated at least {explain.MIN_TRIALS} times" if one else _separate("the -e run", "the read run")),
-        why=(f"on {_fs(read)} nothing was evicted." if _memory_fs(read) else
-             "the device (or a cache below this machine) delivers about as fast as memory copies here."),
+                      f"than the slowest cached one; {order}",
+        close=f"{order}; what would separate them: more trials, or an idle machine",
+        why=(f"on {fs} nothing was evicted." if memfs else
+             "the device (or a cache below this machine: a VM host's memory) delivers about as fast as memory "
+             "copies here."),
         show=show))
     return out
 
@@ -919,9 +1136,10 @@ def _save(e: Experiment, ref: str, fs_path: str, host: str | None, notes: str) -
                               f"only the test files (-P); IOR {r.tool_version}.")
 
 
-def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
+def record(directory: str, label: str, *, host: str | None = None, only: str | None = None) -> list[str]:
     """Run the lesson's IOR sequence live in ``directory`` (its filesystem labelled ``label``) and save
-    each run as ``recording(run, version, label)``; returns the refs written."""
+    each run as ``recording(run, version, label)``; returns the refs written. ``only="evict"``: section 8's
+    trials alone (:func:`record_evict`)."""
     import os
 
     os.environ["IOLAB_MODE"] = "live"
@@ -939,15 +1157,34 @@ def record(directory: str, label: str, *, host: str | None = None) -> list[str]:
     written = []
     with workspace.Workspace(budget="1GiB", base=directory) as ws:
         for run, opts in runs().items():
+            if only is not None and only != run:
+                continue
             ref = recording(run, version, label)
             e = experiment(opts, tasks=TASKS, recording=ref, ws=ws, trace=run in TRACED, quiet=True)
             _save(e, ref, str(ws.root), host, f"lesson 04, {notes[run]}, on {label}")
             written.append(ref)
             print(ref, e.table()[["access", "best MiB/s", "worst MiB/s"]].to_dict("records"))
-        ref = recording("evict", version, label)
-        w, r = split_phases(EVICT, tasks=TASKS, recording=ref, ws=ws, quiet=True)
-        _save(w, f"{ref}-write", str(ws.root), host, f"lesson 04, -F -e -w -k: the write run of a split pair, on {label}")
-        _save(r, f"{ref}-read", str(ws.root), host, f"lesson 04, -F -r after posix_fadvise(DONTNEED) of the files "
-                                                    f"the write run left, on {label}")
-        written += [f"{ref}-write", f"{ref}-read"]
+        if only in (None, "evict"):
+            written += record_evict(ws, version, label, host=host)
+    return written
+
+
+def record_evict(ws: workspace.Workspace, version: str, label: str, *, host: str | None = None) -> list[str]:
+    """Section 8's trials live in ``ws`` (:func:`evict_trials`), each run saved as
+    ``recording("evict", version, label)-t<i>-write``, ``-t<i>-cached`` and ``-t<i>-read``."""
+    ref = recording("evict", version, label)
+    t = evict_trials(EVICT, tasks=TASKS, recording=ref, ws=ws, quiet=True)
+    written = []
+    for i, w in enumerate(t.writes, 1):
+        when = " then ".join(trial_order(i))
+        _save(w, f"{ref}-t{i}-write", str(ws.root), host,
+              f"lesson 04, trial {i} of {len(t.writes)}: -F -e -w -k, the write run (then {when}), on {label}")
+        _save(t.cached[i - 1], f"{ref}-t{i}-cached", str(ws.root), host,
+              f"lesson 04, trial {i}: -F -r of the files the write run left, from the page cache ({when}), on {label}")
+        again = "".join(f" {n}" for n in t.trials.notes if n.startswith(f"Trial {i}'s "))
+        _save(t.evicted[i - 1], f"{ref}-t{i}-read", str(ws.root), host,
+              f"lesson 04, trial {i}: -F -r after posix_fadvise(DONTNEED) of the files the write run left "
+              f"({when}), on {label}.{again}")
+        written += [f"{ref}-t{i}-{x}" for x in ("write", "cached", "read")]
+    print(ref, t.trials.summary()[["trials", "median", "min", "max"]].to_dict("index"), *t.trials.notes)
     return written
