@@ -476,11 +476,26 @@ def _reference_line(fig: go.Figure, y: float, label: str) -> None:
     fig.add_scatter(x=[None], y=[None], mode="lines", name=label, line=dict(dash="dash", color="#555"))
 
 
+def _nice_step(x: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 times a power of ten at least ``x``: a tick step."""
+    k = 10.0 ** math.floor(math.log10(max(x, 1e-12)))
+    return next(m * k for m in (1, 2, 2.5, 5, 10) if m * k >= x)
+
+
+def _away_from(y: float, line: float | None, side: str = "center") -> str:
+    """A label's textposition: above its marker when the marker is on or above ``line``, below it when under,
+    so that no label sits on the line (``side``: "center", "left" or "right")."""
+    return ("bottom " if line is not None and y < line else "top ") + side
+
+
 def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
                   title: str = "IOR bandwidth per run: every iteration, and the best one") -> go.Figure:
     """A dot plot on a linear axis from zero: one small dot per iteration, a large one for each run's best
     (IOR's "Max Write"/"Max Read"), labelled with its verdict (from ``ior_verdicts.add_verdicts``); a dashed line at
-    the device's uncached read rate when given. Writes and reads side by side in each run's column."""
+    the device's uncached read rate when given. Writes and reads side by side in each run's column, each label
+    centred over (or under) its own diamond, on the side away from the device's line, so that no label sits on
+    the line and the write's and the read's labels of one run never share a place; the legend under the plot
+    leaves the columns their width."""
     key = "run" if "run" in df else "config"
     d = df[df["access"].isin(["write", "read"]) & df["bw_mib"].notna()]
     best = _ior_best(df)
@@ -498,32 +513,39 @@ def ior_bandwidth(df: pd.DataFrame, *, device_mib: float | None = None,
         reasons = list(part["reason"]) if "reason" in part else [""] * len(part)
         fig.add_scatter(x=part["x"], y=part["bw_mib"], mode="markers+text", name=f"{access}, best iteration",
                         legendgroup=access, offsetgroup=access, text=labels,
-                        # outward: the write's label to the left of its diamond, the read's to the right, so
-                        # two verdicts at one height (O_DIRECT: both at the device) never overlap
-                        textposition="middle left" if access == "write" else "middle right",
+                        textposition=[_away_from(float(y), device_mib) for y in part["bw_mib"]],
+                        textfont=dict(size=11, color=ACCESS_COLORS[access]),
                         marker=dict(color=ACCESS_COLORS[access], size=14, symbol="diamond"), cliponaxis=False,
                         customdata=list(zip(part["config"], reasons)),
                         hovertemplate="%{x} " + access + ", best: %{y:,.0f} MiB/s<br>options: %{customdata[0]}"
                                       "<br>%{customdata[1]}<extra></extra>")
     if device_mib:
         _reference_line(fig, device_mib, f"device, uncached read: {device_mib:,.0f} MiB/s")
-    fig.update_layout(title=title, scattermode="group", margin=dict(r=90, l=90), yaxis_title="bandwidth (MiB/s)",
-                      xaxis_title="run",
-                      yaxis=dict(rangemode="tozero", tickformat=",d"), legend_title="access",
+    # a linear axis from zero, with room under zero and over the top for the labels that go there (a label under
+    # a diamond near zero would otherwise sit on the run's name); ticks only from zero up
+    top = max([float(v) for v in d["bw_mib"]] + [float(device_mib or 0), 1.0])
+    step = _nice_step(top / 6)
+    fig.update_layout(title=title, scattermode="group", scattergap=0.05, height=520,
+                      margin=dict(r=30, l=90, b=150), yaxis_title="bandwidth (MiB/s)", xaxis_title="run",
+                      yaxis=dict(range=[-0.1 * top, 1.1 * top], tickformat=",d", zeroline=True,
+                                 tickvals=[step * k for k in range(int(1.1 * top // step) + 1)]),
+                      legend=dict(orientation="h", y=-0.22, x=0, title_text="access"),
                       xaxis=dict(categoryorder="array", categoryarray=order))
     return fig
 
 
 def ior_vs_published(ours: pd.DataFrame, published: pd.DataFrame, *, ours_title: str = "this machine",
                      published_title: str = "published") -> go.Figure:
-    """Side by side, each panel on its own linear axis from zero: our best bandwidth per configuration
-    and a seed's published figures (``published`` has columns config, access, bw_mib). Each dot carries
-    its value: compare the shapes, and read the numbers."""
+    """Side by side on one log axis (the seed's figures span three orders of magnitude, ours one): our best
+    bandwidth per configuration and a seed's published figures (``published`` has columns config, access,
+    bw_mib). Each dot carries its value; both panels share the range and the fully labelled ticks
+    (:func:`log_ticks`), so a dot's height compares across them."""
     from plotly.subplots import make_subplots
 
     mine = _ior_best(ours).rename(columns={"x": "label"})
     theirs = published.assign(label=published["config"])
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(ours_title, published_title), horizontal_spacing=0.1)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(ours_title, published_title), horizontal_spacing=0.1,
+                        shared_yaxes=False)
     for col, part_df in ((1, mine), (2, theirs)):
         for access in ("write", "read"):
             part = part_df[part_df["access"] == access]
@@ -533,11 +555,12 @@ def ior_vs_published(ours: pd.DataFrame, published: pd.DataFrame, *, ours_title:
                             cliponaxis=False,
                             showlegend=col == 1, legendgroup=access, row=1, col=col,
                             hovertemplate="%{x} " + access + ": %{y:,.0f} MiB/s<extra></extra>")
+    ticks = log_ticks(list(mine["bw_mib"]) + list(theirs["bw_mib"]), pad=0.25)
     for col in (1, 2):
-        fig.update_yaxes(rangemode="tozero", tickformat=",d", title_text="bandwidth (MiB/s)", col=col)
+        fig.update_yaxes(type="log", title_text="bandwidth (MiB/s, log scale)", col=col, **ticks)
     fig.update_xaxes(title_text="IOR options")
     fig.update_layout(scattermode="group", title="The same sequence of options, here and in the seed "
-                      "(each panel has its own scale)", legend_title="access")
+                      "(one log scale for both)", legend_title="access")
     return fig
 
 

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from iolab import plot, trials
+from iolab import plot, recordings, trials
 from iolab.labs import ior_sweeps as sweeps
 
 
@@ -112,16 +112,49 @@ def test_syscall_time_has_room_for_its_bars_and_an_uncut_legend():
     assert lay.legend.orientation == "h" and lay.legend.y < 0 and lay.margin.b >= 100
 
 
-def test_ior_bandwidth_labels_point_outward_so_two_verdicts_never_overlap():
-    rows = []
-    for run in ("-F -C -e", "O_DIRECT"):
-        for access in ("write", "read"):
-            rows.append({"run": run, "config": run, "access": access, "iteration": 0, "bw_mib": 2300.0,
-                         "verdict": "unclear", "reason": "DISTURBED"})
-    fig = plot.ior_bandwidth(pd.DataFrame(rows))
+def test_ior_bandwidth_labels_sit_off_the_device_line_each_over_its_own_diamond():
+    """The live lesson's chart: "unclear" labels to the side of diamonds near the device's line sat on the line
+    and, at O_DIRECT, ran into each other. Each label now goes above its diamond, or below it when the diamond
+    is under the line, centred in its own slot of the run's column."""
+    device = 2274.0
+    rates = {"shared": (3000.0, 20000.0), "-F -C -e": (2300.0, 2350.0), "O_DIRECT": (2250.0, 2290.0)}
+    rows = [{"run": run, "config": run, "access": access, "iteration": 0, "bw_mib": v, "verdict": "unclear",
+             "reason": "DISTURBED"} for run, pair in rates.items() for access, v in zip(("write", "read"), pair)]
+    fig = plot.ior_bandwidth(pd.DataFrame(rows), device_mib=device)
     best = {tr.legendgroup: tr for tr in fig.data if tr.mode == "markers+text"}
-    assert best["write"].textposition == "middle left" and best["read"].textposition == "middle right"
-    assert fig.layout.margin.r >= 80 and fig.layout.margin.l >= 80     # room for the outer labels
+    for tr in best.values():
+        assert list(tr.text) == ["unclear"] * 3
+        for y, pos in zip(tr.y, tr.textposition):
+            assert pos == ("top center" if y >= device else "bottom center"), (tr.name, y, pos)
+    assert list(best["write"].textposition) == ["top center", "top center", "bottom center"]
+    # write and read of a run in slots of their own, the columns nearly touching: a label has half a column
+    lay = fig.layout
+    assert lay.scattermode == "group" and lay.scattergap <= 0.1
+    assert best["write"].offsetgroup != best["read"].offsetgroup
+    # room under zero and over the top for the labels that go there, ticks only from zero up
+    assert lay.yaxis.range[0] < 0 and lay.yaxis.range[1] > 20000 * 1.05 and min(lay.yaxis.tickvals) == 0
+    # the legend under the plot, so the columns keep the width
+    assert lay.legend.orientation == "h" and lay.legend.y < 0 and lay.margin.b >= 120
+
+
+def test_ior_vs_published_panels_share_one_labelled_log_axis():
+    """The seed's figures run from 142 to 239,576 MiB/s: on a linear axis its 142, 252, 841 and 940 all sat
+    at zero. Both panels now share one log axis with every tick labelled in full."""
+    orfeo = recordings.published("seed001-ior-orfeo")
+    ours = pd.DataFrame([{"run": c, "config": c, "access": a, "iteration": 0, "bw_mib": v}
+                         for c, (w, r) in {"shared": (3792.0, 22906.0), "-F": (11416.0, 35775.0),
+                                           "-F -C -e": (2462.0, 15427.0)}.items()
+                         for a, v in (("write", w), ("read", r))])
+    fig = plot.ior_vs_published(ours, orfeo)
+    lay = fig.layout
+    values = list(ours["bw_mib"]) + list(orfeo["bw_mib"])
+    for y in (lay.yaxis, lay.yaxis2):
+        assert y.type == "log" and "log" in y.title.text and "MiB/s" in y.title.text
+        lo, hi = y.range
+        assert lo < math.log10(min(values)) and hi > math.log10(max(values))
+        assert y.ticktext and all(t not in ("2", "5") for t in y.ticktext) and "100,000" in y.ticktext
+    assert tuple(lay.yaxis.range) == tuple(lay.yaxis2.range)
+    assert "linear" not in lay.title.text and "own scale" not in lay.title.text
 
 
 def test_dirty_writeback_draws_the_change_so_a_small_step_shows_on_a_large_baseline():
