@@ -232,7 +232,7 @@ def _infer_read(bytes_per_s: float, *, device_bps: float | None, resident_fracti
 
 # --- the device's uncached rate -----------------------------------------------------------------
 
-_device_rates: dict[tuple[int, int], float] = {}
+_device_rates: dict[tuple[int, int], tuple[float, ...]] = {}
 
 
 def _read_all(fd: int, block: int, *, buf: Any = None) -> tuple[int, int]:
@@ -250,11 +250,21 @@ def _read_all(fd: int, block: int, *, buf: Any = None) -> tuple[int, int]:
 
 def device_rate(path: str | os.PathLike[str], nbytes: int | str = "64MiB", *, refresh: bool = False,
                 repeat: int = 3) -> float:
-    """Uncached read rate (bytes/s) of the device behind directory ``path``. Memoized per filesystem.
+    """Uncached read rate (bytes/s) of the device behind directory ``path``: the fastest of
+    :func:`device_rates`' ``repeat`` reads (the bound a rate must beat to be "beyond the device").
+    Memoized per filesystem."""
+    return max(device_rates(path, nbytes, refresh=refresh, repeat=repeat))
+
+
+def device_rates(path: str | os.PathLike[str], nbytes: int | str = "64MiB", *, refresh: bool = False,
+                 repeat: int = 3) -> list[float]:
+    """Every uncached read of the device behind directory ``path`` (bytes/s, in the order they ran):
+    the trials a comparison with the device's rate rests on. Memoized per filesystem (with
+    :func:`device_rate`: the same reads).
 
     Writes a fresh ``nbytes`` file in a private workspace inside ``path`` (removed afterwards), evicts
     it, checks that no page of it is resident, then reads it in 1 MiB calls; ``repeat`` times (evicted
-    before each), keeping the fastest.
+    before each).
     """
     d = Path(path)
     if not d.exists():
@@ -268,7 +278,7 @@ def device_rate(path: str | os.PathLike[str], nbytes: int | str = "64MiB", *, re
         raise ValueError(f"repeat must be a positive int, got {repeat!r}")
     key = (os.stat(d).st_dev, n)
     if not refresh and key in _device_rates:
-        return _device_rates[key]
+        return list(_device_rates[key])
     fstype = fsinfo.fstype(d)
     if fstype in fsinfo.MEMORY_FS:
         raise IolabError(f"{d} is on {fstype}: there is no device behind it, only memory, so there is no "
@@ -291,10 +301,8 @@ def device_rate(path: str | os.PathLike[str], nbytes: int | str = "64MiB", *, re
             finally:
                 os.close(fd)
             rates.append(got / seconds)
-    # the fastest uncached read seen: the bound a rate must beat to be "beyond the device"
-    rate = max(rates)
-    _device_rates[key] = rate
-    return rate
+    _device_rates[key] = tuple(rates)
+    return rates
 
 
 # --- timed experiments --------------------------------------------------------------------------

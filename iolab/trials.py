@@ -117,8 +117,8 @@ class Trials:
 
     def __str__(self) -> str:
         s = self.summary()
-        lines = [f"{name}: median {r['median']:,.4g} {self.unit} over {r['trials']} trials "
-                 f"(min {r['min']:,.4g}, max {r['max']:,.4g})" for name, r in s.iterrows()]
+        lines = [f"{name}: median {_num(r['median'])} {self.unit} over {r['trials']} trials "
+                 f"(min {_num(r['min'])}, max {_num(r['max'])})" for name, r in s.iterrows()]
         return "\n".join(lines + self.notes)
 
 
@@ -216,3 +216,27 @@ def from_values(values: Mapping[str, Sequence[float]], *, unit: str = "s", highe
     frame = pd.DataFrame(rows, columns=["setting", "trial", "position", "value", "warmup", "disturbed",
                                         "rerun", "kept"])
     return Trials(frame, unit=unit, higher=higher, notes=list(notes))
+
+
+def from_results(results: Mapping[str, Sequence[Any]], *, metric: Callable[[Any], float] = seconds,
+                 higher: bool = False, unit: str = "s",
+                 disturbed: Callable[[Any], bool | None] = witness_disturbed,
+                 notes: Sequence[str] = ()) -> Trials:
+    """A :class:`Trials` from results measured elsewhere (a learner's own ``measure.timed_read`` of
+    each side), all counted, in the order given per setting, interleaved as :func:`run` would have run
+    them; each result's ``row()`` and witness kept as :func:`run` keeps them. One result of a side is
+    one trial: the rule of :func:`iolab.explain.beyond` then calls nothing."""
+    rows: list[dict[str, Any]] = []
+    longest = max((len(v) for v in results.values()), default=0)
+    for i in range(longest):
+        for name, res in results.items():
+            if i < len(res):
+                r = res[i]
+                row = dict(r.row()) if hasattr(r, "row") else {}
+                row.update(setting=name, trial=i + 1, position=len(rows) + 1, value=metric(r), warmup=False,
+                           disturbed=disturbed(r), rerun=False, kept=True)
+                rows.append(row)
+    cols = ["setting", "trial", "position", "value", "warmup", "disturbed", "rerun", "kept"]
+    frame = pd.DataFrame(rows, columns=cols + [c for c in (rows[0] if rows else {}) if c not in cols])
+    return Trials(frame, unit=unit, higher=higher, results={s: list(v) for s, v in results.items()},
+                  notes=list(notes))

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import all_consistent, needs
 import pandas as pd
+import iolab
 from iolab import explain, fsinfo, measure, pagecache, recordings, trials, witness, workspace
 from iolab.labs import page_cache as lab, page_cache_counters as counters, page_cache_writes as writes
 from iolab.pagecache import Residency
@@ -24,8 +25,9 @@ from iolab.units import KiB, MiB
 
 
 def _device(ws):
+    """The device's uncached reads (bytes/s), three of them, or None (tmpfs)."""
     try:
-        return measure.device_rate(ws.root, "16MiB", refresh=True, repeat=1)
+        return measure.device_rates(ws.root, "16MiB", refresh=True, repeat=3)
     except Exception:
         return None
 
@@ -39,25 +41,33 @@ def test_cold_warm_live(place):
     written = lab.after_write_claims(pagecache.residency(f), show=False)
     all_consistent(written)
     device = _device(ws)
-    pagecache.evict(f)
-    cold = measure.timed_read(f, device_bps=device)
-    warm = measure.timed_read(f, device_bps=device)
-    claims = lab.cold_warm_claims(cold, warm, device, show=False)
+    reads = lab.cold_warm_trials(f, device_bps=None if device is None else max(device), repeat=3)
+    # issue 22: a warm-up of each, then cold, warm, cold, warm, cold, warm; every read kept
+    fr = reads.frame
+    assert list(fr["setting"].iloc[:2]) == ["cold", "warm"] and fr["warmup"].iloc[:2].all()
+    if not fr["rerun"].any():
+        assert list(fr["setting"].iloc[2:]) == ["cold", "warm"] * 3
+    assert len(reads.values("cold")) == 3 and len(reads.values("warm")) == 3
+    claims = lab.cold_warm_claims(reads, device, show=False)
     all_consistent(claims)
     stored_cold, stored_warm, quiet, claims = claims[0], claims[1], claims[2], claims[3:]
+    assert all(c.relation.kind == "beyond" for c in claims[1:])
+    counted = reads.results["cold"] + reads.results["warm"]
     if kind == "tmpfs":
         assert device is None
         assert stored_cold.held is None and stored_warm.held is None and quiet.held is None
         assert "no block device" in stored_cold.text
         assert claims[0].held is False and "tmpfs" in claims[0].text       # the "cold" read was warm
-        assert claims[1].held is not True or warm.bytes_per_s > 2 * cold.bytes_per_s
         assert claims[2].held is None and claims[3].held is None            # no device to compare with
+        assert explain.CANNOT_TELL in claims[2].text
     else:
         assert stored_cold.held is True and stored_warm.held is True        # 32 MiB from storage, then 0 B
-        assert quiet.held is (not (cold.witness.disturbed or warm.witness.disturbed))
+        assert quiet.held is (not any(m.witness.disturbed for m in counted))
         assert claims[0].held is True                                       # ext4 evicts
-        assert claims[2].held is not None and claims[3].held is not None
-    assert "Seed 004" in lab.cold_warm_report(cold, warm)
+    for c in claims[1:]:
+        if c.held is None and kind != "tmpfs":
+            assert c.text.startswith(explain.TOO_CLOSE) and "median of 3" in c.text
+    assert "Seed 004" in lab.cold_warm_report(reads) and "medians" in lab.cold_warm_report(reads)
 
 
 @pytest.mark.live
@@ -110,19 +120,24 @@ def test_odirect_live(place):
     kind, ws = place
     f = ws.make_file("data.bin", "32MiB")
     device = _device(ws)
-    warm = measure.timed_read(f, cache="warm")
     try:
-        direct = measure.timed_read(f, direct=True, device_bps=device)
-    except Exception:
+        direct = lab.odirect_trials(f, device_bps=None if device is None else max(device), repeat=3)
+    except iolab.IolabError:
         direct = None
-    claims = lab.odirect_claims(direct, warm, device, show=False)
+    claims = lab.odirect_claims(direct, device, show=False)
     all_consistent(claims)
+    assert claims[0].relation.kind == "beyond" and claims[1].relation.kind == "beyond"
+    if direct is not None:
+        assert len(direct.values("O_DIRECT")) == 3 and len(direct.values("warm")) == 3
+        assert direct.frame["warmup"].iloc[:2].all()
     if kind == "tmpfs":
         assert claims[1].held is None
         if direct is not None:
-            assert direct.verdict.label == measure.CACHE      # tmpfs is memory, not "the device"
+            assert all(m.verdict.label == measure.CACHE for m in direct.results["O_DIRECT"])   # memory
             if claims[0].held is False:
                 assert "tmpfs" in claims[0].text
+    elif direct is not None:
+        assert all(m.witness.own_read >= 32 * MiB for m in direct.results["O_DIRECT"])   # it went to the device
 
 
 @pytest.mark.live
@@ -202,54 +217,94 @@ def test_task_io_claims_say_why_when_the_device_was_busy():
     assert "another program's" in claims[4].text
 
 
+@needs("dd")
 def test_dd_live(place, monkeypatch):
     kind, ws = place
     monkeypatch.setenv("IOLAB_MODE", "live")
-    b = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=False, recording="dd/write-64m-buffered-tmp",
-                     ws=ws, quiet=True)
-    d = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=16, dsync=True, recording="dd/write-64m-dsync-tmp",
-                     ws=ws, quiet=True)
+    runs = writes.dd_trials(ws, count=16, repeat=3, quiet=True)
     assert not (ws.root / "dd.bin").exists()
-    assert b.witness is not None and d.witness is not None           # dd's own run, witnessed
-    if kind == "disk":
-        assert d.witness.own_written >= 16 * MiB                     # dd's rusage, once reaped
-        assert d.witness.device_written >= 16 * MiB                  # dsync: on the device when dd ended
-    else:
-        assert d.witness.own_written == 0                            # tmpfs pages are never charged
-        assert d.witness.device is None and "no block device" in str(d.witness)
-    claims = writes.dd_sync_claims(b, d, show=False)
+    assert runs.mode == "live" and runs.provenance.startswith("LIVE")
+    # issue 22: a warm-up of each, then plain, dsync, plain, dsync, ...; every run kept in the frame
+    f = runs.trials.frame
+    assert list(f["setting"].iloc[:2]) == ["plain", "oflag=dsync"] and f["warmup"].iloc[:2].all()
+    assert len(runs.trials.values("plain")) == 3 and len(runs.trials.values("oflag=dsync")) == 3
+    assert len(runs.parts) == len(f)
+    for d in runs.trials.results["oflag=dsync"]:
+        assert d.witness is not None                                 # dd's own run, witnessed
+        if kind == "disk":
+            assert d.witness.own_written >= 16 * MiB                 # dd's rusage, once reaped
+            assert d.witness.device_written >= 16 * MiB              # dsync: on the device when dd ended
+        else:
+            assert d.witness.own_written == 0                        # tmpfs pages are never charged
+            assert d.witness.device is None and "no block device" in str(d.witness)
+    claims = writes.dd_sync_claims(runs, show=False)
     all_consistent(claims)
-    assert d.fstype == ("tmpfs" if kind == "tmpfs" else fsinfo.fstype(ws.root))
+    assert claims[0].relation.kind == "beyond"
+    assert runs.fstype == ("tmpfs" if kind == "tmpfs" else fsinfo.fstype(ws.root))
 
 
 # --- recorded ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("where, held", [("tmp", True), ("shm", False)])
-def test_dd_recorded(where, held, monkeypatch, tmp_path):
+def _dd_replayed(where, monkeypatch, tmp_path):
     monkeypatch.setenv("IOLAB_MODE", "replay")
     with workspace.Workspace(budget="64MiB", base=tmp_path) as ws:
-        b = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
-                         recording=f"dd/write-64m-buffered-{where}", ws=ws, quiet=True)
-        d = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
-                         recording=f"dd/write-64m-dsync-{where}", ws=ws, quiet=True)
-    claims = writes.dd_sync_claims(b, d, show=False)
+        return writes.dd_trials(ws, recording=f"dd/write-64m-{where}", quiet=True)
+
+
+@pytest.mark.parametrize("where", ["tmp", "shm"])
+def test_dd_recorded(where, monkeypatch, tmp_path):
+    """The recorded set replays as it ran: a warm-up of each (t0), then 5 trials of each in turn, each
+    with its witness; the claim is the one rule over them."""
+    runs = _dd_replayed(where, monkeypatch, tmp_path)
+    assert runs.mode == "replay" and "more runs of the same set" in runs.provenance
+    f = runs.trials.frame
+    assert list(f["setting"]) == ["plain", "oflag=dsync"] * 6 and list(f["warmup"]) == [True] * 2 + [False] * 10
+    assert all(o.witness is not None for o in runs.parts)
+    claims = writes.dd_sync_claims(runs, show=False)
     all_consistent(claims)
-    assert b.witness is None and "before iolab kept" in b.witness_note   # an older recording says so
-    assert claims[0].held is held
-    if not held:
-        assert "tmpfs has no device" in claims[0].text
+    rel = runs.trials.relation("plain", "oflag=dsync", by=2.0)
+    assert claims[0].held is rel.holds() and "median of 5" in claims[0].text
+    if where == "tmp":
+        assert runs.fstype == "ext4"
+    else:
+        assert runs.fstype == "tmpfs"
+        assert claims[0].held is not True and "tmpfs has no device" in claims[0].text
 
 
 def test_dd_one_live_one_replayed_cannot_tell(monkeypatch, tmp_path):
-    monkeypatch.setenv("IOLAB_MODE", "replay")
-    with workspace.Workspace(budget="64MiB", base=tmp_path) as ws:
-        b = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=False,
-                         recording="dd/write-64m-buffered-tmp", ws=ws, quiet=True)
-        d = writes.dd_write("/dev/zero", ws.root / "dd.bin", count=64, dsync=True,
-                         recording="dd/write-64m-dsync-tmp", ws=ws, quiet=True)
-    b.mode = "live"
-    c = writes.dd_sync_claims(b, d, show=False)[0]
+    runs = _dd_replayed("tmp", monkeypatch, tmp_path)
+    runs.mode = "mixed"
+    c = writes.dd_sync_claims(runs, show=False)[0]
     assert c.held is None and c.consistent() and "not comparable" in c.text
+
+
+def _dd_runs(plain_mbs, dsync_mbs, fstype="ext4"):
+    """dd runs as dd_trials gives them, from MB/s figures (constructed: no dd ran)."""
+    def run(mbs):
+        o = writes.DdWrite("replay", "", "constructed", data={"bytes": 64_000_000, "seconds": 64 / mbs,
+                                                                   "bytes_per_s": mbs * 1e6}, fstype=fstype)
+        return o
+    t = trials.from_results({"plain": [run(v) for v in plain_mbs], "oflag=dsync": [run(v) for v in dsync_mbs]},
+                            metric=lambda o: o.data["bytes_per_s"] / 1e6, higher=True, unit="MB/s")
+    return writes.DdTrials("replay", "", "constructed", frame=t.frame, trials=t, fstype=fstype)
+
+
+@pytest.mark.parametrize("plain, dsync, held", [
+    ([5_400, 5_500, 5_600], [1_100, 1_300, 1_370], True),     # clearly apart: held
+    ([1_500, 5_500, 5_600], [1_100, 1_300, 1_370], None),     # one slow plain run: the spreads overlap
+    ([5_500], [1_300], None),                                 # one run each (the old lesson): too close
+    ([1_500, 1_550, 1_600], [1_400, 1_450, 1_500], False),    # a write cache answers for the device
+])
+def test_dd_sync_rests_on_every_run(plain, dsync, held):
+    """Issue 22: the old lesson judged dd oflag=dsync on one run of each (explain.greater): 5,500 against
+    1,300 MB/s was "as predicted" whatever the spread. Now the one rule over every run decides."""
+    c = writes.dd_sync_claims(_dd_runs(plain, dsync), show=False)[0]
+    assert c.consistent() and c.held is held and c.relation.kind == "beyond"
+    if held is None:
+        assert c.text.startswith(explain.TOO_CLOSE) and f"median of {len(plain)}" in c.text
+        assert ("fewer than 3 trials" in c.text) is (len(plain) < 3)
+    if held is False:
+        assert "write cache below the page cache" in c.text
 
 
 def test_seed_002_dd_read_came_from_the_page_cache():
@@ -298,13 +353,28 @@ def _read(rate_bps, before_resident, *, pages=1024, fstype="ext4"):
                                measure.judge(rate_bps, device_bps=None), None, {})
 
 
+SPREAD = (0.9, 1.0, 1.1)
+
+
+def _reads(cold_bps, warm_bps, *, spread=SPREAD, cold_resident=0):
+    """Interleaved cold and warm reads as cold_warm_trials gives them (constructed), at rates spread
+    around each figure (one trial per factor in ``spread``)."""
+    return trials.from_results({"cold": [_read(cold_bps * k, cold_resident) for k in spread],
+                                "warm": [_read(warm_bps * k, 1024) for k in spread]},
+                               metric=trials.mib_per_s, higher=True, unit="MiB/s")
+
+
+def _devices(device_bps, spread=(0.95, 1.0, 1.05)):
+    return [device_bps * k for k in spread]
+
+
 @pytest.mark.parametrize("cold_bps, warm_bps, device_bps, held", [
     (50 * MiB, 10_000 * MiB, 50 * MiB, [True, True, True, True]),          # a slow disk
     (9_000 * MiB, 10_000 * MiB, 9_000 * MiB, [True, False, True, False]),  # a device as fast as memory
     (3_000 * MiB, 10_000 * MiB, 1_000 * MiB, [True, True, False, True]),   # a cache below this machine
 ])
 def test_cold_warm_constructed(cold_bps, warm_bps, device_bps, held):
-    claims = lab.cold_warm_claims(_read(cold_bps, 0), _read(warm_bps, 1024), device_bps, show=False)
+    claims = lab.cold_warm_claims(_reads(cold_bps, warm_bps), _devices(device_bps), show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == [None, None, None] + held     # not witnessed: cannot tell
     assert "no kernel counters" in claims[0].text
@@ -325,9 +395,10 @@ def _witnessed(m, own_read, device_read, device_written=0):
     (0, 0, 0, [False, True, True]),                         # the "cold" read found the file cached
 ])
 def test_cold_warm_witnessed_constructed(cold_own, warm_own, other_writes, held):
-    cold = _witnessed(_read(50 * MiB, 0), cold_own, cold_own, other_writes)
-    warm = _witnessed(_read(10_000 * MiB, 1024), warm_own, warm_own)
-    claims = lab.cold_warm_claims(cold, warm, 50 * MiB, show=False)
+    cold = [_witnessed(_read(50 * MiB * k, 0), cold_own, cold_own, other_writes) for k in SPREAD]
+    warm = [_witnessed(_read(10_000 * MiB * k, 1024), warm_own, warm_own) for k in SPREAD]
+    reads = trials.from_results({"cold": cold, "warm": warm}, metric=trials.mib_per_s, higher=True, unit="MiB/s")
+    claims = lab.cold_warm_claims(reads, _devices(50 * MiB), show=False)
     all_consistent(claims)
     assert [c.held for c in claims[:3]] == held
     if other_writes:
@@ -443,14 +514,82 @@ def test_writeback_constructed(plain_bps, synced_bps, growth, fstype, held):
     (None, 1_000 * MiB, [None, None]),            # O_DIRECT refused
 ])
 def test_odirect_constructed(direct_bps, device_bps, held):
-    direct = None if direct_bps is None else _read(direct_bps, 1024)
-    claims = lab.odirect_claims(direct, _read(10_000 * MiB, 1024), device_bps, show=False)
+    direct = None if direct_bps is None else trials.from_results(
+        {"O_DIRECT": [_read(direct_bps * k, 1024) for k in SPREAD],
+         "warm": [_read(10_000 * MiB * k, 1024) for k in SPREAD]}, metric=trials.mib_per_s, higher=True, unit="MiB/s")
+    claims = lab.odirect_claims(direct, _devices(device_bps), show=False)
     all_consistent(claims)
     assert [c.held for c in claims] == held
+    if direct_bps is None:
+        assert "refused O_DIRECT" in claims[0].text
+
+
+def test_odirect_on_one_read_of_each_is_too_close_to_call():
+    """Issue 22: the old lesson set one O_DIRECT read against one warm read (explain.greater) and called
+    it. One trial of a side: too close to call; overlapping trials: too close to call."""
+    one = trials.from_results({"O_DIRECT": [_read(1_000 * MiB, 1024)], "warm": [_read(10_000 * MiB, 1024)]},
+                              metric=trials.mib_per_s, higher=True, unit="MiB/s")
+    c = lab.odirect_claims(one, _devices(1_000 * MiB), show=False)
+    assert [x.held for x in c] == [None, None] and all(x.text.startswith(explain.TOO_CLOSE) for x in c)
+    assert "fewer than 3 trials" in c[0].text
+    overlap = trials.from_results(
+        {"O_DIRECT": [_read(r * MiB, 1024) for r in (1_000, 6_000, 1_100)],
+         "warm": [_read(r * MiB, 1024) for r in (10_000, 9_000, 11_000)]}, metric=trials.mib_per_s, higher=True,
+        unit="MiB/s")
+    c = lab.odirect_claims(overlap, _devices(1_000 * MiB), show=False)
+    all_consistent(c)
+    assert c[0].held is None and c[0].text.startswith(explain.TOO_CLOSE) and "median of 3" in c[0].text
+    assert c[1].held is None and c[1].text.startswith(explain.TOO_CLOSE)    # 6,000 against a 2,000 limit
+
+
+def test_cold_warm_on_one_read_of_each_is_too_close_to_call():
+    """Issue 22: the old lesson judged 'the warm read ran at least 2x as fast as the cold one' on one cold
+    and one warm read (explain.greater): 10,000 against 50 MiB/s was 'As predicted'. One trial of a
+    side now says nothing: too close to call, with the spreads, and never 'As predicted'."""
+    reads = trials.from_results({"cold": [_read(50 * MiB, 0)], "warm": [_read(10_000 * MiB, 1024)]},
+                                metric=trials.mib_per_s, higher=True, unit="MiB/s")
+    claims = lab.cold_warm_claims(reads, [50 * MiB], show=False)
+    all_consistent(claims)
+    for c in claims[4:]:
+        assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and "fewer than 3 trials" in c.text
+
+
+@pytest.mark.parametrize("cold, warm, held", [
+    ((40, 50, 60), (9_000, 10_000, 11_000), True),          # clearly apart
+    ((40, 50, 6_000), (9_000, 10_000, 11_000), None),       # one cold read as fast as half a warm one
+    ((6_000, 7_000, 8_000), (9_000, 10_000, 11_000), False),   # a cache below answered the cold reads
+])
+def test_cold_warm_rates_by_the_one_rule(cold, warm, held):
+    reads = trials.from_results({"cold": [_read(r * MiB, 0) for r in cold], "warm": [_read(r * MiB, 1024) for r in warm]},
+                                metric=trials.mib_per_s, higher=True, unit="MiB/s")
+    c = lab.cold_warm_claims(reads, _devices(50 * MiB), show=False)[4]
+    assert c.consistent() and c.held is held and c.relation.kind == "beyond"
+    assert "median of 3" in c.text
+    if held is None:
+        assert c.text.startswith(explain.TOO_CLOSE) and explain.AS_PREDICTED not in c.text
+        assert "6,000" in c.text           # the range shows the outlier
+    if held is False:
+        assert "Why it can happen" in c.text
+
+
+def test_cold_warm_trials_are_interleaved_after_a_warm_up(tmp_path, monkeypatch):
+    """cold_warm_trials runs cold, warm, cold, warm ... after one warm-up of each, evicting before every
+    cold read (not before a warm one)."""
+    calls = []
+    monkeypatch.setattr(lab.pagecache, "evict", lambda p: calls.append("evict"))
+    monkeypatch.setattr(lab.measure, "timed_read", lambda p, **k: calls.append("read") or _read(100 * MiB, 0))
+    reads = lab.cold_warm_trials(tmp_path / "f", repeat=3)
+    assert calls == ["evict", "read", "read"] * 4
+    assert list(reads.frame["setting"]) == ["cold", "warm"] * 4
+    assert list(reads.frame["warmup"]) == [True, True] + [False] * 6
+    assert lab.rates_frame(reads)["label"].tolist() == ["cold (warm-up)", "warm (warm-up)", "cold 1", "warm 1",
+                                                        "cold 2", "warm 2", "cold 3", "warm 3"]
 
 
 def test_dd_recordings_exist_for_both_filesystems():
-    for ref in ("dd/write-64m-buffered-tmp", "dd/write-64m-dsync-tmp", "dd/write-64m-buffered-shm",
-                "dd/write-64m-dsync-shm"):
-        rec = recordings.load(ref)
-        assert rec.meta["filesystem"]["fstype"] == ("tmpfs" if ref.endswith("shm") else "ext4")
+    for where in ("tmp", "shm"):
+        for kind in ("buffered", "dsync"):
+            for t in range(6):                     # t0: the warm-up run, t1..t5: the trials
+                rec = recordings.load(f"dd/write-64m-{where}-{kind}-t{t}")
+                assert rec.meta["filesystem"]["fstype"] == ("tmpfs" if where == "shm" else "ext4")
+                assert rec.witness() is not None and (kind == "dsync") == ("oflag=dsync" in rec.meta["argv"])

@@ -166,3 +166,11 @@ def test_an_fsynced_write_to_tmpfs_is_not_from_a_device():
         m = measure.timed_write("w.bin", "4MiB", ws=w, fsync=True)
     assert m.verdict.label == measure.CACHE and "tmpfs" in m.verdict.reason
     assert m.verdict.ground == measure.INFERENCE and "no block device" in m.verdict.reason
+
+
+@pytest.mark.live
+def test_device_rates_keeps_every_read_and_device_rate_is_the_fastest(ws):
+    rates = measure.device_rates(ws.root, "8MiB", refresh=True, repeat=3)
+    assert len(rates) == 3 and all(r > 0 and math.isfinite(r) for r in rates)
+    assert measure.device_rate(ws.root, "8MiB") == max(rates)        # memoized: the same reads
+    assert measure.device_rates(ws.root, "8MiB") == rates

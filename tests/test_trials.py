@@ -172,3 +172,28 @@ def test_report_gives_median_range_quartiles_and_how():
     assert "quartiles" in r["b"] and "over 3 trials" in r["b"]
     big = tr.from_values({"x": [19346.0, 25882.0, 27595.0], "y": [1.0, 2.0, 3.0]}, unit="MiB/s").report()
     assert "median 25,882 MiB/s, range 19,346–27,595" in big["x"] and "e+" not in big["x"]
+
+
+def test_str_prints_figures_in_full_never_exponents():
+    t = trials.from_values({"warm": [10_746.0, 18_765.0, 26_471.0], "cold": [987.0, 1_105.0, 1_300.0]},
+                           unit="MiB/s", higher=True)
+    assert "warm: median 18,765 MiB/s over 3 trials (min 10,746, max 26,471)" in str(t) and "e+" not in str(t)
+
+
+def test_from_results_keeps_each_result_its_row_and_its_witness():
+    """A learner's own measurements (one of each side, say) as Trials: counted, interleaved, the result's
+    row and witness kept; one trial of a side is too close to call by the one rule."""
+    class R:
+        def __init__(self, s, d):
+            self.seconds, self.witness = s, SimpleNamespace(disturbed=d)
+
+        def row(self):
+            return {"seconds": self.seconds, "verdict": "x"}
+    a, b = [R(1.0, False), R(1.2, True)], [R(3.0, False)]
+    t = trials.from_results({"A": a, "B": b})
+    f = t.frame
+    assert list(f["setting"]) == ["A", "B", "A"] and list(f["trial"]) == [1, 1, 2] and f["kept"].all()
+    assert list(f["disturbed"]) == [False, False, True] and "verdict" in f.columns
+    assert t.results["A"] == a and t.values("B") == [3.0]
+    c = t.expect("A is faster", "A", "B", show=False)
+    assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and "fewer than 3 trials" in c.text

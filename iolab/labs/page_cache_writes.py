@@ -125,6 +125,13 @@ class DdWrite(recordings.Outcome):
 
     fstype: str = ""                     # the filesystem it wrote to (here, or the recording's)
 
+    def row(self) -> dict[str, Any]:
+        """One dd run as a trial's row (:func:`iolab.trials.run`): its summary, where it ran, its witness."""
+        d = self.data or {}
+        return {"bytes": d.get("bytes"), "seconds": d.get("seconds"),
+                "mb_per_s": d.get("bytes_per_s", 0) / 1e6, "mode": self.mode, "fstype": self.fstype,
+                **measure.witness_row(self.witness, self.witness_note or measure.NOT_WITNESSED)}
+
 
 def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = "1MiB", dsync: bool,
              recording: str, ws=None, quiet: bool = False) -> DdWrite:
@@ -143,29 +150,106 @@ def dd_write(src: str, dst: str | os.PathLike[str], *, count: int, block: str = 
         return replace(r, stdout=r.stderr)   # dd's summary
 
     out = recordings.live_or_recorded(live, recording, requires=("dd",), parse=dd.parse, quiet=quiet, cls=DdWrite)
-    if out.recording is not None and out.recording.witness_note:
+    if out.recording is not None:
+        out.witness = out.recording.witness()
         out.witness_note = out.recording.witness_note
     out.fstype = (out.recording.meta.get("filesystem", {}).get("fstype", "") if out.recording
                   else fsinfo.fstype(ws.root))
     return out
 
 
-def dd_sync_claims(buffered: DdWrite, dsync: DdWrite, *, show: bool = True) -> list[Claim]:
-    """Buffered dd against dd oflag=dsync (each write waits for the device), from :func:`dd_write`."""
-    a = buffered.data["bytes_per_s"] / 1e6
-    b = dsync.data["bytes_per_s"] / 1e6
-    mixed = buffered.mode != dsync.mode
-    fstype = dsync.fstype
+DD_SETTINGS = {"plain": "buffered", "oflag=dsync": "dsync"}     # a trial's setting -> its recording's word
+
+
+@dataclass
+class DdTrials(recordings.Outcome):
+    """:func:`dd_trials`' outcome: ``trials`` every dd run (``.frame``: its frame, MB/s), where they wrote."""
+
+    trials: trials.Trials | None = None
+    fstype: str = ""
+
+
+def dd_trials(ws=None, *, count: int = 64, repeat: int = 5, warmup: int = 1, recording: str = "dd/write-64m-tmp",
+              quiet: bool = False) -> DdTrials:
+    """``dd if=/dev/zero of=F bs=1M count=N`` plain and with ``oflag=dsync``, in turn (plain, dsync, plain,
+    …), ``repeat`` times after ``warmup`` runs of each that are not counted; a run the witness found
+    disturbed is run again (bounded). Live when dd is here, else (or with IOLAB_MODE=replay) the recorded
+    runs ``<recording>-<buffered|dsync>-t<k>`` (t0: the warm-up), in the order they ran (recorders/dd.py
+    makes them). ``.parts``: every run's DdWrite, in the order of ``.trials.frame``."""
+    ws = ws or workspace.session()
+    replay = recordings.replay_reason(("dd",)) is not None
+    if replay:          # the recorded set decides how many runs there are
+        warmup = 1 if _recorded(f"{recording}-buffered-t0") else 0
+        repeat = 0
+        while _recorded(f"{recording}-buffered-t{repeat + 1}"):
+            repeat += 1
+        if not repeat:
+            raise FileNotFoundError(f"no recorded dd trials {recording}-buffered-t1 in {recordings.data_dir()}")
+    made = {s: 0 if warmup else 1 for s in DD_SETTINGS}     # the next run's number: t0 is the warm-up
+    every: list[DdWrite] = []
+
+    def one(setting: str):
+        def go() -> DdWrite:
+            kind = DD_SETTINGS[setting]
+            out = dd_write("/dev/zero", ws.root / "dd.bin", count=count, dsync=kind == "dsync",
+                           recording=f"{recording}-{kind}-t{made[setting]}", ws=ws, quiet=True)
+            made[setting] += 1
+            every.append(out)
+            return out
+        return go
+
+    # a replay cannot run a disturbed run again: the recording says whether it was
+    t = trials.run({s: one(s) for s in DD_SETTINGS}, repeat=repeat, warmup=warmup,
+                   metric=lambda o: o.data["bytes_per_s"] / 1e6, higher=True, unit="MB/s",
+                   reruns=0 if replay else None)
+    out = recordings.combine(every, t.frame, cls=DdTrials, trials=t, fstype=every[0].fstype)
+    if out.mode == "replay":
+        out.provenance = (f"{every[0].provenance}; and {len(every) - 1} more runs of the same set "
+                          f"({recording}-*), in the order they ran")
+    elif out.mode == "live":
+        out.provenance = (f"LIVE here: {len(every)} dd runs of {count} MiB on {out.fstype}, plain and "
+                          "oflag=dsync in turn")
+    if not quiet:
+        print(out.provenance)
+    return out
+
+
+def _recorded(name: str) -> bool:
+    try:
+        recordings.load(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def dd_sync_claims(runs: DdTrials, *, show: bool = True) -> list[Claim]:
+    """Plain dd against dd oflag=dsync (each write waits for the device), over every counted run of
+    :func:`dd_trials`, by the one rule of :func:`iolab.explain.beyond`."""
+    t = runs.trials
+    mixed = runs.mode not in ("live", "replay")
+    fstype = runs.fstype
     mem = fstype if fstype in MEMORY_FS else ""
+    rel = t.relation("plain", "oflag=dsync", by=FASTER)
+    if mixed:
+        rel = explain.beyond("plain", [], "oflag=dsync", [], by=FASTER, unit="MB/s")
+
+    def apart(ev) -> str:
+        return f"medians {ev['plain'] / ev['oflag=dsync']:.1f}x apart" if ev["oflag=dsync"] else ""
     return [explain.expect(
-        "dd with oflag=dsync wrote at most half as fast as plain dd",
-        explain.greater("buffered", None if mixed else a, "dsync", b, by=FASTER),
-        yes=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without ({a / b:.1f}x)",
-        no=f"{b:,.1f} MB/s with dsync against {a:,.1f} MB/s without, only {a / b:.1f}x",
+        "dd with oflag=dsync wrote at most half as fast as plain dd: even the fastest dsync run against the "
+        "slowest plain one",
+        rel,
+        yes=lambda ev: f"{explain.spread_text(rel)} ({apart(ev)})",
+        no=lambda ev: f"{explain.spread_text(rel)}: even the fastest plain run was not {FASTER:g}x the slowest "
+                      f"with dsync ({apart(ev)})",
         why=(f"{mem} has no device: a synchronous write has nothing to wait for." if mem else
              "each synchronous write waits until the device reports the data safe, and a write cache below "
              "the page cache (a VM's host, a RAID controller, the disk) can report that at once."),
-        missing="one of the two runs was replayed and the other ran here: they are not comparable.",
+        close=(f"{mem} has no device: a synchronous write has nothing to wait for, so the two are the same "
+               "work and their spreads should overlap" if mem else
+               "what would separate them: more runs, a larger count (each run lasts a fraction of a second), "
+               "an idle machine"),
+        missing="some runs were replayed and others ran here: they are not comparable.",
         show=show)]
 
 
