@@ -116,6 +116,7 @@ def test_a_disturbed_run_names_the_other_traffic_when_the_rates_disagree():
     claims = first_look.repeat_reads_claims(_frame(0.03, 0.02, cold_stored=64 * MiB, warm_stored=0, disturbed=True),
                                      fstype="ext4")
     assert claims[4].held is False and "another program's traffic" in claims[4].text
+    assert claims[4].text.rstrip(".").endswith("tell these apart")     # not cut after "Or "
     assert all(c.consistent() for c in claims)
 
 
@@ -124,3 +125,16 @@ def test_an_old_table_without_witness_columns_cannot_tell():
     claims = first_look.repeat_reads_claims(frame, fstype="ext4")
     assert claims[0].held is None and "no witness columns" in claims[0].text
     assert all(c.consistent() for c in claims)
+
+
+def test_exercise_check_takes_the_medians_of_the_rounds(capsys):
+    from iolab import check
+    frame = _frame([0.5, 0.3, 0.4], [0.02, 0.03, 0.05], cold_stored=64 * MiB, warm_stored=0)
+    assert check.check_00_speedup(frame, 0.4 / 0.03)
+    assert "median of 3" in capsys.readouterr().out          # the pass message gives both spreads
+    with pytest.raises(check.CheckFailed, match="median cold read"):
+        check.check_00_speedup(frame, 0.5 / 0.03)            # the first cold read alone: one number
+    extra = frame.iloc[[0]].assign(seconds=0.01, kept=False, disturbed=True)
+    with_rerun = pd.concat([extra, frame], ignore_index=True)
+    every = with_rerun["seconds"][with_rerun["state"] == "cold"].median() / 0.03
+    assert check.check_00_speedup(with_rerun, 0.4 / 0.03) and check.check_00_speedup(with_rerun, every)

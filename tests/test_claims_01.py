@@ -256,7 +256,7 @@ def test_dd_recorded(where, monkeypatch, tmp_path):
     """The recorded set replays as it ran: a warm-up of each (t0), then 5 trials of each in turn, each
     with its witness; the claim is the one rule over them."""
     runs = _dd_replayed(where, monkeypatch, tmp_path)
-    assert runs.mode == "replay" and "more runs of the same set" in runs.provenance
+    assert runs.mode == "replay" and "12 recorded runs" in runs.provenance
     f = runs.trials.frame
     assert list(f["setting"]) == ["plain", "oflag=dsync"] * 6 and list(f["warmup"]) == [True] * 2 + [False] * 10
     assert all(o.witness is not None for o in runs.parts)

@@ -133,12 +133,14 @@ def repeat_reads_claims(frame: pd.DataFrame, *, fstype: str | None = None, show:
         no=lambda ev: (f"{explain.spread_text(rel)}: even the fastest warm read was not {FASTER:g}x the "
                        f"slowest cold one ({apart(ev)})"),
         why=("the cold reads were memory reads too (tmpfs)" if in_memory else
-             "another program's traffic on the same device slowed some of the reads (the table's disturbed "
-             "column says when the witness saw some). Or " if disturbed else
-             "something below this machine's page cache answered the cold reads quickly: on a virtual "
-             "machine the host keeps the virtual disk in its own memory, and a fast NVMe device can "
-             "deliver several GB/s. Lesson 01 measures the device's uncached rate to tell these apart"),
-        close=("what would separate them: more rounds, a bigger file (a longer read) or an idle machine. "
+             ("another program's traffic on the same device slowed some of the reads (the table's disturbed "
+              "column says when the witness saw some). Or " if disturbed else "")
+             + "something below this machine's page cache answered the cold reads quickly: on a virtual "
+               "machine the host keeps the virtual disk in its own memory, and a fast NVMe device can "
+               "deliver several GB/s. Lesson 01 measures the device's uncached rate to tell these apart"),
+        close=("on tmpfs every read is a memory read: there is no cold read to compare with, and nothing to "
+               "separate" if in_memory else
+               "what would separate them: more rounds, a bigger file (a longer read) or an idle machine. "
                "Which layer served each read does not rest on the rates: the from_storage column counts it"),
         show=show))
     return claims

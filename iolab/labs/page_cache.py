@@ -116,7 +116,8 @@ def cold_warm_claims(reads: trials.Trials, device_rates: Sequence[float] | None,
     left = [r.fraction for r in known]
     n_cold = len(cold)
     claims.append(explain.expect(
-        f"every cold read was cold: none of the file was in the page cache before it ({n_cold} of them)",
+        "the cold read was cold: none of the file was in the page cache before it" if n_cold == 1 else
+        f"every cold read was cold: none of the file was in the page cache before it (each of the {n_cold})",
         explain.fact("nothing resident before any cold read",
                      None if not cold or len(known) < n_cold else all(r.resident == 0 for r in known)),
         yes=f"0 of {cold[0].before.pages:,} pages were resident before each" if cold else "",
@@ -140,7 +141,9 @@ def cold_warm_claims(reads: trials.Trials, device_rates: Sequence[float] | None,
              "whatever served the 'cold' reads was nearly as fast as memory: a cache below this machine's "
              "page cache (a VM host's memory, a storage server's cache, the disk's own cache) or a very fast "
              "device. The residency only sees this machine's page cache, not the layers below it."),
-        close=("what would separate them: more trials, a bigger file (a longer read) or an idle machine. "
+        close=(f"on {mem} both come from memory: there is no cold read to compare with, and nothing to "
+               "separate" if mem else
+               "what would separate them: more trials, a bigger file (a longer read) or an idle machine. "
                "Which layer served each read does not rest on the rates: the witness above counted it"),
         show=show))
     limits = _limits(device_rates)
@@ -165,8 +168,8 @@ def cold_warm_claims(reads: trials.Trials, device_rates: Sequence[float] | None,
         no=lambda ev: f"even the fastest warm read was not beyond them: {explain.spread_text(dev_warm)}",
         why="the device (or a cache in front of it) is nearly as fast as copying from memory here, so the "
             "rate alone cannot tell the two apart; the residency before the reads, and the witness, still can.",
-        close=("what would separate them: more trials of both, a bigger file, an idle machine; the witness "
-               "above already says which layer served the warm reads"),
+        close=("what would separate them: more trials of both, a bigger file, an idle machine; the residency "
+               "before the reads, and the witness above, already say which layer served the warm reads"),
         missing=_no_device(mem), show=show))
     return claims
 
@@ -199,8 +202,9 @@ def read_witness_claims(reads: trials.Trials, *, show: bool = True) -> list[Clai
     own_c = None if None in owns_c else min(owns_c)
     own_w = None if None in owns_w else max(owns_w)
     claims = [explain.expect(
-        f"the kernel counted each cold read's bytes as read from storage (at least 95 % of them, in every "
-        f"one of the {len(cold)})",
+        "the kernel counted the cold read's bytes as read from storage (at least 95 % of them)" if len(cold) == 1
+        else f"the kernel counted each cold read's bytes as read from storage (at least 95 % of them, in each of "
+             f"the {len(cold)})",
         explain.greater("least from storage", own_c, "95 % of the bytes read", measure.MOSTLY * n),
         yes=lambda ev: f"at least {format_size(own_c)} came from storage for each {format_size(n)} read",
         no=lambda ev: f"one took only {format_size(own_c)} of {format_size(n)} from storage",
@@ -208,7 +212,8 @@ def read_witness_claims(reads: trials.Trials, *, show: bool = True) -> list[Clai
         missing=_no_witness(cold[0]), show=show)]
     allowance = measure.HARDLY * warm[0].nbytes + measure.SLACK
     claims.append(explain.expect(
-        f"the warm reads took (next to) nothing from storage: memory served them (every one of the {len(warm)})",
+        "the warm read took (next to) nothing from storage: memory served it" if len(warm) == 1 else
+        f"the warm reads took (next to) nothing from storage: memory served them (each of the {len(warm)})",
         explain.greater("allowance", None if own_w is None else allowance, "most from storage", own_w),
         yes=lambda ev: f"at most {format_size(own_w)} from storage for each {format_size(warm[0].nbytes)} read",
         no=lambda ev: f"one took {format_size(own_w)} from storage",

@@ -204,8 +204,8 @@ def dd_trials(ws=None, *, count: int = 64, repeat: int = 5, warmup: int = 1, rec
                    reruns=0 if replay else None)
     out = recordings.combine(every, t.frame, cls=DdTrials, trials=t, fstype=every[0].fstype)
     if out.mode == "replay":
-        out.provenance = (f"{every[0].provenance}; and {len(every) - 1} more runs of the same set "
-                          f"({recording}-*), in the order they ran")
+        out.provenance = (f"{every[0].provenance}. The set: {len(every)} recorded runs ({recording}-*), plain "
+                          "and oflag=dsync in turn, replayed in the order they ran")
     elif out.mode == "live":
         out.provenance = (f"LIVE here: {len(every)} dd runs of {count} MiB on {out.fstype}, plain and "
                           "oflag=dsync in turn")
