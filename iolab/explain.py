@@ -56,6 +56,12 @@ class Relation:
             if high <= by:
                 return False
             return None
+        if self.kind == "alike":
+            if min(ev["a trials"], ev["b trials"]) < MIN_TRIALS:
+                return None
+            low, high = self.ratio_range()
+            by = self.params.get("by", 1.0)
+            return not (low > by or high * by < 1)      # neither beats the other beyond the spreads
         raise ValueError(f"unknown relation {self.kind!r}")
 
     def ratio_range(self) -> tuple[float, float]:
@@ -68,8 +74,9 @@ class Relation:
         return _ratio(b_lo, a_hi), _ratio(b_hi, a_lo)
 
     def too_close(self) -> bool:
-        """The numbers are all there, but :func:`beyond`'s trials overlap too much to call."""
-        if self.kind != "beyond":
+        """The numbers are all there, but :func:`beyond`'s trials overlap too much to call (or, for
+        :func:`beyond` and :func:`alike`, a side has fewer than :data:`MIN_TRIALS` trials)."""
+        if self.kind not in ("beyond", "alike"):
             return False
         ev = self.evidence
         return not any(v is None or math.isnan(v) for v in ev.values()) and self.holds() is None
@@ -101,6 +108,18 @@ def beyond(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool 
           "a min": min(av, default=nan), "a max": max(av, default=nan), "a trials": float(len(av)),
           "b min": min(bv, default=nan), "b max": max(bv, default=nan), "b trials": float(len(bv))}
     return Relation("beyond", ev, {"a": a, "b": b, "by": by, "higher": higher, "unit": unit})
+
+
+def alike(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool = True,
+          unit: str = "") -> Relation:
+    """``a`` and ``b`` "perform alike", by the same rule as :func:`beyond`: it holds when NEITHER side
+    beats the other beyond the spreads (by the factor ``by``), i.e. when ``beyond(a, b)`` and
+    ``beyond(b, a)`` would both be too close to call; it is refuted when one of them would hold (every
+    trial of one side beats every trial of the other). Fewer than :data:`MIN_TRIALS` trials of a side:
+    nothing is called. Overlapping spreads say only that this run cannot tell the two apart: the
+    sentence says so with the spreads (:func:`spread_text`)."""
+    r = beyond(a, a_values, b, b_values, by=by, higher=higher, unit=unit)
+    return Relation("alike", r.evidence, r.params)
 
 
 def _median(values: list[float]) -> float:
@@ -194,7 +213,8 @@ def expect(predicted: str, relation: Relation, *, yes: str | Callable = "", no: 
 
     A :func:`beyond` relation whose trials overlap gives "Too close to call here: …" with both
     spreads and ``close`` (what would separate them; :data:`SEPARATE` by default), never "As
-    predicted" nor "Not this time".
+    predicted" nor "Not this time". An :func:`alike` relation holds when the spreads overlap; with
+    fewer than :data:`MIN_TRIALS` trials of a side it is too close to call as well.
     """
     held = relation.holds()
     ev = relation.evidence
@@ -209,12 +229,13 @@ def expect(predicted: str, relation: Relation, *, yes: str | Callable = "", no: 
         text = f"{CANNOT_TELL} we expected that {predicted}, but {missing or 'a number it needs was not measured.'}"
     elif held:
         text = f"{AS_PREDICTED} {predicted}" + (f" — {_fill(yes, ev)}" if yes else "")
-        if relation.kind == "beyond" and not yes:
+        if relation.kind in ("beyond", "alike") and not yes:
             text += f" — {spread_text(relation)}"
         text += "" if text.endswith((".", "!", "?")) else "."
     else:
         text = f"{NOT_THIS_TIME} we expected that {predicted}, but " + (_fill(no, ev) if no else
-                                                                         spread_text(relation) if relation.kind == "beyond"
+                                                                         spread_text(relation)
+                                                                         if relation.kind in ("beyond", "alike")
                                                                          else "the numbers say otherwise")
         text += "" if text.endswith((".", "!", "?")) else "."
         if why:

@@ -718,21 +718,29 @@ def _link_legend(fig: go.Figure, link_mb_per_s: float) -> None:
                     name=f"this run's link cap: {link_mb_per_s:g} MB/s")
 
 
-def fuse_fio_vs_seed(df: pd.DataFrame, direction: str = "read", *, link_mb_per_s: float | None = None) -> go.Figure:
-    """Seed 000's fio job: MB/s per s3fs configuration, measured here beside the seed's figures.
-
-    Linear axis from 0 (bars). df: configuration, direction, mb_per_s, source ("measured here" or
-    the seed's name). link_mb_per_s: this run's link cap, drawn as a dashed line (the seed's link
-    is another one).
-    """
+def fuse_fio_trials(df: pd.DataFrame, direction: str = "read", *, link_mb_per_s: float | None = None) -> go.Figure:
+    """Seed 000's fio job through s3fs-fuse: every trial here as a point per configuration, its box
+    marking the median and quartiles (:func:`trials`), and the seed's one figure per configuration as a
+    star beside them. Linear axis from 0. df: configuration, direction, mb_per_s, source ("measured
+    here" or the seed's), and for the trials position and trial. link_mb_per_s: this run's link cap,
+    drawn as a dashed line (the seed's link is another one)."""
     d = df[df["direction"] == direction]
-    fig = go.Figure()
-    for src, part in d.groupby("source", sort=False):
-        fig.add_bar(name=str(src), x=part["configuration"], y=part["mb_per_s"],
-                    text=[f"{v:.1f}" for v in part["mb_per_s"]], textposition="outside")
+    here = d[d["source"] == "measured here"]
+    seed = d[d["source"] != "measured here"]
+    frame = pd.DataFrame({"setting": here["configuration"], "value": here["mb_per_s"],
+                          "position": here["position"], "trial": here["trial"], "kept": True})
+    fig = trials(frame, unit="MB/s", title=f"fio {direction} through s3fs-fuse (bs=4k rw=readwrite): every trial "
+                                            "here, and seed 000's one run")
+    for tr in fig.data:                  # the boxes: a legend entry saying what they are, once
+        tr.legendgroup, tr.showlegend = "here", False
+    if len(fig.data):
+        fig.data[0].showlegend, fig.data[0].name = True, "here: every trial, box = median and quartiles"
+    if len(seed):
+        for src, part in seed.groupby("source", sort=False):
+            fig.add_scatter(name=f"{src} (one run each, its own link)", x=part["configuration"], y=part["mb_per_s"],
+                            mode="markers", marker=dict(symbol="star", size=13, color="black"),
+                            hovertemplate="%{x}: %{y:.1f} MB/s<extra>" + str(src) + "</extra>")
     link_line(fig, link_mb_per_s)
-    fig.update_layout(barmode="group", title=f"fio {direction} through s3fs-fuse (bs=4k rw=readwrite), "
-                                             "here and in seed 000", legend_title_text="")
     fig.update_xaxes(title_text="configuration")
     fig.update_yaxes(title_text=f"{direction} bandwidth (MB/s, 10^6 bytes/s)", rangemode="tozero")
     return fig

