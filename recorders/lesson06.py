@@ -2,6 +2,8 @@
 
     .venv/bin/python -m recorders.lesson06 [--only fio,reads,dd,staging,fsspec,copy] [--setups lesson,ram,nolink]
 
+``--only fio --setups lesson,nolink`` re-makes section 2's interleaved trials of seed 000's fio job alone.
+
 Setups: ``lesson`` (what the lesson replays: caches on local disk, the slow link), ``ram`` (the
 caches of section 3 in /dev/shm), ``nolink`` (no slow link: the store straight on loopback). The
 other setups feed tests/test_claims_06.py, which checks the lesson's sentences on each of them.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -56,7 +59,7 @@ def record(setup: str, only: set[str]) -> None:
                 for conf, ref in object_storage.FIO_RECORDINGS.items():
                     recordings.save(docs[conf], ref + v, ext="json",
                                     argv=["iolab.labs.object_storage.fio_trials", "fio", "JOBFILE"],
-                                    tool_version=f"{runner.tool_version('fio')}, through {runner.tool_version('s3fs')}",
+                                    tool_version=f"{runner.tool_version('fio')}, through s3fs-fuse {_s3fs_version()}",
                                     host_description=host,
                                     fs_facts={"link": link},
                                     notes=f"Seed 000's fio job with nrfiles={object_storage.NRFILES} through s3fs-fuse, "
@@ -148,6 +151,12 @@ def _save_rows(text: str, ref: str, client: str, link: str, host: str, where: st
                           f"(resident_in_fd); bytes through the slow link per read; cache directory: "
                           f"{'/dev/shm (tmpfs)' if where == 'ram' else 'local disk'}; link: {link}")
     print(ref, [(r["read"], round(r["mb_per_s"], 1), r["link_down"], r["layer"]) for r in json.loads(text)])
+
+
+def _s3fs_version() -> str | None:
+    """s3fs-fuse's version number from its banner ("Amazon Simple Storage Service File System V1.90 ...")."""
+    m = re.search(r"V(\d[\w.]*)", runner.tool_version("s3fs") or "")
+    return m.group(1) if m else None
 
 
 def _pkg_version(name: str) -> str | None:

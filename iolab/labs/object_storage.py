@@ -420,8 +420,10 @@ def trial_table(table: Any) -> pd.DataFrame:
     read = here[here["direction"] == "read"].set_index(key)
     write = here[here["direction"] == "write"].set_index(key)
     out = pd.DataFrame({"read (MB/s)": read["mb_per_s"], "write (MB/s)": write["mb_per_s"],
-                        "fio's run (ms)": read["runtime_ms"], "bytes fio read": read["io_bytes"],
-                        "bytes down the link": read["link_down"], "bytes up the link": read["link_up"]})
+                        "fio's run (ms)": read["runtime_ms"].astype("Int64"),
+                        "bytes fio read": read["io_bytes"].astype("Int64"),
+                        "bytes down the link": read["link_down"].astype("Int64"),
+                        "bytes up the link": read["link_up"].astype("Int64")})
     return out.reset_index().sort_values("position").rename(columns={"position": "place in the run"}).set_index(
         ["place in the run", "configuration", "trial"])
 
