@@ -1,11 +1,12 @@
 """Lesson 06, set-up and sections 1-2: the lesson's stores, the slow link, and seed 000's fio table
-through s3fs-fuse (no cache, use_cache on local disk, use_cache in RAM).
+through s3fs-fuse (no cache, use_cache on local disk, use_cache in RAM), three interleaved trials of each.
 
     stores = object_storage.open_stores(ws)       # S3 and GCS behind the slow link, objects put; or none
     link = object_storage.link_check(stores)      # one object, straight and through the link
     object_storage.link_claims(link)
-    table = object_storage.fio_runs(stores).frame # live, or replayed from the recordings
-    object_storage.fio_claims(table)
+    table = object_storage.fio_runs(stores).frame # every trial, live or replayed from the recordings
+    object_storage.fio_summary(table)             # per configuration: median, range, each trial, the seed
+    object_storage.fio_claims(table)              # by the course's one rule over the trials
     stores.close()
 
 Sections 3-4 (which layer served each read; dd's block size) are :mod:`iolab.labs.object_reads`,
