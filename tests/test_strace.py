@@ -236,6 +236,11 @@ ODD_LINES = [
     'strace: Process 9 detached',
     '',
     'this is not strace',
+    '5 00:00:01.000000 read(3</a b.bin>,   <unfinished ...>',         # the blanks a resumed line
+    '5 00:00:01.000000 read(3</a b.bin>, <unfinished ...>',           # joins after the last ","
+    '5 00:00:01.000000 read(3</a b.bin>,, <unfinished ...>',
+    '5 00:00:01.000300 <... read resumed>  "ab", 2 ) = 2 <0.000300>',
+    '5 23:59:59 read(3</a b.bin>, "ab", 2) = 2 <0.000300>',           # -t: whole seconds
 ]
 
 
@@ -255,6 +260,10 @@ ODD_S_LINES = [
     '7  1700000000.000002 <... brk resumed>) = 0x55 <0.000001>',
     '[pid     8] 1700000000.500000 close(4) = 0 <0.000001>',
     '8  1700000001.000000 +++ exited with 0 +++',
+    '8  99999999999.000001 +++ exited with 0 +++',                  # past 2**53 microseconds: the
+    '8  99999999999.000002 --- SIGCHLD {si_signo=SIGCHLD} ---',      # general path reads them
+    '8  99999999999.000003 read(3</f>,  <unfinished ...>',
+    '8  99999999999.000004 <... read resumed>"x", 1) = 1 <0.000001>',
     '1700000000.163944 read(3</f>, "x", 1) = 1 <0.000010>',
 ]
 
