@@ -23,7 +23,10 @@ format; then whether every format is within 0.8x of the fastest and at >= 500,00
 alone (the fast path's pattern for the file's layout, findall over the same blocks the parser reads:
 C work no Python change removes) and the rest (Python: memos, time stamps, records), in ns of CPU per
 line, best of the same interleaved runs; and how close each format could come to the fastest if its
-Python work cost no more than the fastest format's ("bound": fastest / (its regex + the fastest's rest)).
+Python work cost no more than the fastest format's ("bound": fastest / (its regex + the fastest's rest));
+"stamps" is float() of the time stamps the pattern found, alone (map in C: what converting them costs
+at the least), and "+stamps" the bound with it (fastest / (its regex + its stamps + the fastest's rest)):
+where that is under 0.8, no change of the Python rest alone brings the format within 0.8x.
 
 --vary gives every line a duration of its own (random, 1 to 999 µs) instead of the recording's,
 repeated: a trace that repeats itself flatters any memo of what the lines say. --general also
@@ -97,10 +100,11 @@ def cpu(files, **kw) -> tuple[float, int]:
     return time.process_time() - c0, n
 
 
-def regex_only(files) -> float:
+def regex_only(files) -> tuple[float, float]:
     """CPU seconds of the fast path's findall alone over the files, in the parser's blocks (its internals:
-    _layout, _FAST, _BLOCK)."""
-    spent = 0.0
+    _layout, _FAST, _BLOCK), and of float() over the time stamps it found (the second group: what the
+    parser converts per line; map(float, ...) in C, no Python loop)."""
+    spent = stamps = 0.0
     for path, _ in files:
         with open(path) as f:
             rest = ""
@@ -112,11 +116,15 @@ def regex_only(files) -> float:
                 if text:
                     findall = findall or stc._FAST[stc._layout(text)].findall
                     c0 = time.process_time()
-                    findall(text)
+                    found = findall(text)
                     spent += time.process_time() - c0
+                    secs = [m[1] for m in found if m[1]]
+                    c0 = time.process_time()
+                    list(map(float, secs))
+                    stamps += time.process_time() - c0
                 if not block:
                     break
-    return spent
+    return spent, stamps
 
 
 def peak(files) -> int:
@@ -163,6 +171,7 @@ def main() -> None:
                 files[fmt].append((path, pid))
         best: dict[str, float] = {}
         floor: dict[str, float] = {}
+        stamps: dict[str, float] = {}
         records: dict[str, int] = {}
         for _ in range(a.repeat):  # the formats take turns
             for fmt in formats:
@@ -170,8 +179,9 @@ def main() -> None:
                 best[fmt] = min(best.get(fmt, t), t)
                 if a.floor:
                     gc.collect()
-                    t = regex_only(files[fmt])
+                    t, ts = regex_only(files[fmt])
                     floor[fmt] = min(floor.get(fmt, t), t)
+                    stamps[fmt] = min(stamps.get(fmt, ts), ts)
         rate = {fmt: lines[fmt] / best[fmt] for fmt in formats}
         fastest = max(rate.values())
         ref_rate = rate.get(REFERENCE)
@@ -192,14 +202,17 @@ def main() -> None:
             top = max(formats, key=lambda fmt: rate[fmt])
             top_rest = (best[top] - floor[top]) / lines[top]
             print(f"where a line's time goes (ns of CPU per line; bound: x max if its Python rest cost what "
-                  f"{top}'s does, {top_rest * 1e9:.0f} ns)")
-            print(f"{'format':18s} {'chars':>6s} {'MB/s':>6s} {'regex':>6s} {'rest':>6s} {'total':>6s} {'bound':>6s}")
+                  f"{top}'s does, {top_rest * 1e9:.0f} ns; stamps: float() of its time stamps alone, in C; "
+                  f"+stamps: the bound with them)")
+            print(f"{'format':18s} {'chars':>6s} {'MB/s':>6s} {'regex':>6s} {'stamps':>6s} {'rest':>6s} {'total':>6s} "
+                  f"{'bound':>6s} {'+stamps':>7s}")
             for fmt in formats:
                 chars = sum(path.stat().st_size for path, _ in files[fmt]) / lines[fmt]
-                re_ns, total = floor[fmt] / lines[fmt], best[fmt] / lines[fmt]
+                re_ns, st_ns, total = floor[fmt] / lines[fmt], stamps[fmt] / lines[fmt], best[fmt] / lines[fmt]
                 bound = (best[top] / lines[top]) / (re_ns + top_rest)
-                print(f"{fmt:18s} {chars:6.0f} {chars * rate[fmt] / 1e6:6.1f} {re_ns * 1e9:6.0f} "
-                      f"{(total - re_ns) * 1e9:6.0f} {total * 1e9:6.0f} {bound:6.2f}")
+                with_stamps = (best[top] / lines[top]) / (re_ns + st_ns + top_rest)
+                print(f"{fmt:18s} {chars:6.0f} {chars * rate[fmt] / 1e6:6.1f} {re_ns * 1e9:6.0f} {st_ns * 1e9:6.0f} "
+                      f"{(total - re_ns) * 1e9:6.0f} {total * 1e9:6.0f} {bound:6.2f} {with_stamps:7.2f}")
         for fmt in formats:
             extra = []
             if a.iter:
