@@ -156,9 +156,11 @@ def forget_files(pattern: str) -> None:
 # daemon waits for a dead store waits too, uninterruptibly (D state: not even SIGKILL ends it). Each
 # FUSE mount is unmounted (fusermount -u, which stats nothing either), lazily when busy (-u -z: the
 # tree below no longer leads into it); a connection that still stands after a grace period (a daemon
-# that will never answer) is aborted (/sys/fs/fuse/connections/<dev>/abort, where fusectl is mounted
-# and the file is ours) and its daemon killed. Only then is the tree removed, and never inside a path
-# that is still a mount point: such a path is skipped and reported.
+# that will never answer) is aborted (/sys/fs/fuse/connections/<dev>/abort, where fusectl is mounted:
+# fusectl gives the file to the user who mounted it) and its daemon killed; where it cannot be aborted
+# (fusectl not mounted, which only root can change) a warning says so and what was done instead. Only
+# then is the tree removed, and never inside a path that is still a mount point: such a path is skipped
+# and reported.
 
 
 
@@ -206,10 +208,13 @@ def mountpoints_under(root: str | os.PathLike[str]) -> list[str]:
     return sorted(found, key=lambda m: (-m.count("/"), m))
 
 
+FUSECTL = "/sys/fs/fuse/connections"
+
+
 def fuse_connection(dev: str) -> str:
     """The fusectl directory of the FUSE connection of a mount's device ("0:53" -> .../connections/53)."""
     major, minor = (int(x) for x in dev.split(":"))
-    return f"/sys/fs/fuse/connections/{(major << 20) | minor}"
+    return f"{FUSECTL}/{(major << 20) | minor}"
 
 
 def fuse_daemons(mountpoint: str) -> list[int]:
@@ -258,15 +263,24 @@ def _run_bounded(argv: list[str], timeout: float) -> None:
             pass
 
 
-def _abort_connection(dev: str) -> bool:
-    """Abort a FUSE connection through fusectl; False where that cannot be done (fusectl not mounted,
-    the connection not ours)."""
+def _abort_connection(dev: str) -> str | None:
+    """Abort a FUSE connection through fusectl: None when it is aborted (or already gone), else why it
+    cannot be here. A connection's abort file belongs to the user who mounted it (root may write any)."""
+    if not any(m == FUSECTL and t == "fusectl" for m, _dev, t in mount_table()):
+        return (f"fusectl is not mounted at {FUSECTL}"
+                + ("" if os.geteuid() else f"; root can mount it: mount -t fusectl none {FUSECTL}"))
     try:
-        with open(os.path.join(fuse_connection(dev), "abort"), "w") as f:
+        abort = os.path.join(fuse_connection(dev), "abort")
+    except ValueError:
+        return f"the mount's device {dev!r} is not major:minor"
+    try:
+        with open(abort, "w") as f:
             f.write("1")
-        return True
-    except (OSError, ValueError):
-        return False
+    except FileNotFoundError:
+        return None                              # the connection has ended meanwhile
+    except OSError as e:
+        return f"{abort}: {e.strerror or e}"
+    return None
 
 
 def release_mount(path: str | os.PathLike[str], *, daemons: tuple[int, ...] = (), grace: float = 3.0,
@@ -304,7 +318,10 @@ def release_mount(path: str | os.PathLike[str], *, daemons: tuple[int, ...] = ()
         while any(_alive(q) for q in pids) and time.monotonic() < end:
             time.sleep(0.05)
         if any(_alive(q) for q in pids):
-            _abort_connection(dev)
+            why = _abort_connection(dev)
+            if why:
+                warnings.warn(f"iolab could not abort the FUSE connection of {p} ({why}): killing its daemon "
+                              f"(pid {', '.join(str(q) for q in pids if _alive(q))}) instead", stacklevel=2)
             for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 3.0)):
                 for q in pids:
                     if _alive(q):
@@ -316,7 +333,11 @@ def release_mount(path: str | os.PathLike[str], *, daemons: tuple[int, ...] = ()
                 while any(_alive(q) for q in pids) and time.monotonic() < end:
                     time.sleep(0.05)
     else:
-        _abort_connection(dev)
+        why = _abort_connection(dev)
+        if why:
+            warnings.warn(f"iolab could not abort the FUSE connection of {p} ({why}) and found no daemon of "
+                          "yours serving it: it is detached from the directory tree, but a process reading "
+                          "through it waits until its daemon answers or ends", stacklevel=2)
     if mounted(p):                 # the daemon is gone now: a dead mount unmounts
         _run_bounded([fm, "-u", "-z", p], max(deadline - time.monotonic(), 1.0))
     gone = not mounted(p)

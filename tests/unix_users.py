@@ -70,10 +70,13 @@ def _vm_size() -> int:
 
 
 def as_user(user: pwd.struct_passwd | None, fn: Callable[[], Any], *, env: dict[str, str] | None = None,
-            timeout: float = 120, more_memory: int | None = None) -> tuple[str, Any]:
+            timeout: float = 120, more_memory: int | None = None,
+            prepare: Callable[[], Any] | None = None) -> tuple[str, Any]:
     """Run fn() as ``user`` (None: stay root) in a forked child; ("ok", its JSON-able result),
     ("error", "Type: message"), or ("timeout", None) when it ran past ``timeout`` s (then it is killed).
-    more_memory: the child may map at most this many bytes beyond what it inherits (RLIMIT_AS)."""
+    more_memory: the child may map at most this many bytes beyond what it inherits (RLIMIT_AS).
+    prepare: called in the child while it is still root, before it becomes the user (its failure is
+    the result's error)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                     # pragma: no cover - runs in the child
@@ -81,6 +84,14 @@ def as_user(user: pwd.struct_passwd | None, fn: Callable[[], Any], *, env: dict[
         try:
             os.close(r)
             os.setsid()
+            if prepare is not None:
+                try:
+                    prepare()
+                except BaseException as e:
+                    data = json.dumps(["error", f"prepare: {type(e).__name__}: {e}"]).encode()
+                    while data:
+                        data = data[os.write(w, data):]
+                    raise
             if more_memory is not None:
                 limit = _vm_size() + more_memory
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
