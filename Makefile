@@ -12,7 +12,7 @@ LAB_PORT ?= 8888
 
 .PHONY: lab test test-fast test-lesson lint setup system exercises strip check-notebooks html doctor clean
 
-setup: system $(STAMP)/venv $(STAMP)/kernel $(STAMP)/gcsfuse $(STAMP)/toxiproxy
+setup: system $(STAMP)/venv $(STAMP)/kernel $(STAMP)/nbconvert $(STAMP)/gcsfuse $(STAMP)/toxiproxy
 
 system:
 	@scripts/system-packages.sh
@@ -28,6 +28,12 @@ $(STAMP)/venv: pyproject.toml
 # machine could attach to: iolab/kernel.py), in the environment's own share/jupyter/kernels
 $(STAMP)/kernel: $(STAMP)/venv iolab/kernel.py
 	$(BIN)/python -m iolab.kernel install --prefix $(abspath $(VENV))
+	@touch $@
+
+# `jupyter nbconvert --execute` of this environment: iolab's kernel client (nbclient's could lose a cell's
+# reply and wait forever: iolab/nbexec.py) and a per-cell timeout, in .venv/etc/jupyter
+$(STAMP)/nbconvert: $(STAMP)/venv iolab/nbexec.py
+	$(BIN)/python -m iolab.nbexec install --prefix $(abspath $(VENV))
 	@touch $@
 
 # gcsfuse is in no Debian release: build it with Go when Go is here (lesson 06 skips it otherwise).

@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import nbclient
 import nbformat
 
-from iolab import nbtools, recordings
+from iolab import nbexec, nbtools, recordings
 
 TARGET_S = 60.0
 COURSE_TARGET_S = 300.0
@@ -21,8 +20,7 @@ COURSE_TARGET_S = 300.0
 def run(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbexec.execute(nb, path.parent, timeout=600)
     return time.perf_counter() - t0
 
 

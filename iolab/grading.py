@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import nbtools
+from . import nbexec, nbtools
 
 POINTS = 1
 CONFIG = '''# nbgrader configuration of the iolab exercises (written by python -m iolab.grading source)
@@ -28,7 +28,9 @@ c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course!r}
 c.CourseDirectory.root = {root!r}
 # the exercises use the course's kernel and its tools; a cell may run a real tool for a while
-c.ExecutePreprocessor.timeout = 300
+c.ExecutePreprocessor.timeout = {timeout}
+# nbclient's own kernel client can lose a cell's reply and wait forever (iolab/nbexec.py)
+c.AsyncKernelManager.client_class = {client!r}
 '''
 
 
@@ -120,7 +122,8 @@ def write_source(course: Path, root: Path | None = None, course_id: str = "iolab
         out.parent.mkdir(parents=True, exist_ok=True)
         nbtools.write(source_notebook(nbtools.read(sol), name), out)
         written.append(out)
-    (course / "nbgrader_config.py").write_text(CONFIG.format(course=course_id, root=str(course)))
+    (course / "nbgrader_config.py").write_text(CONFIG.format(course=course_id, root=str(course),
+                                                             timeout=nbexec.CELL_TIMEOUT, client=nbexec.CLIENT))
     return written
 
 

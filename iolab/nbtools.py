@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import nbexec
+
 CHECKED = "NBVAL_CHECK_OUTPUT"
 SOLUTION_LINE = "# SOLUTION"
 END_SOLUTION_LINE = "# END SOLUTION"
@@ -190,7 +192,7 @@ def exercise_problems(root: Path | None = None) -> list[str]:
     return found
 
 
-def export_html(notebook: Path, out_dir: Path, *, timeout: int = 300) -> Path:
+def export_html(notebook: Path, out_dir: Path, *, timeout: int = nbexec.CELL_TIMEOUT) -> Path:
     """Execute a notebook (in its own directory, in this environment's IOLAB_MODE) and write it as one
     HTML file that shows every chart without a kernel or the internet.
 
@@ -201,14 +203,12 @@ def export_html(notebook: Path, out_dir: Path, *, timeout: int = 300) -> Path:
     drawn (iolab.rendering.add_static_figures, widgets.Explorer). plotly.js is embedded once
     (iolab.setup()'s notebook renderer). The state is dropped after execution, not left unrecorded:
     nbclient 0.11 raises KeyError on an Output widget's output (interact's) when it records none."""
-    import nbclient
     import nbconvert
     import nbformat
 
     notebook = Path(notebook)
     nb = nbformat.read(notebook, as_version=4)
-    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(notebook.resolve().parent)}}).execute()
+    nbexec.execute(nb, notebook.resolve().parent, timeout=timeout)
     nb.metadata.pop("widgets", None)
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     out_dir = Path(out_dir)

@@ -16,13 +16,12 @@ COPIES = sorted((ROOT / "exercises").glob("[0-9][0-9]-*.ipynb"))
 @pytest.mark.parametrize("path", COPIES, ids=lambda p: p.stem)
 def test_an_unanswered_copy_gets_a_hint_from_every_check(path, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbclient")
+    from iolab import nbexec
     monkeypatch.setenv("IOLAB_WORKDIR", str(tmp_path))
     monkeypatch.setenv("IOLAB_MODE", os.environ.get("IOLAB_MODE", "replay"))
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, allow_errors=True, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
+    nbexec.execute(nb, tmp_path, allow_errors=True)
     errors = [(i, o["ename"], o["evalue"][:200]) for i, c in enumerate(nb.cells) if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
     checks = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "check.check_" in c.source]

@@ -8,9 +8,9 @@ import shutil
 import nbformat
 import pytest
 
-from iolab import nbtools
+from iolab import nbexec, nbtools
 
-nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("nbclient")
 nbconvert = pytest.importorskip("nbconvert")
 
 
@@ -20,8 +20,7 @@ def test_lesson_00_html_export_embeds_plotly(tmp_path):
     work = tmp_path / "00.ipynb"
     shutil.copy(src, work)
     nb = nbformat.read(work, as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(src.parent)}}).execute()
+    nbexec.execute(nb, src.parent)
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     assert "Plotly.newPlot" in html, "no plotly chart in the export"
     # plotly.js itself is inline (its licence banner), and no script is loaded from the internet

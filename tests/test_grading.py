@@ -85,3 +85,18 @@ def test_nbgrader_generates_and_autogrades_right_and_wrong_submissions(tmp_path,
         bad = gb.find_submission(assignment, "wrong")
         assert right.max_score > 0 and right.score == right.max_score
         assert bad.score == bad.max_score - grading.POINTS    # exactly the one wrong task lost its point
+
+
+def test_the_course_config_runs_nbgraders_executions_with_iolabs_kernel_client(tmp_path):
+    pytest.importorskip("nbconvert")
+    from nbconvert.preprocessors import ExecutePreprocessor
+    from traitlets.config import Config
+
+    from iolab import nbexec
+
+    grading.write_source(tmp_path / "course")
+    c = Config()
+    exec((tmp_path / "course" / "nbgrader_config.py").read_text(), {"get_config": lambda: c})
+    ep = ExecutePreprocessor(config=c, kernel_name="python3")
+    assert ep.timeout == nbexec.CELL_TIMEOUT
+    assert ep.create_kernel_manager().client_factory is nbexec.KernelClient

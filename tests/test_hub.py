@@ -658,10 +658,10 @@ def test_a_student_cannot_overhear_anothers_kernel(hub):
 def test_instructor_notebook_loads_a_small_class_with_no_outlier(tmp_path, monkeypatch):
     """A real class is small and alike: two students, one command, nobody flagged, no fio part. The
     instructor's notebook must still run to the end (the hub test found it failing on such a class)."""
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbclient")
     import nbformat
 
-    from iolab import recordings, results
+    from iolab import nbexec, recordings, results
     from iolab.tools import mdtest
 
     rec = recordings.load("mdtest/rates-tmp-4.0.0")
@@ -674,8 +674,7 @@ def test_instructor_notebook_loads_a_small_class_with_no_outlier(tmp_path, monke
     monkeypatch.setenv("IOLAB_RESULTS", str(d))
     path = ROOT / "notebooks" / "instructor" / "class-results.ipynb"
     nb = nbformat.read(path, 4)
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbexec.execute(nb, path.parent, timeout=120)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert f"{d}: 2 students" in text
     assert "0 of 0 flagged measurements" in text
