@@ -10,11 +10,12 @@ from .units import format_size
 # --- repeated trials (iolab.trials) ---------------------------------------------------------------
 
 def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, per setting",
-           log: bool = False) -> go.Figure:
+           log: bool = False, x_title: str = "setting", y_title: str | None = None) -> go.Figure:
     """Every trial of a :class:`iolab.trials.Trials` run (its ``frame``), one column per setting: a box
     (median and quartiles of the counted trials) with every trial drawn beside it as a point, hover
     giving its position in the run; warm-ups and disturbed trials that were run again are drawn as
-    hollow grey points, not counted. Never one bar: the spread is the point."""
+    hollow grey points, not counted. Never one bar: the spread is the point. ``x_title``, ``y_title``:
+    the axes' words (default "setting" and the unit)."""
     fig = go.Figure()
     kept = frame[frame["kept"]] if "kept" in frame.columns else frame
     for setting, part in kept.groupby("setting", sort=False):
@@ -33,7 +34,7 @@ def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, pe
                             customdata=pd.concat([dropped[["position"]], why.rename("why")], axis=1),
                             hovertemplate="%{x}, run %{customdata[0]}: %{y:,.4g} " + unit +
                                           " (%{customdata[1]})<extra></extra>")
-    fig.update_layout(title=title, xaxis_title="setting", yaxis_title=unit or "value", showlegend=True,
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title or unit or "value", showlegend=True,
                       legend=dict(orientation="h", y=-0.2))
     if log:
         fig.update_yaxes(type="log", **log_ticks(frame["value"]))

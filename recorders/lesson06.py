@@ -2,7 +2,8 @@
 
     .venv/bin/python -m recorders.lesson06 [--only fio,reads,dd,staging,fsspec,copy] [--setups lesson,ram,nolink]
 
-``--only fio --setups lesson,nolink`` re-makes section 2's interleaved trials of seed 000's fio job alone.
+``--only fio --setups lesson,nolink`` re-makes section 2's interleaved trials of seed 000's fio job alone;
+``--only fsspec --setups lesson,nolink`` section 5's fsspec rows and its passes timed in turn.
 
 Setups: ``lesson`` (what the lesson replays: caches on local disk, the slow link), ``ram`` (the
 caches of section 3 in /dev/shm), ``nolink`` (no slow link: the store straight on loopback). The
@@ -113,14 +114,27 @@ def record(setup: str, only: set[str]) -> None:
                     print(setup, strategy, "total_s", [round(r["total_s"], 3) for r in mine],
                           "stage_s", [round(r["stage_s"], 3) for r in mine], "link_down", [r["link_down"] for r in mine])
             if "fsspec" in only and setup != "ram":
+                began = os.getloadavg()[0]
                 text = object_transfers.fsspec_caches(s3, ws, keys[1])
+                ended = os.getloadavg()[0]
                 recordings.save(text, object_transfers.FSSPEC_RECORDING + v, ext="json", argv=["iolab.labs.object_transfers.fsspec_caches"],
                                 tool_version=_pkg_version("s3fs"), host_description=host,
                                 notes="fsspec's s3fs (the Python package, not s3fs-fuse): one 2 MiB object through "
-                                      "cache_type readahead/blockcache/none (two passes in one open file, 256 KiB "
-                                      "reads) and the simplecache/blockcache filesystems (two opens); requests "
-                                      f"counted from s3fs's debug log ('CALL: ...'); link: {link}")
-                print(setup, [(r["label"], round(r["first_s"], 3), r["first_requests"]) for r in json.loads(text)])
+                                      "cache_type readahead/blockcache/none (rows: two passes in one open file, 256 KiB "
+                                      "reads) and the simplecache/blockcache filesystems (two opens); between them "
+                                      f"(trials) {object_transfers.FSSPEC_TRIALS} single passes of each of "
+                                      f"{'/'.join(object_transfers.FSSPEC_TIMED)}, a fresh open each, interleaved "
+                                      "(position: the pass's place in that run); requests counted from s3fs's debug "
+                                      f"log ('CALL: ...'); link: {link}; load average (1 min) when it began: "
+                                      f"{began:.1f}, when it ended: {ended:.1f}, on {os.cpu_count()} CPUs (each "
+                                      "pass's: load_1min)")
+                doc = json.loads(text)
+                print(setup, [(r["label"], round(r["first_s"], 3), r["first_requests"]) for r in doc["rows"]])
+                passes = object_transfers.fsspec_passes(doc)
+                for ct in object_transfers.FSSPEC_TIMED:
+                    print(setup, "pass", ct, "s", [round(x, 3) for x in passes.values(ct)],
+                          "gets", list(passes.frame.loc[passes.frame["setting"] == ct, "gets"]))
+                print(setup, "fsspec load", began, ended)
         if ("reads" in only or "copy" in only) and setup in ("lesson", "ram", "nolink"):
             with objstore.remote_store("gcs", ws=ws, spec=spec) as gcs:
                 link = gcs.link.spec.describe() if gcs.link else "no slow link"

@@ -14,7 +14,7 @@ import json
 import pandas as pd
 import pytest
 
-from iolab import explain, recordings
+from iolab import explain, recordings, trials
 from iolab.labs import object_reads, object_storage, object_transfers
 from iolab.objectstore import store as objstore
 from iolab.tools import fio
@@ -59,14 +59,61 @@ def _sweep(variant: str) -> pd.DataFrame:
 
 # --- section 1: the link itself (live only in the lesson: constructed inputs) -------------------------
 
+LINK = {"latency_ms": 20, "rate_kbps": 12000, "link": "20 ms per response, capped at 12 MB/s"}
+
+
+def _link(direct, slow, **facts):
+    """Section 1's frame (object_storage.link_frame) from the seconds of each side's reads, interleaved
+    as link_trials runs them (straight, through the link, straight, ...)."""
+    reads, position = [], 0
+    for i in range(max(len(direct), len(slow))):
+        for side, values in ((object_storage.DIRECT, direct), (object_storage.SLOW, slow)):
+            if i < len(values):
+                position += 1
+                reads.append({"side": side, "trial": i + 1, "position": position, "seconds": values[i],
+                              "nbytes": 2 * 2**20, "load_1min": 1.0})
+    return object_storage.link_frame({**LINK, **facts, "reads": reads})
+
+
 def test_link_claims():
-    ok = {"nbytes": 2 * 2**20, "direct_s": 0.012, "slow_s": 0.21, "latency_ms": 20, "rate_kbps": 12000}
-    _verdicts(object_storage.link_claims(ok), [YES, YES])
-    busy = {**ok, "direct_s": 0.2, "slow_s": 0.45}       # a busy node: everything slower than the link
+    # 2 MiB over 20 ms + 12 MB/s: 0.195 s at least; straight from the store ~0.01 s
+    ok = _link([0.012, 0.009, 0.010], [0.21, 0.22, 0.23])
+    claims = object_storage.link_claims(ok)
+    _verdicts(claims, [YES, YES])
+    assert "0.220 s measured (0.210–0.230 s over 3 reads)" in claims[0].text
+    assert "median of 3" in claims[1].text and "22x in the medians" in claims[1].text
+    busy = _link([0.2, 0.22, 0.25], [0.45, 0.5, 0.55])       # a busy node: everything slower than the link
     claims = object_storage.link_claims(busy)
     _verdicts(claims, [NO, NO])
-    assert "CPU" in claims[0].text
-    _verdicts(object_storage.link_claims({**ok, "latency_ms": None, "rate_kbps": None}), [CANNOT, YES])
+    assert "CPU" in claims[0].text and "0.450–0.550 s" in claims[0].text
+    assert "not 3 times as fast" in claims[1].text
+    _verdicts(object_storage.link_claims(_link([0.012, 0.009, 0.010], [0.21, 0.22, 0.23], latency_ms=None,
+                                               rate_kbps=None)), [CANNOT, YES])
+
+
+def test_link_claims_on_one_read_of_each_call_nothing():
+    # the old check: one read of each side; neither the model nor "several times faster" rests on one read
+    claims = object_storage.link_claims(_link([0.010], [0.223]))
+    _verdicts(claims, [CANNOT, CANNOT])
+    assert "fewer than 3" in claims[0].text and explain.AS_PREDICTED not in claims[0].text
+    assert claims[1].text.startswith(explain.TOO_CLOSE) and "too few trials" in claims[1].text
+    claims = object_storage.link_claims(_link([0.010, 0.011], [0.22, 0.23]), show=False)   # two are not enough
+    assert [c.held for c in claims] == [None, None] and claims[1].relation.too_close()
+
+
+def test_link_claims_overlapping_reads_are_too_close_to_call():
+    # one straight read slowed (a neighbour's burst): its worst is not 3 times the link's best
+    claims = object_storage.link_claims(_link([0.010, 0.090, 0.012], [0.21, 0.22, 0.23]))
+    _verdicts(claims, [YES, CANNOT])
+    c = claims[1]
+    assert c.text.startswith(explain.TOO_CLOSE) and "the spreads overlap" in c.text and "0.01–0.09" in c.text
+    assert explain.AS_PREDICTED not in c.text and explain.NOT_THIS_TIME not in c.text
+
+
+def test_link_claims_a_read_faster_than_the_link_allows():
+    claims = object_storage.link_claims(_link([0.010, 0.009, 0.011], [0.05, 0.06, 0.05]))
+    assert claims[0].held is NO and claims[0].consistent() and "bandwidth limit" in claims[0].text
+    assert "CPU" not in claims[0].text
 
 
 # --- section 2: seed 000's fio job ------------------------------------------------------------------
@@ -221,14 +268,79 @@ def test_dd_claims_on_a_busy_cpu():
 
 # --- section 5: fsspec -------------------------------------------------------------------------------
 
+def _fsspec(variant=""):
+    doc = _json(object_transfers.FSSPEC_RECORDING + variant)
+    return pd.DataFrame(doc["rows"]), object_transfers.fsspec_passes(doc)
+
+
+def test_fsspec_recordings_hold_interleaved_passes():
+    for variant in ("", "-nolink"):
+        rows, passes = _fsspec(variant)
+        f = passes.frame
+        n = object_transfers.FSSPEC_TRIALS
+        assert n >= 3 and len(f) == 2 * n and passes.unit == "s" and passes.higher is False
+        assert list(f["position"]) == list(range(1, 2 * n + 1))
+        assert list(f["setting"]) == list(object_transfers.FSSPEC_TIMED) * n         # readahead, none, ...
+        assert (f["nbytes"] == 2 * 2**20).all()
+        # each pass's GET requests, exact: none one per 256 KiB call, readahead one per 1 MiB block
+        assert set(f.loc[f["setting"] == "none", "gets"]) == {8}
+        assert set(f.loc[f["setting"] == "readahead", "gets"]) == {2}
+        assert list(rows["label"])[:3] == ["fsspec cache_type=readahead", "fsspec cache_type=blockcache",
+                                           "fsspec cache_type=none"]
+
+
 def test_fsspec_claims_with_the_slow_link():
-    _verdicts(object_transfers.fsspec_claims(pd.DataFrame(_json(object_transfers.FSSPEC_RECORDING))), [YES] * 6)
+    rows, passes = _fsspec()
+    claims = object_transfers.fsspec_claims(rows, passes)
+    _verdicts(claims, [YES] * 6)
+    assert "median of 3" in claims[1].text and "in the medians" in claims[1].text
 
 
 def test_fsspec_claims_without_a_link():
     # request counts hold everywhere; what they cost needs a link
-    _verdicts(object_transfers.fsspec_claims(pd.DataFrame(_json(object_transfers.FSSPEC_RECORDING + "-nolink"))),
-              [YES, ANY, YES, YES, CANNOT, YES])
+    _verdicts(object_transfers.fsspec_claims(*_fsspec("-nolink")), [YES, ANY, YES, YES, CANNOT, YES])
+
+
+def test_fsspec_chart_draws_every_pass_with_worded_axes():
+    from iolab import plot
+
+    _, passes = _fsspec()
+    fig = plot.trials(passes.frame, unit="s", x_title="fsspec cache_type", y_title="one pass (s)")
+    boxes = [d for d in fig.data if d.type == "box"]
+    assert [b.name for b in boxes] == list(object_transfers.FSSPEC_TIMED) and all(b.boxpoints == "all" for b in boxes)
+    assert sum(len(b.y) for b in boxes) == len(passes.frame) == 2 * object_transfers.FSSPEC_TRIALS
+    assert fig.layout.xaxis.title.text == "fsspec cache_type" and fig.layout.yaxis.title.text == "one pass (s)"
+
+
+def _passes(readahead, none):
+    return trials.from_values({"readahead": readahead, "none": none}, unit="s")
+
+
+def test_fsspec_claims_on_one_pass_of_each_call_nothing():
+    # the old lesson: one first pass of none against one of readahead
+    rows, _ = _fsspec()
+    claims = object_transfers.fsspec_claims(rows, _passes([0.253], [0.404]))
+    _verdicts(claims, [YES, CANNOT, YES, YES, YES, YES])
+    assert claims[1].text.startswith(explain.TOO_CLOSE) and "too few trials" in claims[1].text
+    # no passes at all: cannot tell, and it says why
+    c = object_transfers.fsspec_claims(rows, show=False)[1]
+    assert c.held is None and c.consistent() and "not timed in turn" in c.text
+
+
+def test_fsspec_claims_overlapping_passes_are_too_close_to_call():
+    rows, _ = _fsspec()
+    c = object_transfers.fsspec_claims(rows, _passes([0.25, 0.36, 0.26], [0.40, 0.39, 0.41]), show=False)[1]
+    assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE)
+    assert "the spreads overlap" in c.text and "0.25–0.36" in c.text and explain.AS_PREDICTED not in c.text
+
+
+def test_fsspec_claims_a_clear_separation_gives_the_verdicts():
+    rows, _ = _fsspec()
+    c = object_transfers.fsspec_claims(rows, _passes([0.25, 0.26, 0.25], [0.40, 0.39, 0.41]), show=False)[1]
+    assert c.held is YES and c.consistent() and "1.6x in the medians" in c.text
+    # none no slower than 1.2 x readahead in any pair of passes (a busy CPU sets the pace): refuted
+    c = object_transfers.fsspec_claims(rows, _passes([0.40, 0.42, 0.41], [0.43, 0.44, 0.45]), show=False)[1]
+    assert c.held is NO and c.consistent() and "no more than 1.2 times" in c.text and "round trip" in c.text
 
 
 # --- section 6: stage or stream ----------------------------------------------------------------------

@@ -192,9 +192,11 @@ def test_lesson_functions_replay_as_one_outcome_with_its_frame(monkeypatch, ws, 
     assert reads.frame.drop(columns="source").equals(object_reads.recorded_reads().frame)
     sweep = object_reads.dd_sweeps(stores)
     assert len(sweep.parts) == 2 and set(sweep.frame["configuration"]) == {"s3fs, no cache", "s3fs, use_cache (warm)"}
-    for out in (object_transfers.fsspec_reads(stores), object_transfers.staging_runs(stores),
-                object_transfers.gcsfuse_copies(stores)):
+    for out in (object_transfers.staging_runs(stores), object_transfers.gcsfuse_copies(stores)):
         assert out.mode == "replay" and len(out.frame) == len(out.data) > 0
+    fsspec = object_transfers.fsspec_reads(stores)     # the table's rows, and the passes timed in turn
+    assert fsspec.mode == "replay" and len(fsspec.frame) == len(fsspec.data["rows"]) > 0
+    assert [len(fsspec.passes.values(ct)) for ct in object_transfers.FSSPEC_TIMED] == [3, 3]
     assert "write_mb_per_s" in object_transfers.gcsfuse_copies(stores).frame
     nolink = object_transfers.staging_runs(stores, recording=object_transfers.STAGING_RECORDING + "-nolink")
     assert nolink.recording.ref.endswith("-nolink") and nolink.frame["link_down"].isna().all()

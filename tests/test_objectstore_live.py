@@ -251,6 +251,30 @@ def test_slow_link_counts_the_bytes_that_cross_it(lws):
 
 
 @needs_s3
+@needs_toxiproxy
+def test_section_1_and_5_time_each_side_in_turn_and_keep_every_trial(lws):
+    # issue 22: lesson 06's link check and fsspec's none-against-readahead rest on 3 trials of each side,
+    # interleaved, every one kept (no timing asserted: only what ran, in which order, moving what)
+    import json
+
+    from iolab.labs import object_storage, object_transfers
+
+    with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
+        (key,) = objstore.put_files(st, "data", n=1, size="1MiB")
+        link = object_storage.link_frame(object_storage.link_trials(st, key))
+        doc = json.loads(object_transfers.fsspec_caches(st, lws, key))
+    assert list(link["side"]) == [object_storage.DIRECT, object_storage.SLOW] * object_storage.LINK_TRIALS
+    assert list(link["position"]) == list(range(1, 2 * object_storage.LINK_TRIALS + 1))
+    assert (link["nbytes"] == 1 << 20).all() and (link["seconds"] > 0).all() and (link["latency_ms"] == 5).all()
+    passes = object_transfers.fsspec_passes(doc).frame
+    assert list(passes["setting"]) == list(object_transfers.FSSPEC_TIMED) * object_transfers.FSSPEC_TRIALS
+    assert (passes["nbytes"] == 1 << 20).all()
+    assert set(passes.loc[passes["setting"] == "none", "gets"]) == {4}          # one per 256 KiB read() call
+    assert set(passes.loc[passes["setting"] == "readahead", "gets"]) == {1}     # one 1 MiB block
+    assert [r["label"] for r in doc["rows"]][2] == "fsspec cache_type=none" and len(doc["rows"]) == 5
+
+
+@needs_s3
 @needs_fuse
 @needs_toxiproxy
 @_client("s3fs")

@@ -106,6 +106,25 @@ def read_with_cache_type(endpoint: Endpoint, path: str, *, cache_type: str = "re
             "first_gets": requests[1].count("get_object"), "second_gets": requests[2].count("get_object"), **stats}
 
 
+def one_pass(fs: Any, path: str, *, cache_type: str = "readahead", block_size: int = 1 << 20,
+             read_size: int = 64 * 1024) -> dict[str, Any]:
+    """Open ``bucket/key`` with fsspec's ``cache_type`` on ``fs`` (a filesystem set up already:
+    :func:`ready_filesystem`), read it once in ``read_size`` calls and close it: the seconds from
+    before the open to the last read (the first pass of :func:`read_with_cache_type`, alone), the
+    requests and GET requests it sent, and the bytes read."""
+    if cache_type not in CACHE_TYPES:
+        raise ValueError(f"cache_type is one of {CACHE_TYPES}")
+    with counting_requests() as counter:
+        t0 = time.perf_counter()
+        with fs.open(path, "rb", cache_type=cache_type, block_size=block_size) as f:
+            n = 0
+            while chunk := f.read(read_size):
+                n += len(chunk)
+            seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "requests": len(counter.calls), "gets": counter.calls.count("get_object"),
+            "nbytes": n}
+
+
 def caching_filesystem(endpoint: Endpoint, kind: str, cache_dir: str | os.PathLike[str], *, fs: Any = None,
                        **kwargs: Any):
     """fsspec's ``simplecache`` / ``filecache`` / ``blockcache`` on top of the endpoint's filesystem
