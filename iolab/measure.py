@@ -482,8 +482,9 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
         before = pagecache.residency(p, keep_map=False)
     else:
         before = Residency(str(p), 0, 0, 0, fstype=fsinfo.fstype(p.parent))
-    dirty0 = pagecache.meminfo()["Dirty"]
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    # after the truncation: the dirty pages it cancels (a previous write of the same file) are not this write's
+    dirty0 = pagecache.meminfo()["Dirty"]
     calls = 0
     view = memoryview(block)
     try:

@@ -158,6 +158,23 @@ def test_timed_write_with_and_without_fsync(ws):
         measure.timed_write("/etc/iolab-nope", "1MiB", ws=ws)
 
 
+def test_dirty_growth_is_read_after_the_truncation(ws, monkeypatch):
+    """A second write of the same file truncates it first, cancelling the first write's dirty pages: Dirty
+    read before that truncation made a 64 MiB write look like +0 MiB (lesson 01, live at load 3). The
+    baseline is taken once the file is empty."""
+    path = ws.root / "twice.bin"
+    measure.timed_write(path, "1MiB", ws=ws)
+    sizes = []
+    real = pagecache.meminfo
+
+    def spy():
+        sizes.append(path.stat().st_size if path.exists() else None)
+        return real()
+    monkeypatch.setattr(pagecache, "meminfo", spy)
+    measure.timed_write(path, "1MiB", ws=ws)
+    assert sizes[0] == 0 and sizes[-1] == MiB         # before: truncated already; after: written
+
+
 def test_an_fsynced_write_to_tmpfs_is_not_from_a_device():
     if not os.path.isdir("/dev/shm") or fsinfo.fstype("/dev/shm") != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
