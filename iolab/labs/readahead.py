@@ -140,10 +140,11 @@ def sweep_claims(frame: pd.DataFrame, *, fstype: str = "", show: bool = True) ->
             ) if rises else "",
         why=("not the copy: copying the whole file from memory (the warm "
              f"{format_size(big)} pass) took {_t(warm_big) if warm_big is not None else 'next to nothing'}. "
-             "Once the calls are few, the device sets the time, and the read size changes how the kernel "
-             "asks it: small sequential reads let it start the next readahead window before the program "
-             "asks for it (the PG_readahead mark), while a read larger than read_ahead_kb is fetched, in "
-             "pieces of that size, before it returns. A pass of a few milliseconds also moves with anything "
+             "Once the calls are few, the device sets the time, and the read size sets how much the first "
+             "read waits for: the kernel's first readahead window is that read rounded up to a power of two, "
+             "times 4 while it is small (get_init_ra_size in mm/readahead.c, section 2), so a larger first "
+             "read waits for a larger window, where smaller reads get the rest fetched in the background "
+             "while they run (the PG_readahead mark). A pass of a few milliseconds also moves with anything "
              "else this machine is doing."),
         missing=not_cold, show=show))
     return claims
