@@ -9,13 +9,21 @@ from .units import format_size
 
 # --- repeated trials (iolab.trials) ---------------------------------------------------------------
 
+# what a trial's value is, by its unit, when the caller does not say (an axis is titled in words)
+MEASURED_BY_UNIT = {"MiB/s": "rate", "MB/s": "rate", "GiB/s": "rate", "ops/s": "rate", "files/s": "rate",
+                    "s": "time", "ms": "time", "µs": "time", "us": "time"}
+
+
 def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, per setting",
-           log: bool = False, x_title: str = "setting", y_title: str | None = None) -> go.Figure:
+           log: bool = False, x_title: str = "what was compared", y_title: str | None = None) -> go.Figure:
     """Every trial of a :class:`iolab.trials.Trials` run (its ``frame``), one column per setting: a box
     (median and quartiles of the counted trials) with every trial drawn beside it as a point, hover
     giving its position in the run; warm-ups and disturbed trials that were run again are drawn as
-    hollow grey points, not counted. Never one bar: the spread is the point. ``x_title``, ``y_title``:
-    the axes' words (default "setting" and the unit)."""
+    hollow grey points, not counted. Never one bar: the spread is the point.
+
+    The axes are titled in words, never with a column name: ``y_title`` says what one trial measured,
+    with its unit ("write rate of 64 MiB (MiB/s)"; by default the kind of quantity the unit names,
+    "rate (MiB/s)", "time (s)"), ``x_title`` what the columns are ("how the file was written")."""
     fig = go.Figure()
     kept = frame[frame["kept"]] if "kept" in frame.columns else frame
     for setting, part in kept.groupby("setting", sort=False):
@@ -34,8 +42,11 @@ def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, pe
                             customdata=pd.concat([dropped[["position"]], why.rename("why")], axis=1),
                             hovertemplate="%{x}, run %{customdata[0]}: %{y:,.4g} " + unit +
                                           " (%{customdata[1]})<extra></extra>")
-    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title or unit or "value", showlegend=True,
-                      legend=dict(orientation="h", y=-0.2))
+    if y_title is None:
+        what = MEASURED_BY_UNIT.get(unit, "measured value")
+        y_title = f"{what} ({unit})" if unit else what
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title,
+                      showlegend=True, legend=dict(orientation="h", y=-0.2, yanchor="top"))
     if log:
         fig.update_yaxes(type="log", **log_ticks(frame["value"]))
     else:
@@ -337,10 +348,8 @@ def verdicts(frame: pd.DataFrame, title: str = "Timed reads, and which layer ser
                     customdata=part[["reason"]], text=[f"{v:,.0f} MiB/s" for v in part["mib_per_s"]],
                     textposition="inside", insidetextanchor="middle",
                     hovertemplate="%{x}: %{y:,.0f} MiB/s<br>%{customdata[0]}<extra></extra>")
-    if device_bps:
-        fig.add_hline(y=device_bps / 2**20, line_dash="dash", line_color="#444",
-                      annotation_text=f"device, uncached: {device_bps / 2**20:,.0f} MiB/s",
-                      annotation_position="top left")
+    if device_bps:     # named in the legend: a label on the line would sit on the bar near the device's rate
+        _reference_line(fig, device_bps / 2**20, f"device, uncached: {device_bps / 2**20:,.0f} MiB/s")
     top = max([float(frame["mib_per_s"].max())] + ([device_bps / 2**20] if device_bps else []))
     fig.update_layout(title=title, yaxis_title="throughput (MiB/s)", xaxis_title="measurement",
                       legend_title="verdict", yaxis=dict(rangemode="tozero", range=[0, top * 1.15]),
@@ -618,7 +627,8 @@ def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
 
 
 def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[str] | None = None,
-                 title: str = "mdtest: operations per second on each filesystem") -> go.Figure:
+                 title: str = "mdtest: operations per second on each filesystem",
+                 legend_title: str | None = None) -> go.Figure:
     """One small panel per operation: a dot per ``by`` at its mean rate, a line from the slowest to
     the fastest iteration, each row labelled with its ``by``. Each panel has its own LOG axis, ticks
     at 1, 2, 5 x 10^k labelled in full: a disk's few thousand ops/s beside a memory filesystem's
@@ -655,14 +665,16 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
         # the rows are the same in every panel: named once, on the left
         fig.update_yaxes(showticklabels=c == 1, automargin=True, categoryorder="array", autorange="reversed",
                          categoryarray=[str(g) for g in groups], row=r, col=c)
-    fig.update_layout(title=title, height=170 + 150 * rows, legend_title=by, margin=dict(l=20))
+    fig.update_layout(title=title, height=170 + 150 * rows, margin=dict(l=20),
+                      legend_title=legend_title if legend_title is not None else by.replace("_", " "))
     return fig
 
 
 def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
                       title: str = "The system calls behind one file, in order, and the time each took (a dot per file traced)") -> go.Figure:
-    """A dot per call (top to bottom in the order they ran) at its duration in µs, linear axis from 0:
-    the calls that wait for a device stand out, the others sit near 0 as they should. A trace of several
+    """A dot per call (top to bottom in the order they ran) at its duration in µs, on a LOG axis: a call
+    that waits for a device (10,000 µs) stands out, and the calls of a memory filesystem (30 µs) stay
+    apart from each other and from the disk's instead of all sitting at zero. A trace of several
     files (``step`` and ``trial`` columns) gets a dot per trial on each call's row, its warm-up left out."""
     fig = go.Figure()
     if "warmup" in df:
@@ -674,9 +686,12 @@ def syscall_durations(df: pd.DataFrame, *, by: str = "filesystem",
         fig.add_scatter(x=part["duration"] * 1e6, y=labels, mode="markers", marker=dict(size=9, opacity=0.7),
                         name=str(name), customdata=list(trials),
                         hovertemplate="%{y}: %{x:,.0f} µs (trial %{customdata})<extra>" + str(name) + "</extra>")
-    fig.update_layout(title=title, legend_title=by, height=420)
-    fig.update_xaxes(title_text="time in the system call (µs)", rangemode="tozero", tickformat=",.0f")
-    fig.update_yaxes(title_text="system call, in order", autorange="reversed", type="category")
+    fig.update_layout(title=title, legend_title=by.replace("_", " "), height=420)
+    fig.update_xaxes(title_text="time in the system call (µs, log axis)", type="log",
+                     **log_ticks(df["duration"] * 1e6))
+    # the rows' names never under the axis title: the margin grows to the longest name
+    fig.update_yaxes(title_text="system call, in order", autorange="reversed", type="category", automargin=True,
+                     title_standoff=12)
     return fig
 
 

@@ -261,3 +261,60 @@ def test_fio_through_s3fs_shows_every_trial_with_its_median_not_one_bar():
     stars = [t for t in fig.data if t.type == "scatter" and t.marker.symbol == "star"]
     assert len(stars) == 1 and list(stars[0].y) == list(seed.loc[seed["direction"] == "read", "mb_per_s"])
     assert "MB/s" in fig.layout.yaxis.title.text and fig.layout.xaxis.title.text == "configuration"
+
+
+def test_trials_axes_say_what_was_measured_with_its_unit_not_a_column_name():
+    t = trials.from_values({"no fsync": [5457.0, 2921.0, 5668.0], "fsync": [1818.0, 1570.0, 1871.0]}, unit="MiB/s",
+                           higher=True)
+    fig = plot.trials(t.frame, unit="MiB/s")
+    assert fig.layout.yaxis.title.text == "rate (MiB/s)"           # was the bare unit "MiB/s"
+    assert fig.layout.xaxis.title.text not in ("setting", None, "")  # was the column name "setting"
+    fig = plot.trials(t.frame, unit="MiB/s", y_title="write rate of 64 MiB (MiB/s)", x_title="how the file was written")
+    assert fig.layout.yaxis.title.text == "write rate of 64 MiB (MiB/s)"
+    assert fig.layout.xaxis.title.text == "how the file was written"
+    seconds = trials.from_values({"a": [1.0, 1.1, 1.2], "b": [2.0, 2.1, 2.2]}, unit="s")
+    assert plot.trials(seconds.frame, unit="s").layout.yaxis.title.text == "time (s)"
+
+
+def test_verdicts_name_the_device_line_in_the_legend_not_on_the_cold_bar():
+    frame = pd.DataFrame([
+        {"label": "cold", "mib_per_s": 1488.0, "verdict": "unclear", "reason": "disturbed"},
+        {"label": "warm", "mib_per_s": 25623.0, "verdict": "served from page cache", "reason": "memory"}])
+    fig = plot.verdicts(frame, device_bps=3193.3 * 2**20)
+    # the old figure wrote "device, uncached" on the line at the left, over the cold bar
+    assert not [a for a in fig.layout.annotations if "device" in (a.text or "")]
+    named = [t for t in fig.data if t.type == "scatter" and "device, uncached: 3,193 MiB/s" in (t.name or "")]
+    assert len(named) == 1 and named[0].showlegend is not False
+    assert [s for s in fig.layout.shapes if s.y0 == s.y1 and abs(s.y0 - 3193.3) < 0.1]
+
+
+def test_mdtest_rates_legend_is_titled_in_words_by_the_caller():
+    df = _rates().assign(run=lambda d: d["filesystem"] + ", -y")
+    assert plot.mdtest_rates(df, by="run", legend_title="directory, mdtest options").layout.legend.title.text \
+        == "directory, mdtest options"
+    assert plot.mdtest_rates(df.rename(columns={"filesystem": "mount_point"}), by="mount_point"
+                             ).layout.legend.title.text == "mount point"
+
+
+def test_syscall_durations_log_axis_keeps_a_memory_filesystem_off_zero_and_rows_clear_of_the_title():
+    rows = []
+    for fs, scale in (("/tmp", 1.0), ("/dev/shm", 0.01)):
+        for step, (call, us) in enumerate((("openat", 53.0), ("fsync", 10528.0), ("close", 11.0), ("newfstatat", 10.0))):
+            rows.append({"filesystem": fs, "step": step, "syscall": call, "duration": us * scale * 1e-6 + 1e-6})
+    fig = plot.syscall_durations(pd.DataFrame(rows))
+    x = fig.layout.xaxis
+    assert x.type == "log"                                   # was linear from 0: /dev/shm's calls all at zero
+    lo, hi = x.range
+    assert lo < math.log10(1.1) and hi > math.log10(10529.0)
+    assert all(t not in ("2", "5") for t in x.ticktext)
+    assert fig.layout.yaxis.automargin is True
+
+
+def test_lessons_01_and_05_title_their_trials_and_run_legends_in_words():
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    src = {n: "".join("".join(c["source"]) for c in json.loads((root / "notebooks" / f).read_text())["cells"])
+           for n, f in (("01", "01-page-cache.ipynb"), ("05", "05-mdtest-metadata.ipynb"))}
+    assert "plot.trials(" in src["01"] and "y_title=" in src["01"] and "x_title=" in src["01"]
+    assert 'by="run"' in src["05"] and "legend_title=" in src["05"]
