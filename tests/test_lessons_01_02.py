@@ -60,7 +60,7 @@ def test_verdicts_chart_is_linear_from_zero_with_the_device_line():
                        "verdict": ["from the device", "served from page cache"], "reason": ["a", "b"]})
     fig = plot.verdicts(fr, device_bps=1410 * 2**20)
     assert fig.layout.yaxis.type in (None, "linear") and fig.layout.yaxis.range[0] == 0
-    assert any("1,410 MiB/s" in a.text for a in fig.layout.annotations)
+    assert any("1,410 MiB/s" in (t.name or "") for t in fig.data)       # named in the legend
     assert [(s.y0, s.y1) for s in fig.layout.shapes] == [(1410.0, 1410.0)]
 
 
