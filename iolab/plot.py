@@ -976,8 +976,10 @@ def darshan_access_sizes(hist: pd.DataFrame, *, title: str = "Darshan's access-s
 
 
 def darshan_costs(df: pd.DataFrame, *, title: str = "The same loop, plain, under Darshan, under strace -c") -> go.Figure:
-    """Every timed run (``iolab.labs.darshan.overhead``) as a dot, ms on a linear axis from zero, with a
-    bar at each way's median; the lesson compares all the runs (iolab.explain.beyond), not one of each."""
+    """Every timed run (``iolab.labs.darshan.overhead``) as a dot, ms on a LOG axis, with a bar at each
+    way's median; the lesson compares all the runs (iolab.explain.beyond), not one of each. Log: strace
+    -c's runs (~20x plain) would squeeze plain and Darshan, the pair the lesson compares, into one spot
+    near zero on a linear axis; on a log axis equal ratios are equal distances."""
     fig = go.Figure()
     hows = list(dict.fromkeys(df["how"]))
     palette = ("#7f7f7f", "#2ca02c", "#9467bd", "#8c564b")
@@ -993,7 +995,8 @@ def darshan_costs(df: pd.DataFrame, *, title: str = "The same loop, plain, under
                         marker=dict(size=22, symbol="line-ns", color=color, line=dict(width=3, color=color)),
                         hovertemplate=f"median of {len(part)} runs: {med:.1f} ms<extra>{how}</extra>")
     fig.update_layout(title=title, height=160 + 70 * len(hows), margin=dict(l=130, r=40),
-                      xaxis=dict(title="elapsed time of the whole run (ms); a bar: the median", rangemode="tozero"),
+                      xaxis=dict(title="elapsed time of the whole run (ms, log axis); a bar: the median", type="log",
+                                 **log_ticks(df["seconds"] * 1e3)),
                       yaxis=dict(categoryorder="array", categoryarray=hows[::-1]))
     return fig
 

@@ -194,6 +194,18 @@ def test_darshan_costs_marks_medians_with_no_label_a_chart_edge_can_clip():
     assert fig.layout.margin.l >= 7 * max(map(len, hows))          # the row labels fit
 
 
+def test_darshan_costs_log_axis_keeps_plain_and_darshan_apart_beside_strace():
+    # lesson 07: plain 27 ms and Darshan 40 ms sat in one spot near zero beside strace -c's 635 ms
+    hows = ["plain", "under Darshan", "under strace -c"]
+    df = pd.DataFrame([(h, s * k, i) for i, k in enumerate((0.9, 1.0, 1.3)) for h, s in zip(hows, (0.0276, 0.0405, 0.635))],
+                      columns=["how", "seconds", "repeat"])
+    x = plot.darshan_costs(df).layout.xaxis
+    assert x.type == "log" and "log" in x.title.text
+    lo, hi = x.range
+    assert lo < math.log10(0.0276 * 0.9e3) and hi > math.log10(0.635 * 1.3e3)
+    assert all(t not in ("2", "5") for t in x.ticktext)
+
+
 def _cap_named_in_the_legend(fig, cap):
     assert not [a for a in fig.layout.annotations if "link cap" in (a.text or "")], "a label drawn on the chart"
     named = [t for t in fig.data if t.name == f"this run's link cap: {cap:g} MB/s"]
