@@ -888,7 +888,13 @@ def _hover(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
 
 
 # column names as a reader says them (an axis is never titled with a column name)
-COLUMN_WORDS = {"mib_per_s": "throughput", "mean": "mean rate", "bw_mib": "bandwidth", "ops": "operations"}
+COLUMN_WORDS = {"mib_per_s": "throughput", "mean": "mean rate", "bw_mib": "bandwidth", "ops": "operations",
+                "user": "student", "op": "mdtest operation", "fstype": "filesystem type"}
+
+
+def _words(column: str) -> str:
+    """A column's name as a reader says it (an axis or legend title)."""
+    return COLUMN_WORDS.get(column, column.replace("_", " "))
 
 
 def class_strip(frame: pd.DataFrame, value: str, *, unit: str, x: str = "filesystem", color: str = "user",
@@ -908,7 +914,7 @@ def class_strip(frame: pd.DataFrame, value: str, *, unit: str, x: str = "filesys
         fig.add_trace(go.Scatter(x=g[x], y=g[value], mode="markers", name=str(key), marker={"size": 9},
                                  text=_hover(g, hover), hovertemplate="%{x}: %{y:.4g} " + unit + "<br>%{text}"))
     fig.update_layout(title=title or f"{COLUMN_WORDS.get(value, value)} per {x}, every student", template="plotly_white",
-                      xaxis_title=x, legend_title=color, boxmode="overlay",
+                      xaxis_title=_words(x), legend_title=_words(color), boxmode="overlay",
                       yaxis_title=f"{label or COLUMN_WORDS.get(value, value.replace('_', ' '))} "
                                   f"({unit}{', log scale' if log else ''})")
     fig.update_xaxes(categoryorder="array", categoryarray=order)
@@ -945,8 +951,8 @@ def class_heatmap(frame: pd.DataFrame, value: str, *, unit: str, rows: str = "us
         z=z, x=[str(c) for c in table.columns], y=[str(i) for i in table.index], text=text,
         texttemplate="%{text}", colorscale="Viridis", hovertemplate="%{y} on %{x}: %{text} " + unit + "<extra></extra>",
         colorbar={"title": {"text": unit}, "tickvals": ticks, "ticktext": [_short(10 ** t) for t in ticks]}))
-    fig.update_layout(title=title or f"median {value} ({unit}) per {rows} and {cols}", template="plotly_white",
-                      xaxis_title=cols, yaxis_title=rows)
+    fig.update_layout(title=title or f"median {_words(value)} ({unit}) per {_words(rows)} and {_words(cols)}",
+                      template="plotly_white", xaxis_title=_words(cols), yaxis_title=_words(rows))
     fig.update_yaxes(autorange="reversed")
     return fig
 

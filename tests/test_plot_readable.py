@@ -330,3 +330,13 @@ def test_lessons_01_and_05_title_their_trials_and_run_legends_in_words():
            for n, f in (("01", "01-page-cache.ipynb"), ("05", "05-mdtest-metadata.ipynb"))}
     assert "plot.trials(" in src["01"] and "y_title=" in src["01"] and "x_title=" in src["01"]
     assert 'by="run"' in src["05"] and "legend_title=" in src["05"]
+
+
+def test_class_charts_title_rows_and_legends_in_words_not_column_names():
+    # instructor notebook: the heatmap's rows were titled "op" and "user", the strip's legend "user"
+    df = _class().assign(op="file stat", mean=lambda d: d["mib_per_s"])
+    heat = plot.class_heatmap(df, "mean", unit="ops/s", rows="op")
+    assert heat.layout.yaxis.title.text == "mdtest operation"
+    assert plot.class_heatmap(df, "mean", unit="ops/s").layout.yaxis.title.text == "student"
+    strip = plot.class_strip(df, "mib_per_s", unit="MiB/s")
+    assert strip.layout.legend.title.text == "student" and strip.layout.xaxis.title.text == "filesystem"
