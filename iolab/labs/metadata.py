@@ -244,6 +244,14 @@ def trials(r: Rates | pd.DataFrame, operation: str) -> list[float]:
     return [float(v) for v in df.loc[df["operation"] == operation].sort_values("iteration")["rate"]]
 
 
+def trials_unit(r: Rates | pd.DataFrame, operation: str) -> str:
+    """The unit of :func:`trials`' values: "ops/s" where they are the run's rates (mdtest 3.x), "ops/s of
+    rank 0" where mdtest printed rank 0's own (4.x: about 1/N of the summary's rate with N ranks)."""
+    df = r.iterations if isinstance(r, Rates) else r
+    scopes = set(df.loc[df["operation"] == operation, "scope"]) if "scope" in df else set()
+    return "ops/s of rank 0" if scopes == {"rank 0"} else "ops/s"
+
+
 def measure_on(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: int = 2, recording: str,
                launcher: str = "mpirun", timeout: float = 300, quiet: bool = False) -> Rates:
     """mdtest on the filesystem of ``path`` (live, with ``-v``: :func:`with_trials`), or the recording

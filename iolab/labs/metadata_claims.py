@@ -34,7 +34,7 @@ import pandas as pd
 
 from .. import explain, fsinfo
 from ..units import format_size
-from .metadata import FsFacts, trials
+from .metadata import FsFacts, trials, trials_unit
 
 # --- section 1: what -y does ---------------------------------------------------------------------
 
@@ -72,7 +72,9 @@ def syncs_claims(seed: pd.DataFrame, with_data: pd.DataFrame, *, expected_seed: 
 # run the iterations of two phases are interleaved (create, stat, ..., remove, then the next iteration);
 # two runs (two filesystems, with and without -w) ran one after the other, and the sentence says so.
 
-ONE_RUN = ("{n} iterations of one run, the phases in turn in each")
+NO_TRIALS = ("this run printed only mdtest's summary (it ran without -v): its iterations are not known, and no "
+             "trial is made up from the summary's Max, Min and Mean.")
+ONE_RUN = "{n} iterations of one run, the phases in turn in each"
 CLOSE = ("what would separate them: more iterations (-i), more files per rank (-n: a longer phase) or an idle "
          "machine; with 10 files per rank a phase lasts well under a millisecond, so one interruption of a rank "
          "weighs on a whole iteration's rate")
@@ -103,7 +105,7 @@ def rates_claims(runs: Mapping[str, Any], fs: Mapping[str, FsFacts], *, show: bo
                   f"on {facts.fstype if facts else 'this filesystem'} a stat may still ask a server (NFS "
                   "revalidates attributes, Lustre glimpses the file's size, CephFS needs the inode's capabilities): "
                   "here it was cheaper than a creation all the same")
-        rel = explain.beyond("stat", st, "create", cr, by=2, unit="ops/s")
+        rel = explain.beyond("stat", st, "create", cr, by=2, unit=trials_unit(r, "file creation"))
         how = ONE_RUN.format(n=_n(st, cr))
         claims.append(explain.expect(
             f"on {label}, a file stat runs at least twice as fast as a file creation (every iteration)", rel,
@@ -111,7 +113,7 @@ def rates_claims(runs: Mapping[str, Any], fs: Mapping[str, FsFacts], *, show: bo
             no=f"{explain.spread_text(rel)} ({how})",
             why="with 10 files per rank a phase lasts well under a millisecond, so one interruption of a "
                 "rank (another job on the same cores) weighs on a whole iteration's rate",
-            close=f"{how}; {CLOSE}", show=show))
+            close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
     order = list(runs)
     mem = [k for k, f in fs.items() if f.memory and k in runs]
     for label in [k for k, f in fs.items() if not f.memory and k in runs]:
@@ -120,7 +122,7 @@ def rates_claims(runs: Mapping[str, Any], fs: Mapping[str, FsFacts], *, show: bo
             f = fs[label]
             first = m if order.index(m) < order.index(label) else label
             how = _runs(first, label if first == m else m, _n(a, b))
-            rel = explain.beyond("memory", a, "disk", b, by=2, unit="ops/s")
+            rel = explain.beyond("memory", a, "disk", b, by=2, unit=trials_unit(runs[m], "file creation"))
             claims.append(explain.expect(
                 f"empty files are created at least twice as fast in memory ({m}) as on {label}", rel,
                 yes=f"{explain.spread_text(rel)} ({how}): on {f.describe()}, each creation also updates the "
@@ -129,7 +131,7 @@ def rates_claims(runs: Mapping[str, Any], fs: Mapping[str, FsFacts], *, show: bo
                 no=f"{explain.spread_text(rel)} ({how})",
                 why="without -w nothing waits for the device: an ext4 creation is memory work too, only "
                     "more of it, and a fast CPU hides the difference",
-                close=f"{how}; {CLOSE}", show=show))
+                close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
     return claims
 
 
@@ -146,7 +148,7 @@ def fsync_cost_claims(plain: Mapping[str, Any], synced: Mapping[str, Any],
         a, b = trials(plain[label], "file creation"), trials(synced[label], "file creation")
         how = _runs("the one without -w", "the one with", _n(a, b))
         if f.memory:
-            rel = explain.beyond("with", b, "without", a, by=1 / 3, unit="ops/s")
+            rel = explain.beyond("with", b, "without", a, by=1 / 3, unit=trials_unit(plain[label], "file creation"))
             claims.append(explain.expect(
                 f"on {label}, a write and an fsync per file cost little: creation stays within 3x of the "
                 "rate without them (every iteration)", rel,
@@ -154,14 +156,14 @@ def fsync_cost_claims(plain: Mapping[str, Any], synced: Mapping[str, Any],
                     "is left is copying 4 KiB into a new page",
                 no=f"{explain.spread_text(rel)} ({how})",
                 why="a busy machine: each phase of 10 files lasts a fraction of a millisecond",
-                close=f"{how}; {CLOSE}", show=show))
+                close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
         else:
             mech = ("it waits for the journal to commit the file's metadata, then flushes the device's cache"
                     if f.journal else
                     "this ext4 has no journal: fsync writes the file's data block and its inode itself, then "
                     "flushes the device's cache" if f.journal is False and f.ext else
                     "it returns only when the file's data and metadata are on the device")
-            rel = explain.beyond("without", a, "with", b, by=2, unit="ops/s")
+            rel = explain.beyond("without", a, "with", b, by=2, unit=trials_unit(plain[label], "file creation"))
             claims.append(explain.expect(
                 f"on {label}, file creation is at least twice as slow when each file is written and fsynced "
                 "(every iteration)", rel,
@@ -169,7 +171,7 @@ def fsync_cost_claims(plain: Mapping[str, Any], synced: Mapping[str, Any],
                 no=f"{explain.spread_text(rel)} ({how})",
                 why="a device with a fast, battery-backed or host-side write cache acknowledges a flush "
                     "almost at once; a virtual disk's flush may never reach a physical one",
-                close=f"{how}; {CLOSE}", show=show))
+                close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
     return claims
 
 
@@ -328,18 +330,18 @@ def removal_rates_claim(label: str, run: Any, f: FsFacts, *, show: bool = True) 
     d, fr = trials(run, "directory removal"), trials(run, "file removal")
     how = ONE_RUN.format(n=_n(d, fr))
     if f.discard_in_call:
-        rel = explain.beyond("files", fr, "directories", d, by=3, unit="ops/s")
+        rel = explain.beyond("files", fr, "directories", d, by=3, unit=trials_unit(run, "file removal"))
         return explain.expect(
             f"mdtest's rates on {label} agree: directory removal at least 3x slower than file removal "
             "(every iteration)", rel,
             yes=f"{explain.spread_text(rel)} ({how})", no=f"{explain.spread_text(rel)} ({how})",
-            why="the discards were cheap during this run", close=f"{how}; {CLOSE}", show=show)
-    rel = explain.beyond("directories", d, "files", fr, by=1 / 3, unit="ops/s")
+            why="the discards were cheap during this run", close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show)
+    rel = explain.beyond("directories", d, "files", fr, by=1 / 3, unit=trials_unit(run, "file removal"))
     return explain.expect(
         f"mdtest's rates on {label} agree: directory removal within 3x of file removal (every iteration)", rel,
         yes=f"{explain.spread_text(rel)} ({how})", no=f"{explain.spread_text(rel)} ({how})",
         why="with 10 items per rank a phase lasts well under a millisecond: one slow call, or another "
-            "job on the same cores, weighs on a whole iteration", close=f"{how}; {CLOSE}", show=show)
+            "job on the same cores, weighs on a whole iteration", close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show)
 
 
 # --- section 6, witnessed: what the device did during each phase ---------------------------------

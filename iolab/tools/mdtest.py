@@ -363,13 +363,22 @@ def parse(text: str) -> list[dict[str, Any]]:
 _ITERATION = re.compile(r"^V-\d: Rank +\d{1,9} Line +\d{1,9} +main: \* iteration (\d{1,9}) \*\s*$")
 _PHASE_RATE = re.compile(rf"^V-\d: Rank +\d{{1,9}} Line +\d{{1,9}} +(?:V-\d: )?(?:main:? +)?"
                          rf"([A-Za-z][A-Za-z ]{{0,40}}?) *: +({_NUMBER}) sec, +({_NUMBER}) ops/sec\s*$")
-ITERATION_KEYS = ("iteration", "operation", "seconds", "rate", "version")
+ITERATION_KEYS = ("iteration", "operation", "seconds", "rate", "scope", "version")
+
+
+def _scope(version: str, operation: str) -> str:
+    """Whose rate a -v line is. 3.x: the run's (all ranks' items over the phase, between barriers: the
+    summary's per-iteration value). 4.x: rank 0's own items over its phase time (``updateResult`` in
+    src/mdtest.c; the summary sums every rank's items over the slowest rank's time, so with N ranks
+    about N times as much), except the tree's phases, counted for the whole tree."""
+    return "all ranks" if version.startswith(("3.", "2.", "1.")) or operation.startswith("tree") else "rank 0"
 
 
 def parse_iterations(text: str) -> list[dict[str, Any]]:
     """The rate of every phase in every iteration, as mdtest prints them with ``-v`` (rank 0's view):
     one row per iteration and operation (lowercase, as :func:`parse`), with the phase's seconds, its
-    rate in ops/s and mdtest's version. mdtest's ``-i N`` iterations are N repeated trials of each
+    rate in ops/s, whose rate it is (``scope``: "all ranks" in 3.x, as the summary; "rank 0" in 4.x, rank
+    0's own, about 1/N of the summary's with N ranks) and mdtest's version. mdtest's ``-i N`` iterations are N repeated trials of each
     phase, interleaved by phase within one run (create, stat, read, remove, then the next iteration).
 
     A run without ``-v`` prints only the summary: no row (no trial is made up from Max/Min/Mean).
@@ -413,7 +422,8 @@ def parse_iterations(text: str) -> list[dict[str, Any]]:
         if op in seen:
             raise ParseError(f"mdtest printed {op!r} twice in iteration {iteration}", line_no=no, line=raw)
         seen.add(op)
-        rows.append({"iteration": iteration, "operation": op, "seconds": secs, "rate": rate_, "version": version})
+        rows.append({"iteration": iteration, "operation": op, "seconds": secs, "rate": rate_,
+                     "scope": _scope(version, op), "version": version})
     if rows and iteration != expected:
         last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
         raise ParseError(f"mdtest printed the rates of {iteration} iterations, its summary is of {expected}",
