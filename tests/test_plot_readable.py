@@ -261,3 +261,17 @@ def test_fio_through_s3fs_shows_every_trial_with_its_median_not_one_bar():
     stars = [t for t in fig.data if t.type == "scatter" and t.marker.symbol == "star"]
     assert len(stars) == 1 and list(stars[0].y) == list(seed.loc[seed["direction"] == "read", "mb_per_s"])
     assert "MB/s" in fig.layout.yaxis.title.text and fig.layout.xaxis.title.text == "configuration"
+
+
+def test_mdtest_rates_with_trials_draws_every_iteration():
+    from iolab import recordings
+    from iolab.tools import mdtest
+    it = pd.concat([mdtest.iterations_frame(mdtest.parse_iterations(recordings.load(f"mdtest/rates-{n}-4.0.0").text),
+                                            filesystem=n) for n in ("tmp", "shm")], ignore_index=True)
+    fig = plot.mdtest_rates(it, operations=["file creation", "file stat"], trials=True)
+    dots = [t for t in fig.data if t.marker.symbol != "line-ns"]
+    medians = [t for t in fig.data if t.marker.symbol == "line-ns"]
+    assert len(dots) == 4 and all(len(t.x) == 10 for t in dots)       # 2 filesystems x 2 operations, 10 each
+    assert len(medians) == 4 and all(len(t.x) == 1 for t in medians)
+    layout = fig.layout.to_plotly_json()
+    assert "rank 0" in layout["xaxis"]["title"]["text"] and layout["xaxis"]["type"] == "log"

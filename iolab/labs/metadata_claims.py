@@ -27,6 +27,7 @@ journalled ext4 alike.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -273,37 +274,54 @@ def _unlink_claim(label: str, f: FsFacts, *, unlink: list[float], create: list[f
 
 # --- section 6: what removal costs ---------------------------------------------------------------
 
-def _median(calls: pd.DataFrame, syscall: str, item: str) -> float | None:
-    d = calls.loc[(calls["syscall"] == syscall) & (calls["item"] == item), "duration"]
-    return float(d.median()) if len(d) else None
+_TEST_DIR = re.compile(r"/test-dir\.(\d{1,9})-\d{1,9}(?:/|$)")
+
+
+def per_iteration(calls: pd.DataFrame, syscall: str, item: str) -> list[float]:
+    """Per mdtest iteration (its tree ``test-dir.<iteration>-0`` in the call's path), the median µs of
+    ``syscall`` on ``item``: one trial per iteration. Calls whose path names no iteration are one trial."""
+    d = calls.loc[(calls["syscall"] == syscall) & (calls["item"] == item)]
+    if not len(d):
+        return []
+    paths = d["path"] if "path" in d else pd.Series("", index=d.index)
+    it = paths.astype(str).map(lambda p: (m.group(1) if (m := _TEST_DIR.search(p[:4096])) else ""))
+    return [float(g.median()) * 1e6 for _, g in d["duration"].groupby(it, sort=True)]
 
 
 def removals_claim(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written: bool = False, show: bool = True) -> explain.Claim:
-    """rmdir of mdtest's directories against unlink of its files, from a -T trace of the whole run.
+    """rmdir of mdtest's directories against unlink of its files, from a -T trace of the whole run: per
+    iteration the median call of each (:func:`per_iteration`; the iterations of one run, each removing its
+    directories and then its files), judged by :func:`iolab.explain.beyond`.
 
     ``files_written``: the files got -w bytes and an fsync, so each owns a block too (then the
     unlinks are expected to cost what the rmdirs cost wherever a freed block costs a discard).
     """
-    rmdir, unlink = _median(calls, "rmdir", "directory"), _median(calls, "unlink", "file")
-    us = lambda e: f"median rmdir {e['rmdir'] * 1e6:,.0f} µs, median unlink {e['unlink'] * 1e6:,.0f} µs"  # noqa: E731
+    rmdir, unlink = per_iteration(calls, "rmdir", "directory"), per_iteration(calls, "unlink", "file")
+    how = (f"each iteration's median call, {min(len(rmdir), len(unlink))} iterations of one run, each removing its "
+           "directories, then its files")
+    close = f"{how}; {CLOSE}"
     inside = f.discard_in_call
     if inside and not files_written:
+        rel = explain.beyond("rmdir", rmdir, "unlink", unlink, by=3, unit="µs")
         return explain.expect(
-            f"on {label}, removing a directory takes at least 3x as long as removing an empty file",
-            explain.greater("rmdir", rmdir, "unlink", unlink, by=3),
-            yes=lambda e: f"{us(e)}. This is {f.describe()}: every ext4 directory owns a block, and "
-                          "freeing it sends the device a discard (TRIM) that rmdir waits for; an empty "
-                          "file owns no block, so its unlink frees nothing",
-            no=lambda e: us(e),
+            f"on {label}, removing a directory takes at least 3x as long as removing an empty file (every iteration)",
+            rel,
+            yes=f"{explain.spread_text(rel)} ({how}). This is {f.describe()}: every ext4 directory owns a block, and "
+                "freeing it sends the device a discard (TRIM) that rmdir waits for; an empty "
+                "file owns no block, so its unlink frees nothing",
+            no=f"{explain.spread_text(rel)} ({how})",
             why="the device answered its discards quickly this time: the cost is the device's (a "
-                "virtual disk's depends on its host), not the filesystem's", show=show)
+                "virtual disk's depends on its host), not the filesystem's", close=close, show=show)
+    rel = explain.beyond("unlink", unlink, "rmdir", rmdir, by=1 / 3, unit="µs")
     if inside and files_written:
         return explain.expect(
-            f"on {label}, removing a written file costs about as much as removing a directory: each frees a block",
-            explain.greater("unlink", unlink, "rmdir", rmdir, by=1 / 3),
-            yes=lambda e: f"{us(e)}: on {f.describe()}, both calls wait for the discard of the block they free",
-            no=lambda e: us(e),
-            why="discards of neighbouring blocks can be merged, and a device answers some faster than others", show=show)
+            f"on {label}, removing a written file costs about as much as removing a directory: each frees a block "
+            "(unlink above a third of rmdir in every iteration)", rel,
+            yes=f"{explain.spread_text(rel)} ({how}): on {f.describe()}, both calls wait for the discard of the "
+                "block they free",
+            no=f"{explain.spread_text(rel)} ({how})",
+            why="discards of neighbouring blocks can be merged, and a device answers some faster than others",
+            close=close, show=show)
     if f.memory:
         reason = "in memory nothing is freed on a device"
     elif f.ext and f.discard is False:
@@ -314,14 +332,13 @@ def removals_claim(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written
     else:
         reason = f"{f.describe()}: the lesson does not know how it frees a block"
     return explain.expect(
-        f"on {label}, removing a directory takes less than 3x as long as removing a file",
-        explain.greater("unlink", unlink, "rmdir", rmdir, by=1 / 3),
-        yes=lambda e: f"{us(e)}; {reason}",
-        no=lambda e: us(e),
+        f"on {label}, removing a directory takes less than 3x as long as removing a file (every iteration)", rel,
+        yes=f"{explain.spread_text(rel)} ({how}); {reason}",
+        no=f"{explain.spread_text(rel)} ({how})",
         why=("something else waits inside rmdir here: on a network or parallel filesystem each removal is "
              "a request to a server, and a directory's can take more of them") if not (f.ext or f.memory) else
             "a directory's removal updates the parent's link count and its own inode too; on a busy machine "
-            "a handful of slow calls moves a median of few calls", show=show)
+            "a handful of slow calls moves a median of few calls", close=close, show=show)
 
 
 def removal_rates_claim(label: str, run: Any, f: FsFacts, *, show: bool = True) -> explain.Claim:
