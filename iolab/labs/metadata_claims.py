@@ -299,7 +299,8 @@ def removals_claim(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written
     rmdir, unlink = per_iteration(calls, "rmdir", "directory"), per_iteration(calls, "unlink", "file")
     how = (f"each iteration's median call, {min(len(rmdir), len(unlink))} iterations of one run, each removing its "
            "directories, then its files")
-    close = f"{how}; {CLOSE}"
+    close = (f"{how}; what would separate them: more iterations (-i), more items per rank (-n) or an idle machine "
+             "(strace -T counts a wait for a CPU inside the call)")
     inside = f.discard_in_call
     if inside and not files_written:
         rel = explain.beyond("rmdir", rmdir, "unlink", unlink, by=3, unit="µs")
