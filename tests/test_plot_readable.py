@@ -274,4 +274,4 @@ def test_mdtest_rates_with_trials_draws_every_iteration():
     assert len(dots) == 4 and all(len(t.x) == 10 for t in dots)       # 2 filesystems x 2 operations, 10 each
     assert len(medians) == 4 and all(len(t.x) == 1 for t in medians)
     layout = fig.layout.to_plotly_json()
-    assert "rank 0" in layout["xaxis"]["title"]["text"] and layout["xaxis"]["type"] == "log"
+    assert "rank 0" in layout["title"]["text"] and layout["xaxis"]["type"] == "log"
