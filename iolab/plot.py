@@ -627,16 +627,19 @@ def ior_sweep(df: pd.DataFrame, by: str, *, highlight: float | None = None,
 
 
 def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[str] | None = None,
-                 title: str = "mdtest: operations per second on each filesystem",
+                 title: str = "mdtest: operations per second on each filesystem", trials: bool = False,
                  legend_title: str | None = None) -> go.Figure:
-    """One small panel per operation: a dot per ``by`` at its mean rate, a line from the slowest to
-    the fastest iteration, each row labelled with its ``by``. Each panel has its own LOG axis, ticks
-    at 1, 2, 5 x 10^k labelled in full: a disk's few thousand ops/s beside a memory filesystem's
-    300,000 would sit at zero on a linear axis; on a log axis equal ratios are equal distances."""
+    """One small panel per operation, each row labelled with its ``by``. From mdtest's summary rows: a
+    dot at the mean rate, a line from the slowest to the fastest iteration. With ``trials=True``, ``df``
+    holds every iteration (``mdtest.parse_iterations``: columns operation, iteration, rate, scope): a dot
+    per iteration and a bar at their median, so that the spread the lesson's verdicts are judged on is
+    seen. Each panel has its own LOG axis, ticks at 1, 2, 5 x 10^k labelled in full: a disk's few thousand
+    ops/s beside a memory filesystem's 300,000 would sit at zero on a linear axis; on a log axis equal
+    ratios are equal distances. ``legend_title``: the legend's title in words (default: ``by``)."""
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    d = df[df["unit"] == "ops/s"]
+    d = df if trials else df[df["unit"] == "ops/s"]
     ops = [o for o in (operations or list(dict.fromkeys(d["operation"]))) if o in set(d["operation"])]
     groups = list(dict.fromkeys(d[by]))
     cols = 1 if len(ops) < 3 else 2
@@ -644,12 +647,31 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=ops, horizontal_spacing=0.12,
                         vertical_spacing=min(0.6 / rows, 0.25))
     colours = {g: qualitative.Plotly[i % len(qualitative.Plotly)] for i, g in enumerate(groups)}
+    rank0 = trials and "scope" in d and (d["scope"] == "rank 0").any()
+    axis = "operations per second, log axis"
+    if rank0:       # said once, under the title: an axis title this long would run into its neighbour's
+        title += ("<br><sup>each iteration's rate of rank 0 alone (mdtest 4 prints its own, not the ranks' "
+                  "together; the tree's phases count the whole tree)</sup>")
     for i, op in enumerate(ops):
         r, c = i // cols + 1, i % cols + 1
         part = d[d["operation"] == op]
         for g in groups:
             row = part[part[by] == g]
             if not len(row):
+                continue
+            if trials:
+                v = row.sort_values("iteration")["rate"].astype(float)
+                fig.add_scatter(x=list(v), y=[str(g)] * len(v), mode="markers",
+                                marker=dict(size=7, color=colours[g], opacity=0.6, line=dict(width=0)),
+                                name=str(g), legendgroup=str(g), showlegend=i == 0,
+                                customdata=list(row.sort_values("iteration")["iteration"]),
+                                hovertemplate=f"{op}<br>{g}<br>iteration %{{customdata}}: %{{x:,.0f}} ops/s<extra></extra>",
+                                row=r, col=c)
+                fig.add_scatter(x=[float(v.median())], y=[str(g)], mode="markers",
+                                marker=dict(symbol="line-ns", size=18, line=dict(width=3, color=colours[g])),
+                                name="median", legendgroup=str(g), showlegend=False,
+                                hovertemplate=f"{op}<br>{g}<br>median of {len(v)}: %{{x:,.0f}} ops/s<extra></extra>",
+                                row=r, col=c)
                 continue
             mean, lo, hi = (float(row[k].iloc[0]) for k in ("mean", "min", "max"))
             fig.add_scatter(x=[mean], y=[str(g)], mode="markers", marker=dict(size=10, color=colours[g]),
@@ -659,14 +681,15 @@ def mdtest_rates(df: pd.DataFrame, *, by: str = "filesystem", operations: list[s
                             hovertemplate=f"{op}<br>{g}<br>mean %{{x:,.0f}} ops/s<br>"
                                           f"iterations from {lo:,.0f} to {hi:,.0f}<extra></extra>",
                             row=r, col=c)
-        values = pd.concat([part["min"], part["max"], part["mean"]]).astype(float)
+        values = (part["rate"] if trials else pd.concat([part["min"], part["max"], part["mean"]])).astype(float)
         fig.update_xaxes(type="log", row=r, col=c, tickangle=0, **log_ticks(values, short=True),
-                         title_text="operations per second, log axis" if r == rows else None)
+                         title_text=axis if r == rows else None)
         # the rows are the same in every panel: named once, on the left
         fig.update_yaxes(showticklabels=c == 1, automargin=True, categoryorder="array", autorange="reversed",
                          categoryarray=[str(g) for g in groups], row=r, col=c)
-    fig.update_layout(title=title, height=170 + 150 * rows, margin=dict(l=20),
-                      legend_title=legend_title if legend_title is not None else by.replace("_", " "))
+    fig.update_layout(title=title, height=170 + 150 * rows + 30 * rank0,
+                      legend_title=legend_title if legend_title is not None else by.replace("_", " "),
+                      margin=dict(l=20, t=110 if rank0 else None))
     return fig
 
 

@@ -5,7 +5,8 @@ For each version (``/tmp/ior-<version>/bin/mdtest``, put first on PATH), 2 ranks
 * ``rates-{tmp,shm}-V``: the seed's command scaled down, ``mdtest -n 10 -i 10 -y``, on /tmp and /dev/shm;
 * ``syncs-seed-tmp-V`` / ``syncs-write4k-tmp-V``: ``strace -f -c`` of that command, and of the same
   with ``-w 4096``, counting the sync calls (fsync ...) and mkdir/rmdir/unlink;
-* ``write4k-{tmp,shm}-V``: ``mdtest -n 10 -i 10 -y -w 4096``;
+* ``write4k-{tmp,shm}-V``: ``mdtest -n 10 -i 10 -y -w 4096``; these four with ``-v`` (each iteration's
+  rates: the trials), only these: ``--rates-only``;
 * ``strace-one-file-{tmp,shm}-V``: one rank, one 4 KiB file with -y in each of 6 iterations (a warm-up and
   5 trials), ``strace -T -P <each file>``; only these: ``--one-file-only``;
 * ``removals-tmp-V``, ``removals-shm-V``, ``removals-write4k-tmp-V``: ``strace -f -T`` of the seed's
@@ -86,11 +87,8 @@ def record(version: str, loop: bool) -> None:
     assert mdtest.installed_version() == version, mdtest.installed_version()
     seed, w4k = " ".join(SEED.argv()[1:]), " ".join(WRITE4K.argv()[1:])
     print(f"mdtest {version}")
+    record_rates(version)
     for short, path in PLACES.items():
-        save(mdtest.run(SEED, 2, on=path), f"rates-{short}-{version}", path,
-             f"seed 001's mdtest -n 10 -i 200 -y scaled to `{seed}`, 2 ranks, on {path}")
-        save(mdtest.run(WRITE4K, 2, on=path), f"write4k-{short}-{version}", path,
-             f"`{w4k}`, 2 ranks, on {path}: each file gets 4 KiB, then an fsync")
         record_one_file(version, short, path)
         save(metadata_strace.trace_removals(SEED, 2, on=path), f"removals-{short}-{version}", path, stream="file",
              notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on {path}: "
@@ -114,6 +112,25 @@ def record(version: str, loop: bool) -> None:
                  notes=f"strace -f -tt -T -e trace=unlink,rmdir,fsync of `mpirun -np 2 mdtest {seed}` on a fresh "
                        f"512 MiB ext4 image loop-mounted under /tmp as root ({f.describe()}; mkfs.ext4 "
                        f"{' '.join(features) or '(defaults)'}, mount -o {','.join(['loop', *options])})")
+
+
+def record_rates(version: str) -> None:
+    """``rates-{tmp,shm}-V`` and ``write4k-{tmp,shm}-V``, with ``-v`` (``metadata.with_trials``): each
+    iteration's rate of each phase is printed, the trials the lesson judges (``mdtest.parse_iterations``).
+    The load average when each ran goes into its notes."""
+    seed, w4k = (" ".join(metadata.with_trials(o).argv()[1:]) for o in (SEED, WRITE4K))
+    for short, path in PLACES.items():
+        save(mdtest.run(metadata.with_trials(SEED), 2, on=path), f"rates-{short}-{version}", path,
+             f"seed 001's mdtest -n 10 -i 200 -y scaled to `{seed}`, 2 ranks, on {path}; -v prints each "
+             f"iteration's rates (the trials); {load()}")
+        save(mdtest.run(metadata.with_trials(WRITE4K), 2, on=path), f"write4k-{short}-{version}", path,
+             f"`{w4k}`, 2 ranks, on {path}: each file gets 4 KiB, then an fsync; -v prints each iteration's "
+             f"rates (the trials); {load()}")
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores when it ran"
 
 
 def record_one_file(version: str, short: str, path: str) -> None:
@@ -180,11 +197,17 @@ def main() -> None:
     ap.add_argument("--versions", nargs="+", default=["3.3.0", "4.0.0"])
     ap.add_argument("--no-loop", action="store_true", help="skip the loop-mounted ext4 images (they need root)")
     ap.add_argument("--phases-only", action="store_true", help="record only the witnessed phases (section 6)")
+    ap.add_argument("--rates-only", action="store_true", help="record only rates-* and write4k-* (sections 3-4)")
     ap.add_argument("--one-file-only", action="store_true", help="record only the one-file traces (section 5)")
     args = ap.parse_args()
     path0 = os.environ["PATH"]
     for v in args.versions:
         os.environ["PATH"] = path0
+        if args.rates_only:
+            os.environ["PATH"] = f"/tmp/ior-{v}/bin:" + path0
+            assert mdtest.installed_version() == v, mdtest.installed_version()
+            record_rates(v)
+            continue
         if args.one_file_only:
             os.environ["PATH"] = f"/tmp/ior-{v}/bin:" + path0
             assert mdtest.installed_version() == v, mdtest.installed_version()

@@ -229,3 +229,66 @@ def test_run_keeps_the_tree_for_the_next_phase_and_puts_mpi_elsewhere(fake_mdtes
     with pytest.raises(ValueError, match="keep=True"):
         mdtest.run(mdtest.Options(files=5), 2, on=os.fspath(tmp_path), keep=True)
 
+
+
+# --- -v: every iteration's rates (issue 22: the trials behind the summary) ---------------------------
+
+@pytest.mark.parametrize("version, rows, checks", [
+    # hand-checked against the recordings' "V-1: Rank 0 Line ..." lines
+    ("3.3.0", 18, {(1, "file creation"): (0.001, 17461.179), (1, "tree creation"): (0.0, 6338.501),
+                   (2, "directory removal"): (0.032, 634.127), (2, "tree removal"): (0.0, 3039.809)}),
+    ("4.0.0", 20, {(1, "file stat"): (0.001, 19266.440), (2, "directory rename"): (0.0, 41651.480),
+                   (2, "file removal"): (0.0, 90785.801), (1, "tree removal"): (0.0, 4788.018)}),
+])
+def test_parse_iterations_golden(version, rows, checks):
+    got = mdtest.parse_iterations(rec(f"tmp-verbose-{version}"))
+    assert len(got) == rows and {r["version"] for r in got} == {version}
+    assert [r["iteration"] for r in got] == sorted(r["iteration"] for r in got)
+    table = {(r["iteration"], r["operation"]): (r["seconds"], r["rate"]) for r in got}
+    for key, value in checks.items():
+        assert table[key] == value, key
+    summary = {r["operation"]: r for r in mdtest.parse(rec(f"tmp-verbose-{version}"))}
+    for r in got:
+        s = summary[r["operation"]]
+        if version == "3.3.0" or r["operation"].startswith("tree"):
+            # the run's rate: within the summary's Min and Max
+            assert r["scope"] == "all ranks" and s["min"] - 0.002 <= r["rate"] <= s["max"] + 0.002, r
+        else:
+            # 4.0 prints rank 0's own rate (its items over its time), the summary all ranks' (2 here)
+            assert r["scope"] == "rank 0"
+    if version == "4.0.0":       # both iterations' directory creations: 5,356 and 5,385 by rank 0, 10,707-10,770 by 2
+        assert table[(1, "directory creation")][1] * 2 == pytest.approx(summary["directory creation"]["min"], rel=0.01)
+
+
+def test_parse_iterations_of_a_summary_only_run_makes_no_trial():
+    assert mdtest.parse_iterations(rec("tmp-4.0.0")) == []
+    assert mdtest.iterations_frame([]).empty
+
+
+@pytest.mark.parametrize("version", ["3.3.0", "4.0.0"])
+def test_parse_iterations_names_the_bad_line(version):
+    text = rec(f"tmp-verbose-{version}")
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, s in enumerate(lines) if "File creation" in s and "ops/sec" in s)
+    bad = "".join(lines[:at] + [lines[at].replace(" sec,", " s,")] + lines[at + 1:])
+    with pytest.raises(ParseError, match="phase's rate") as e:
+        mdtest.parse_iterations(bad)
+    assert e.value.line_no == at + 1
+    second = next(i for i, s in enumerate(lines) if "iteration 2 *" in s)
+    skipped = "".join(lines[:second] + [lines[second].replace("iteration 2", "iteration 3")] + lines[second + 1:])
+    with pytest.raises(ParseError, match="iteration 3 after iteration 1") as e:
+        mdtest.parse_iterations(skipped)
+    assert e.value.line_no == second + 1
+    first = next(i for i, s in enumerate(lines) if "iteration 1 *" in s)
+    with pytest.raises(ParseError, match="before its first"):
+        mdtest.parse_iterations("".join(lines[:first] + lines[first + 1:]))
+    twice = "".join(lines[:at + 1] + [lines[at]] + lines[at + 1:])
+    with pytest.raises(ParseError, match="twice"):
+        mdtest.parse_iterations(twice)
+    # the second iteration's lines gone: the summary says 2
+    end = next(i for i, s in enumerate(lines) if s.startswith("SUMMARY"))
+    one = "".join(lines[:second] + lines[end - 1:])
+    with pytest.raises(ParseError, match="of 1 iterations, its summary is of 2"):
+        mdtest.parse_iterations(one)
+    with pytest.raises(ParseError):                      # cut short: parse's own check
+        mdtest.parse_iterations("".join(lines[:second + 3]))

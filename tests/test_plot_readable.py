@@ -340,3 +340,17 @@ def test_class_charts_title_rows_and_legends_in_words_not_column_names():
     assert plot.class_heatmap(df, "mean", unit="ops/s").layout.yaxis.title.text == "student"
     strip = plot.class_strip(df, "mib_per_s", unit="MiB/s")
     assert strip.layout.legend.title.text == "student" and strip.layout.xaxis.title.text == "filesystem"
+
+
+def test_mdtest_rates_with_trials_draws_every_iteration():
+    from iolab import recordings
+    from iolab.tools import mdtest
+    it = pd.concat([mdtest.iterations_frame(mdtest.parse_iterations(recordings.load(f"mdtest/rates-{n}-4.0.0").text),
+                                            filesystem=n) for n in ("tmp", "shm")], ignore_index=True)
+    fig = plot.mdtest_rates(it, operations=["file creation", "file stat"], trials=True)
+    dots = [t for t in fig.data if t.marker.symbol != "line-ns"]
+    medians = [t for t in fig.data if t.marker.symbol == "line-ns"]
+    assert len(dots) == 4 and all(len(t.x) == 10 for t in dots)       # 2 filesystems x 2 operations, 10 each
+    assert len(medians) == 4 and all(len(t.x) == 1 for t in medians)
+    layout = fig.layout.to_plotly_json()
+    assert "rank 0" in layout["title"]["text"] and layout["xaxis"]["type"] == "log"

@@ -221,16 +221,49 @@ def rates_frame(out: recordings.Outcome, path: str | os.PathLike[str], scope: st
     return mdtest.to_frame(out.data, path=str(path), fstype=fstype, mode=out.mode, **seen, witness_scope=scope)
 
 
+def with_trials(options: mdtest.Options) -> mdtest.Options:
+    """``options`` with ``-v``: mdtest then prints each iteration's rate of each phase (its ``-i N``
+    iterations are N trials of every phase, interleaved by phase within the run), the trials the
+    lesson's comparisons are judged on; without it only Max/Min/Mean are printed."""
+    return replace(options, verbose=max(options.verbose, 1))
+
+
+@dataclass(kw_only=True)
+class Rates(recordings.Outcome):
+    """One mdtest run's rates: ``frame`` the summary rows (:func:`rates_frame`), ``iterations`` every
+    iteration's rate of every phase (:func:`mdtest.parse_iterations`, with path, fstype and mode; no row
+    for a run without ``-v``: an older recording)."""
+
+    iterations: pd.DataFrame = field(default_factory=lambda: mdtest.iterations_frame([]))
+
+
+def trials(r: Rates | pd.DataFrame, operation: str) -> list[float]:
+    """Every iteration's rate (ops/s) of ``operation`` in one run, in the order they ran: the trials
+    :func:`iolab.explain.beyond` judges (none when the run printed only its summary)."""
+    df = r.iterations if isinstance(r, Rates) else r
+    return [float(v) for v in df.loc[df["operation"] == operation].sort_values("iteration")["rate"]]
+
+
+def trials_unit(r: Rates | pd.DataFrame, operation: str) -> str:
+    """The unit of :func:`trials`' values: "ops/s" where they are the run's rates (mdtest 3.x), "ops/s of
+    rank 0" where mdtest printed rank 0's own (4.x: about 1/N of the summary's rate with N ranks)."""
+    df = r.iterations if isinstance(r, Rates) else r
+    scopes = set(df.loc[df["operation"] == operation, "scope"]) if "scope" in df else set()
+    return "ops/s of rank 0" if scopes == {"rank 0"} else "ops/s"
+
+
 def measure_on(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: int = 2, recording: str,
-               launcher: str = "mpirun", timeout: float = 300, quiet: bool = False) -> recordings.Outcome:
-    """mdtest on the filesystem of ``path`` (live), or the recording made there (replay).
+               launcher: str = "mpirun", timeout: float = 300, quiet: bool = False) -> Rates:
+    """mdtest on the filesystem of ``path`` (live, with ``-v``: :func:`with_trials`), or the recording
+    made there (replay).
 
     Live, the run is taken under :class:`iolab.witness.Witness` on ``path``: the bytes mdtest's
     processes (mpirun and its ranks, reaped) made the storage layer read and write, and what the
     block device behind ``path`` moved for everyone (``.witness``); a replay carries the witness the
     recording kept, or says that it has none (``.witness_note``). ``.data``: mdtest.parse's rows;
-    ``.frame``: :func:`rates_frame`."""
+    ``.frame``: :func:`rates_frame`; ``.iterations``: each iteration's rates (the trials)."""
     seen: dict[str, Any] = {}
+    options = with_trials(options)
 
     def live() -> Run:
         with witness.Witness(path, children=True) as w:
@@ -238,10 +271,14 @@ def measure_on(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: 
         seen["witnessed"] = w.result
         return r
 
-    out = recordings.live_or_recorded(live, recording, requires=("mdtest", launcher), parse=mdtest.parse, quiet=quiet)
+    out = recordings.live_or_recorded(live, recording, requires=("mdtest", launcher), parse=mdtest.parse,
+                                      quiet=quiet, cls=Rates)
     _witness_of(out, seen.get("witnessed"))
     iters = options.iterations
     out.frame = rates_frame(out, path, f"the whole run (every phase, {iters} iteration{'s' * (iters != 1)})")
+    fstype = out.frame["fstype"].iloc[0] if len(out.frame) else "?"
+    out.iterations = mdtest.iterations_frame(mdtest.parse_iterations(out.text), path=str(path), fstype=fstype,
+                                             mode=out.mode)
     return out
 
 

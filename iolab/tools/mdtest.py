@@ -14,6 +14,8 @@ What the versions print (all handled by :func:`parse`):
 * ``-P`` adds a ``SUMMARY time`` table. Its values are the seconds each phase took (mdtest's
   ``t_end - t_start``) in every version, even where main's heading says ``(in ms/op)``;
   :func:`parse` reports them with unit "s" and keeps the heading's word in ``unit_printed``.
+* ``-v`` prints each iteration's rate of each phase (rank 0's), read by :func:`parse_iterations`:
+  the trials behind the summary's Max/Min/Mean.
 * There is no JSON output. Errors are ``ERROR: ...`` lines (4.x) or ``Process N: FAILED in ...``
   lines (3.x) on stdout.
 """
@@ -353,6 +355,88 @@ def parse(text: str) -> list[dict[str, Any]]:
         raise ParseError("mdtest output ends before its '-- finished at' line: cut short",
                          line_no=last, line=lines[last - 1])
     return rows
+
+
+# -v: rank 0's rate of each phase of each iteration, after "main: * iteration N *" (3.3 and 4.0):
+#   "V-1: Rank   0 Line  1223   File creation     :          0.001 sec,      17461.179 ops/sec"
+#   "V-1: Rank   0 Line  1725 V-1: main:   Tree creation     : ..."  "... Line  2201 main   Tree removal  : ..."
+_ITERATION = re.compile(r"^V-\d: Rank +\d{1,9} Line +\d{1,9} +main: \* iteration (\d{1,9}) \*\s*$")
+_PHASE_RATE = re.compile(rf"^V-\d: Rank +\d{{1,9}} Line +\d{{1,9}} +(?:V-\d: )?(?:main:? +)?"
+                         rf"([A-Za-z][A-Za-z ]{{0,40}}?) *: +({_NUMBER}) sec, +({_NUMBER}) ops/sec\s*$")
+ITERATION_KEYS = ("iteration", "operation", "seconds", "rate", "scope", "version")
+
+
+def _scope(version: str, operation: str) -> str:
+    """Whose rate a -v line is. 3.x: the run's (all ranks' items over the phase, between barriers: the
+    summary's per-iteration value). 4.x: rank 0's own items over its phase time (``updateResult`` in
+    src/mdtest.c; the summary sums every rank's items over the slowest rank's time, so with N ranks
+    about N times as much), except the tree's phases, counted for the whole tree."""
+    return "all ranks" if version.startswith(("3.", "2.", "1.")) or operation.startswith("tree") else "rank 0"
+
+
+def parse_iterations(text: str) -> list[dict[str, Any]]:
+    """The rate of every phase in every iteration, as mdtest prints them with ``-v`` (rank 0's view):
+    one row per iteration and operation (lowercase, as :func:`parse`), with the phase's seconds, its
+    rate in ops/s, whose rate it is (``scope``: "all ranks" in 3.x, as the summary; "rank 0" in 4.x, rank
+    0's own, about 1/N of the summary's with N ranks) and mdtest's version. mdtest's ``-i N`` iterations are N repeated trials of each
+    phase, interleaved by phase within one run (create, stat, read, remove, then the next iteration).
+
+    A run without ``-v`` prints only the summary: no row (no trial is made up from Max/Min/Mean).
+    The output must pass :func:`parse` (errors, a cut output raise ParseError). ParseError names the
+    line of a per-iteration rate that cannot be read, an iteration out of order, an operation twice
+    in one iteration, or a rate before the first iteration; and the output when the iterations
+    printed are not the summary's ``(of N iterations)``."""
+    summary = parse(text)
+    version = summary[0]["version"]
+    expected = max(r["iterations"] for r in summary)
+    rows: list[dict[str, Any]] = []
+    iteration, seen = 0, set()
+    lines = text.splitlines()
+    for no, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line.startswith("V-"):
+            continue
+        if len(line) > 400:
+            if "ops/sec" in line or "iteration" in line:
+                raise ParseError("an mdtest -v line too long to be a phase's rate", line_no=no, line=raw[:200])
+            continue
+        m = _ITERATION.match(line)
+        if m:
+            n = int(m.group(1))
+            if n != iteration + 1:
+                raise ParseError(f"mdtest iteration {n} after iteration {iteration}", line_no=no, line=raw)
+            iteration, seen = n, set()
+            continue
+        if "ops/sec" not in line:
+            continue
+        m = _PHASE_RATE.match(line)
+        if not m:
+            raise ParseError("expected an mdtest phase's rate: '<operation> : <seconds> sec, <rate> ops/sec'",
+                             line_no=no, line=raw)
+        if not iteration:
+            raise ParseError("an mdtest phase's rate before its first 'iteration' line", line_no=no, line=raw)
+        op, secs, rate_ = m.group(1).strip().lower(), float(m.group(2)), float(m.group(3))
+        if not (math.isfinite(secs) and math.isfinite(rate_) and secs >= 0 and rate_ >= 0):
+            raise ParseError("an mdtest phase's rate with a number that cannot be a time or a rate",
+                             line_no=no, line=raw)
+        if op in seen:
+            raise ParseError(f"mdtest printed {op!r} twice in iteration {iteration}", line_no=no, line=raw)
+        seen.add(op)
+        rows.append({"iteration": iteration, "operation": op, "seconds": secs, "rate": rate_,
+                     "scope": _scope(version, op), "version": version})
+    if rows and iteration != expected:
+        last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
+        raise ParseError(f"mdtest printed the rates of {iteration} iterations, its summary is of {expected}",
+                         line_no=last, line=lines[last - 1])
+    return rows
+
+
+def iterations_frame(rows: Iterable[dict[str, Any]], **columns: Any) -> pd.DataFrame:
+    """:func:`parse_iterations`'s rows as a DataFrame, plus constant columns."""
+    df = pd.DataFrame(list(rows), columns=list(ITERATION_KEYS))
+    for k, v in columns.items():
+        df[k] = v
+    return df
 
 
 _STAMP = re.compile(r"^-- (started|finished) at (\d\d/\d\d/\d{4} \d\d:\d\d:\d\d) --")
