@@ -354,3 +354,15 @@ def test_mdtest_rates_with_trials_draws_every_iteration():
     assert len(medians) == 4 and all(len(t.x) == 1 for t in medians)
     layout = fig.layout.to_plotly_json()
     assert "rank 0" in layout["title"]["text"] and layout["xaxis"]["type"] == "log"
+
+
+def test_fuse_cold_warm_keeps_the_slowest_read_off_the_axis_edge():
+    """Lesson 06, section 3, looked at in chromium: the link-bound reads (~10 MB/s) sat on the axis's left
+    edge at 10, their dots on the end of their rows' labels. The range is padded past both ends."""
+    import math
+
+    reads = pd.DataFrame({"label": ["s3fs, no cache"] * 3 + ["gcsfuse, file cache"] * 3,
+                          "read": ["1st (cold)", "2nd (warm)", "3rd (page cache dropped)"] * 2,
+                          "mb_per_s": [10.1, 10.2, 10.0, 10.3, 7_500.0, 1_020.0], "layer": ["link"] * 6})
+    lo, hi = plot.fuse_cold_warm(reads, link_mb_per_s=12).layout.xaxis.range
+    assert lo < math.log10(10.0) - 0.05 and hi > math.log10(7_500.0) + 0.05
