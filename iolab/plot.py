@@ -44,7 +44,8 @@ def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, pe
                                           " (%{customdata[1]})<extra></extra>")
     if y_title is None:
         what = MEASURED_BY_UNIT.get(unit, "measured value")
-        y_title = f"{what} ({unit})" if unit else what
+        y_title = (f"{what} ({unit}, log scale)" if unit else f"{what} (log scale)") if log else \
+            (f"{what} ({unit})" if unit else what)
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title,
                       showlegend=True, legend=dict(orientation="h", y=-0.2, yanchor="top"))
     if log:

@@ -366,3 +366,10 @@ def test_fuse_cold_warm_keeps_the_slowest_read_off_the_axis_edge():
                           "mb_per_s": [10.1, 10.2, 10.0, 10.3, 7_500.0, 1_020.0], "layer": ["link"] * 6})
     lo, hi = plot.fuse_cold_warm(reads, link_mb_per_s=12).layout.xaxis.range
     assert lo < math.log10(10.0) - 0.05 and hi > math.log10(7_500.0) + 0.05
+
+
+def test_trials_on_a_log_axis_say_so_in_their_default_title():
+    """Lesson 04's -M chart (looked at in chromium) read 'rate (MiB/s)' on a log axis."""
+    frame = pd.DataFrame({"setting": ["a"] * 3 + ["b"] * 3, "value": [20_000, 25_000, 27_000, 1_900, 2_000, 2_500]})
+    assert plot.trials(frame, unit="MiB/s", log=True).layout.yaxis.title.text == "rate (MiB/s, log scale)"
+    assert plot.trials(frame, unit="MiB/s").layout.yaxis.title.text == "rate (MiB/s)"
