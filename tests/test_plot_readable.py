@@ -370,6 +370,7 @@ def test_fuse_cold_warm_keeps_the_slowest_read_off_the_axis_edge():
 
 def test_trials_on_a_log_axis_say_so_in_their_default_title():
     """Lesson 04's -M chart (looked at in chromium) read 'rate (MiB/s)' on a log axis."""
-    frame = pd.DataFrame({"setting": ["a"] * 3 + ["b"] * 3, "value": [20_000, 25_000, 27_000, 1_900, 2_000, 2_500]})
+    frame = pd.DataFrame({"setting": ["a"] * 3 + ["b"] * 3, "value": [20_000, 25_000, 27_000, 1_900, 2_000, 2_500],
+                          "position": range(1, 7), "trial": [1, 2, 3] * 2})
     assert plot.trials(frame, unit="MiB/s", log=True).layout.yaxis.title.text == "rate (MiB/s, log scale)"
     assert plot.trials(frame, unit="MiB/s").layout.yaxis.title.text == "rate (MiB/s)"
