@@ -864,8 +864,8 @@ def staging_vs_streaming(df: pd.DataFrame) -> go.Figure:
 
 def gcsfuse_copy(df: pd.DataFrame, published: pd.DataFrame | None = None, *,
                  link_mb_per_s: float | None = None) -> go.Figure:
-    """Seed 002's copy through gcsfuse: per file, the write rate, the read right after, and the read
-    after dropping its pages (here), then the seed's write and read rates. Dots on a log rate axis
+    """Seed 002's copy through gcsfuse: per file, every write's rate (one dot per trial), the read right
+    after, and the read after dropping its pages (here), then the seed's write and read rates. Dots on a log rate axis
     (they span three orders of magnitude); the link's cap is drawn across this run's rows only.
 
     df: file, nbytes, write_mb_per_s, read_mb_per_s, reread_mb_per_s. published: file, size_mb,
@@ -873,20 +873,23 @@ def gcsfuse_copy(df: pd.DataFrame, published: pd.DataFrame | None = None, *,
     """
     import math
 
-    kinds = [("write_mb_per_s", "write (copy in)", "circle", "#1f77b4"),
+    kinds = [("write_mb_per_s", "write (copy in), every trial", "circle", "#1f77b4"),
              ("read_mb_per_s", "read right after", "diamond", "#d62728"),
              ("reread_mb_per_s", "read after its pages were dropped", "x", "#2ca02c")]
-    here = [f"here: {f} ({_size(n)})" for f, n in zip(df["file"], df["nbytes"])]
+    here_rows = [f"here: {f} ({_size(n)})" for f, n in zip(df["file"], df["nbytes"])]
+    here = list(dict.fromkeys(here_rows))      # one line per file, every trial of it a dot on the line
     seed = published[published["file"] != "Total"] if published is not None and len(published) else None
     theirs = [f"seed 002: {f} ({s:g} MB)" for f, s in zip(seed["file"], seed["size_mb"])] if seed is not None else []
     fig = go.Figure()
     values = []
     for col, name, symbol, color in kinds:
-        xs, ys = list(df[col]), list(here)
+        pairs = [(x, y) for x, y in zip(df[col], here_rows) if x == x]     # a write without a read: no dot
+        xs, ys = [x for x, _ in pairs], [y for _, y in pairs]
         if seed is not None and col in seed:
             xs, ys = xs + list(seed[col]), ys + theirs
         values += xs
-        fig.add_scatter(x=xs, y=ys, mode="markers", name=name, marker=dict(size=11, symbol=symbol, color=color),
+        fig.add_scatter(x=xs, y=ys, mode="markers", name=name, marker=dict(size=11, symbol=symbol, color=color,
+                                                                            opacity=0.8),
                         hovertemplate="%{y}: %{x:,.2f} MB/s<extra>" + name + "</extra>")
     fig.update_yaxes(categoryorder="array", categoryarray=here + theirs, autorange="reversed", title_text="")
     if link_mb_per_s:      # this run's link: across this run's rows only

@@ -3,7 +3,8 @@
     .venv/bin/python -m recorders.lesson06 [--only fio,reads,dd,staging,fsspec,copy] [--setups lesson,ram,nolink]
 
 ``--only fio --setups lesson,nolink`` re-makes section 2's interleaved trials of seed 000's fio job alone;
-``--only fsspec --setups lesson,nolink`` section 5's fsspec rows and its passes timed in turn.
+``--only fsspec --setups lesson,nolink`` section 5's fsspec rows and its passes timed in turn;
+``--only copy --setups lesson,nolink`` section 7's writes through gcsfuse, in rounds.
 
 Setups: ``lesson`` (what the lesson replays: caches on local disk, the slow link), ``ram`` (the
 caches of section 3 in /dev/shm), ``nolink`` (no slow link: the store straight on loopback). The
@@ -144,16 +145,27 @@ def record(setup: str, only: set[str]) -> None:
                         text = object_reads.client_reads(gcs, ws, "gcsfuse", mode, key, where=where)
                         _save_rows(text, object_reads.reads_recording("gcsfuse", mode, v), "gcsfuse", link, host, where)
                 if "copy" in only and setup != "ram":
+                    began = os.getloadavg()[0]
+                    t0 = time.perf_counter()
                     text = object_transfers.copy_through_gcsfuse(gcs, ws)
+                    took, ended = time.perf_counter() - t0, os.getloadavg()[0]
                     recordings.save(text, object_transfers.GCSFUSE_COPY_RECORDING + v, ext="json",
                                     argv=["iolab.labs.object_transfers.copy_through_gcsfuse"],
                                     tool_version=_venv_version("gcsfuse"), host_description=host,
                                     notes="Seed 002's copy at lesson size: local files copied into a gcsfuse mount "
-                                          "(write), back at once (read), and back after posix_fadvise(DONTNEED) "
-                                          f"(reread), each timed open to close, with the bytes through the link; link: {link}")
-                    print(setup, [(r["file"], round(r["nbytes"] / r["write_s"] / 1e6, 1),
-                                   round(r["nbytes"] / r["read_s"] / 1e6, 1), round(r["nbytes"] / r["reread_s"] / 1e6, 1))
-                                  for r in json.loads(text)])
+                                          f"(write) in {object_transfers.GCSFUSE_WRITE_ROUNDS} rounds that write every "
+                                          "file once to a new name, the order rotating (round, position: the write's "
+                                          "place in the whole run); in the first round each file also copied back at "
+                                          "once (read) and back after posix_fadvise(DONTNEED) (reread); each timed open "
+                                          f"to close, with the bytes through the link; link: {link}; load average (1 min) "
+                                          f"when it began: {began:.1f}, when it ended: {ended:.1f}, on {os.cpu_count()} "
+                                          f"CPUs; the whole run took {took:.2f} s")
+                    copy = object_transfers.gcsfuse_copy_frame(json.loads(text))
+                    for f, part in copy.groupby("file", sort=False):
+                        print(setup, f, "write MB/s", [round(x, 2) for x in part["write_mb_per_s"]],
+                              "read", [round(x, 1) for x in part["read_mb_per_s"].dropna()],
+                              "reread", [round(x, 1) for x in part["reread_mb_per_s"].dropna()])
+                    print(setup, "copy load", began, ended, "took", round(took, 2))
 
 
 def _save_rows(text: str, ref: str, client: str, link: str, host: str, where: str) -> None:

@@ -435,13 +435,49 @@ def test_one_process_against_one_per_object_is_called_on_the_trials():
 
 def test_gcsfuse_copy_claims_with_the_slow_link():
     copy = object_transfers.gcsfuse_copy_frame(_json(object_transfers.GCSFUSE_COPY_RECORDING))
-    assert list(copy["nbytes"]) == sorted(copy["nbytes"], reverse=True)
-    _verdicts(object_transfers.gcsfuse_copy_claims(copy), [YES, YES, YES, YES])
+    assert copy.groupby("file")["round"].count().min() >= 3         # every write kept, 3 or more of each file
+    assert sorted(copy["position"]) == list(range(1, len(copy) + 1))
+    assert copy["read_s"].notna().sum() == copy["file"].nunique()     # each file read back once
+    claims = object_transfers.gcsfuse_copy_claims(copy)
+    _verdicts(claims, [YES, YES, YES, YES])
+    assert "median of 3" in claims[1].text
 
 
 def test_gcsfuse_copy_claims_without_a_link():
     copy = object_transfers.gcsfuse_copy_frame(_json(object_transfers.GCSFUSE_COPY_RECORDING + "-nolink"))
     _verdicts(object_transfers.gcsfuse_copy_claims(copy), [CANNOT, ANY, CANNOT, CANNOT])
+
+
+def _copies(big, small, *, middle=(1.0,)):
+    """A copy frame of writes at the given MB/s (4 MiB, 1 MiB, 256 KiB files), the link 12 MB/s."""
+    rows, sizes = [], {"movie.bin": 4 << 20, "reference.bin": 1 << 20, "picture.bin": 256 << 10}
+    for f, rates in (("movie.bin", big), ("reference.bin", middle), ("picture.bin", small)):
+        for i, r in enumerate(rates, start=1):
+            n = sizes[f]
+            rows.append({"file": f, "round": i, "nbytes": n, "latency_ms": 20, "rate_kbps": 12000,
+                         "write_s": n / (r * 1e6), "write_link_up": n, "write_link_down": 0,
+                         **({"read_s": n / 1e9, "read_link_down": 0, "reread_s": n / 5e6, "reread_link_down": n}
+                            if i == 1 else {})})
+    return object_transfers.gcsfuse_copy_frame(rows)
+
+
+def test_gcsfuse_small_files_slower_by_the_one_rule():
+    # one write of each, as the old lesson compared: 10 against 2 MB/s is too close to call, not "held"
+    one = object_transfers.gcsfuse_copy_claims(_copies([10.0], [2.0]), show=False)[1]
+    assert one.held is None and one.consistent() and one.text.startswith(explain.TOO_CLOSE)
+    # overlapping spreads: the biggest file's slowest write (2.0) not 1.2x the smallest's fastest (3.0)
+    overlap = object_transfers.gcsfuse_copy_claims(_copies([10.0, 2.0, 9.0], [1.5, 3.0, 2.0]), show=False)[1]
+    assert overlap.held is None and overlap.consistent() and overlap.text.startswith(explain.TOO_CLOSE)
+    assert "more writes of each" in overlap.text and explain.AS_PREDICTED not in overlap.text
+    assert "median of 3" in overlap.text
+    clear = object_transfers.gcsfuse_copy_claims(_copies([10.0, 9.0, 11.0], [2.0, 2.5, 1.8]), show=False)
+    assert clear[1].held is True and clear[1].consistent() and "median of 3" in clear[1].text
+    # the cap: the fastest of ALL writes, not the first of each file
+    assert clear[0].held is True and "fastest of 7 writes ran at 11.0 MB/s" in clear[0].text
+    over = object_transfers.gcsfuse_copy_claims(_copies([10.0, 13.0, 11.0], [2.0, 2.5, 1.8]), show=False)
+    assert over[0].held is False and "13.0 MB/s" in over[0].text
+    # the reads: over the rows that were read back (the first round), whatever later rounds hold
+    assert clear[2].held is True and clear[3].held is True
 
 
 # --- every sentence names its verdict ------------------------------------------------------------------
