@@ -497,9 +497,11 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
             if fsync:
                 os.fsync(fd)
             seconds = time.perf_counter() - t0
+        # read before close(): ext4 (auto_da_alloc) starts writing back a file that was truncated and
+        # rewritten when it is closed, which moves its pages from Dirty to Writeback at once
+        dirty1 = pagecache.meminfo()["Dirty"]
     finally:
         os.close(fd)
-    dirty1 = pagecache.meminfo()["Dirty"]
     state = cachestat(p)
     after = pagecache.residency(p, keep_map=False)
     rate = n / seconds if seconds > 0 else math.inf
