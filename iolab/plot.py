@@ -325,8 +325,12 @@ def dirty_writeback(frame: pd.DataFrame, title: str = "Dirty and Writeback while
                                           + name + "</extra>", row=i, col=1)
         ev = part[part["event"].astype(str).str.len() > 0]
         ev = ev[~ev["event"].isin(["start", "stop"])]
-        fig.add_scatter(x=ev["t"], y=(ev["Dirty"] - first[run]["Dirty"]) / 2**20, mode="markers+text", text=ev["event"],
-                        textposition="top right", marker=dict(size=9, color="black", symbol="diamond"),
+        ys = (ev["Dirty"] - first[run]["Dirty"]) / 2**20
+        top = max(float(((part[n] - first[run][n]) / 2**20).max()) for n in ("Dirty", "Writeback"))
+        # a label under a marker in the panel's upper half: above it, it ran into the panel's title
+        where = ["bottom right" if top > 0 and y > top / 2 else "top right" for y in ys]
+        fig.add_scatter(x=ev["t"], y=ys, mode="markers+text", text=ev["event"],
+                        textposition=where, marker=dict(size=9, color="black", symbol="diamond"),
                         name="event", showlegend=i == 1, legendgroup="event",
                         hovertemplate="%{text} at %{x:.2f} s<extra></extra>", row=i, col=1)
         fig.update_yaxes(title_text="change (MiB)", row=i, col=1)

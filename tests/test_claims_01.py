@@ -593,3 +593,24 @@ def test_dd_recordings_exist_for_both_filesystems():
                 rec = recordings.load(f"dd/write-64m-{where}-{kind}-t{t}")
                 assert rec.meta["filesystem"]["fstype"] == ("tmpfs" if where == "shm" else "ext4")
                 assert rec.witness() is not None and (kind == "dsync") == ("oflag=dsync" in rec.meta["argv"])
+
+
+def test_the_watched_write_goes_to_a_new_file_each_time(monkeypatch, tmp_path):
+    """ext4 (auto_da_alloc) starts write-back at close() of a file truncated and rewritten: lesson 01's
+    watched write rewrote written.bin and its chart showed Writeback at once, beside prose about the
+    kernel's 30 s. Each watched write now writes a file that did not exist."""
+    from iolab import measure, workspace
+    from iolab.labs import page_cache_writes as writes
+
+    seen = []
+    real = measure.timed_write
+
+    def spy(name, nbytes, **kw):
+        seen.append((kw["ws"].root / name).exists())
+        return real(name, nbytes, **kw)
+    monkeypatch.setattr(measure, "timed_write", spy)
+    with workspace.Workspace(budget="16MiB", base=tmp_path) as ws:
+        for fsync in (False, True, False):
+            m, frame = writes.watched_write(ws, fsync=fsync, nbytes="1MiB", after=0.05)
+            assert m.nbytes == 1 << 20 and {"Dirty", "Writeback", "event"} <= set(frame.columns)
+    assert seen == [False, False, False]

@@ -170,6 +170,18 @@ def test_dirty_writeback_draws_the_change_so_a_small_step_shows_on_a_large_basel
     assert "Dirty 600 MiB" in fig.layout.annotations[0].text          # the baseline is still said
 
 
+def test_dirty_writeback_puts_a_high_event_label_under_its_marker():
+    """Lesson 01 in chromium: 'write returned' at the top of its panel ran into the panel's title."""
+    t = [0.0, 0.1, 0.2, 0.3]
+    frame = pd.DataFrame({"t": t, "Dirty": [0, 32 * 2**20, 64 * 2**20, 64 * 2**20], "Writeback": [0] * 4,
+                          "event": ["start", "", "write returned", "stop"], "run": ["write, no fsync"] * 4})
+    ev = next(tr for tr in plot.dirty_writeback(frame).data if tr.name == "event")
+    assert list(ev.textposition) == ["bottom right"]
+    low = frame.assign(Dirty=[0, 64 * 2**20, 0, 0], event=["start", "", "fsync returned", "stop"])
+    ev = next(tr for tr in plot.dirty_writeback(low).data if tr.name == "event")
+    assert list(ev.textposition) == ["top right"]
+
+
 def test_a_widget_carries_a_static_figure_for_an_export_without_widget_state(monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "replay")
     from iolab import widgets

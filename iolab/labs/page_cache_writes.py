@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, measure, recordings, runner, trials, workspace
+from .. import explain, fsinfo, measure, pagecache, recordings, runner, trials, workspace
 from .page_cache import FASTER
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..explain import Claim
@@ -47,6 +48,24 @@ def writeback_trials(ws, *, nbytes: int | str = "64MiB", repeat: int = 5, warmup
 
     return trials.run({"no fsync": write(False), "fsync": write(True)}, repeat=repeat, warmup=warmup,
                       metric=trials.mib_per_s, higher=True, unit="MiB/s", between=settle)
+
+
+def watched_write(ws, *, fsync: bool, nbytes: int | str = "64MiB", device_bps: float | None = None,
+                  name: str = "watched.bin", after: float = 1.0) -> tuple[measure.Measurement, pd.DataFrame]:
+    """One write of ``nbytes``, timed, while the machine's Dirty and Writeback (/proc/meminfo) are
+    sampled every 20 ms, and for ``after`` seconds once it returned: the Measurement and the samples
+    (t, Dirty, Writeback, Cached, event). The file is a new one each time (the previous one is removed
+    first): ext4 (auto_da_alloc, fs/ext4/inode.c and file.c) starts writing back, at close(), a file
+    that was truncated to zero and rewritten, to protect programs that replace a file's contents without
+    fsync; a rewritten file would show write-back at once where a new file shows the kernel's own timing."""
+    path = ws.root / name
+    if path.exists():
+        path.unlink()
+    with pagecache.MeminfoSampler(interval=0.02) as s:
+        m = measure.timed_write(name, nbytes, ws=ws, fsync=fsync, device_bps=device_bps)
+        s.mark("fsync returned" if fsync else "write returned")
+        time.sleep(after)
+    return m, s.frame()
 
 
 def writeback_claims(plain: measure.Measurement, synced: measure.Measurement, rates: trials.Trials, *,
