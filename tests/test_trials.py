@@ -135,7 +135,7 @@ def test_plot_shows_every_trial_not_one_bar():
     assert sorted(boxes[0].y) == [1, 2, 3]
     assert not any(d.type == "bar" for d in fig.data)
     assert sorted(fig.data[-1].y) == [9, 99]        # the warm-ups, drawn as not counted
-    assert fig.layout.yaxis.title.text == "s"
+    assert fig.layout.yaxis.title.text == "time (s)"          # in words, with its unit
 
 
 def test_fewer_than_two_settings_is_refused():
