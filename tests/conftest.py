@@ -1,15 +1,20 @@
 """Shared fixtures: skip live tests with a reason when a tool is missing; a private workspace per test."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
+import signal
+import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from iolab import workspace
+from iolab import guard, workspace
 
 TESTS = Path(__file__).resolve().parent
 
@@ -153,3 +158,22 @@ def place(request, tmp_path):
         base = tmp_path
     with workspace.Workspace(budget="512MiB", base=base) as ws:
         yield request.param, ws
+
+
+@contextlib.contextmanager
+def own_tmp_dir(prefix: str) -> Iterator[Path]:
+    """A directory of the test's own in /tmp that a second user may pass through (0711; not pytest's
+    tmp_path: /tmp/pytest-of-root is 0700, and other pytest runs of root remove old ones with rmtree,
+    which walks into a mount a failed test left), removed afterwards without walking into any mount:
+    FUSE daemons under it killed, its mounts lazily unmounted, then guard.remove_tree."""
+    top = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        os.chmod(top, 0o711)
+        yield top
+    finally:
+        for m in guard.mountpoints_under(top):
+            for pid in guard.fuse_daemons(m):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            subprocess.run(["umount", "-l", m], capture_output=True, timeout=30)
+        guard.remove_tree(top)

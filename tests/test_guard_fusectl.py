@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -27,7 +26,7 @@ import psutil
 import pytest
 
 import unix_users
-from conftest import is_root
+from conftest import is_root, own_tmp_dir
 from iolab import guard
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -67,17 +66,8 @@ def fusectl():
 def top():
     """A directory of the test's own in /tmp that others may pass through (a second user works below it),
     removed afterwards without walking into any mount a failed test left."""
-    d = Path(tempfile.mkdtemp(prefix="iolab-fusectl-", dir="/tmp"))
-    os.chmod(d, 0o711)
-    try:
+    with own_tmp_dir("iolab-fusectl-") as d:
         yield d
-    finally:
-        for m in guard.mountpoints_under(d):
-            for pid in guard.fuse_daemons(m):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            subprocess.run(["umount", "-l", m], capture_output=True, timeout=30)
-        guard.remove_tree(d)
 
 
 def _wait(cond, seconds: float) -> bool:

@@ -20,15 +20,13 @@ import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import is_root
+from conftest import is_root, own_tmp_dir
 from iolab import guard
 from iolab.objectstore import mounts, servers, slowlink
 
@@ -77,27 +75,9 @@ class Runner:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@contextlib.contextmanager
-def _top() -> Iterator[Path]:
-    """A directory of the test's own in /tmp (not pytest's tmp_path: /tmp/pytest-of-root is 0700, and
-    other pytest runs of root remove old ones with rmtree, which walks into a mount a failed test left),
-    removed afterwards without walking into any mount."""
-    top = Path(tempfile.mkdtemp(prefix="iolab-rm-", dir="/tmp"))
-    try:
-        os.chmod(top, 0o711)
-        yield top
-    finally:
-        for m in guard.mountpoints_under(top):
-            for pid in guard.fuse_daemons(m):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            subprocess.run(["umount", "-l", m], capture_output=True, timeout=30)
-        guard.remove_tree(top)
-
-
 @pytest.fixture
 def as_root():
-    with _top() as top:
+    with own_tmp_dir("iolab-rm-") as top:
         base = top / "t"
         base.mkdir(mode=0o700)
         yield Runner(base)
@@ -120,7 +100,7 @@ def as_student():
     uid = pwd.getpwnam(name).pw_uid
     acl = None
     try:
-        with _top() as top:
+        with own_tmp_dir("iolab-rm-") as top:
             base = top / "t"
             base.mkdir(mode=0o700)
             shutil.chown(base, name, name)
