@@ -196,6 +196,37 @@ def test_fast_path_equals_general_path_on_every_recording(ref, chunk, block, mem
         assert _outcome(f) == want
 
 
+TIMED_TAILS = ["0 <0.000012>", "4096 <0.000123>", "-1 ENOENT (No such file or directory) <0.000009>",
+               "3</tmp/a b> <0.000005>", "0x7f1e06c53000 <0.003485>", "? <0.000001>", "0  <0.000012>",
+               "1 <0.5> <0.000002>", "-1 E <0.1> <0.2>", "-1 <0.1> <0.2>", "-1 <0.000003>", "0 <unavailable>",
+               "0 <1e-05>", "0 <0.1234567890>", "0 <.5>", "0 <0.5> ", "<0.000012>", " <0.000012>",
+               "0 <unfinished ...> <0.000001>", "0 = 1 <0.000001>", "1 <0.١>", "7 <0.000012>x"]
+
+
+def test_a_timed_tail_is_read_as_result_and_duration_like_the_general_path():
+    # -T gives every call a duration of its own: the fast path reads "result <seconds>" as the result
+    # (through a memo of results) and the seconds apart; it must say what _result says of the whole
+    # tail (or None: the general path judges), for odd tails too, and keep its memo of whole tails bounded
+    for tail in TIMED_TAILS:
+        tails: dict = {}
+        results: dict = {}
+        got = stc._timed_tail_of(tails, results, tail)
+        if tail.startswith("0 <unfinished ...>"):   # what precedes the duration ends as an unfinished
+            assert got is None                      # call does: the general path judges the line
+        else:
+            assert got == stc._tail_of(tail), tail
+        line = f'read(3, "", 1) = {tail}\n'
+        assert _outcome(line) == _outcome(line, _fast=False), tail
+        assert stc._timed_tail_of(tails, results, tail) == got, tail      # from the memo
+        if got is not None:
+            assert [type(v) for v in got] == [type(v) for v in stc._tail_of(tail)], tail
+    tails, results = {}, {}
+    for i in range(stc._TAIL_MEMO_SIZE + 500):
+        assert stc._timed_tail_of(tails, results, f"4096 <0.{i:06d}>") == (4096, None, float(f"0.{i:06d}"))
+    assert len(tails) == stc._TAIL_MEMO_SIZE and "4096 <0.000000>" in tails   # full: kept, not cleared
+    assert results == {"4096": (4096, None, None)}
+
+
 # Lines of odd shapes for the fast path to hand over to the general one (or to get exactly right).
 ODD_LINES = [
     '5 00:00:01.000000 read(3</a b.bin>,  <unfinished ...>',

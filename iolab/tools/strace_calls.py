@@ -438,6 +438,30 @@ def _tail_of(tail: str) -> tuple[int | None, str | None, float | None] | None:
         return None
 
 
+def _timed_tail_of(tails: dict, results: dict, tail: str) -> tuple[int | None, str | None, float | None] | None:
+    """What follows ``" = "`` after a miss of the memo ``tails``: with -T every call's duration is
+    its own (``"4096 <0.000123>"``), so a memo of whole tails would miss on most lines of a real trace,
+    each miss a call of :func:`_result`. A tail that ends ``" <seconds>"`` is read as what comes before
+    it (through the memo ``results``: ``"4096"``, ``"-1 ENOENT (No such file or directory)"``, a few
+    hundred in a trace) and its duration apart, with ``float`` as :func:`_result` reads it: the same
+    (result, errno, duration) as ``_result(tail)`` (``_result`` takes the last ``" <...>"`` of the
+    tail as its duration and reads the rest as it reads ``head``). ``tails`` keeps the tails it saw
+    until it holds ``_TAIL_MEMO_SIZE`` (the durations of a short trace repeat); then it stops taking
+    more: cleared, it would lose the ones that repeat to make room for ones that do not."""
+    head, sep, inner = tail[:-1].rpartition(" <") if tail[-1:] == ">" else ("", "", "")
+    if sep and _DURATION_RE.fullmatch(inner):
+        try:
+            known = results[head]
+        except KeyError:
+            known = _fill(results, head, _tail_of)
+        value = None if known is None else (known[0], known[1], float(inner))
+    else:
+        value = _tail_of(tail)
+    if len(tails) < _TAIL_MEMO_SIZE:
+        tails[tail] = value
+    return value
+
+
 def _details_of(key: tuple[str, str]) -> tuple[int | None, str | None, int | None]:
     return _details(*key)
 
@@ -567,6 +591,7 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
     calls: dict = {}
     ints: dict = {}
     tails: dict = {}
+    results: dict = {}
     details: dict = {}
     line_no = 0
     for text, chunk in _texts(lines):
@@ -594,7 +619,7 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                     try:
                         result, errno, duration = tails[tail]
                     except KeyError:
-                        result, errno, duration = _fill(tails, tail, _tail_of, _TAIL_MEMO_SIZE)
+                        result, errno, duration = _timed_tail_of(tails, results, tail)
                     try:
                         pid, base = prefixes[pre]
                     except KeyError:
