@@ -18,15 +18,25 @@ tells it what to clean as it goes, one JSON line each::
     ["files", pattern]       remove the files matching this glob (stray sockets)
     ["emptydir", path]       remove this directory if it is empty by then (a parent shared by sessions)
     ["forget", kind, key]    the process cleaned it itself
+    ["log", path]            where to write the warnings of its cleanup (see below)
 
 When the pipe reaches end of file, the process is gone, however it ended. The guard then unmounts,
 stops the process groups, removes the files and directories still listed, and exits. After a
 normal exit every entry has been forgotten and there is nothing left to do.
 
+The guard's stderr leads nowhere (nobody reads it once its kernel is dead), so a warning of its cleanup
+(a mount it could only detach, a directory it left in place) is written to the log it was given: a file
+of the user's alone (0600, in the user's private workspace directory, :func:`iolab.workspace.guard_log`),
+one line per warning with the time, the host and the kernel's pid, bounded to its last
+:data:`LOG_LIMIT` bytes (:func:`log_line`). The user's next session shows those lines once, as a
+warning, and removes the log (:func:`take_log`). A log that cannot be written is skipped, never an error.
+
 ``IOLAB_GUARD=0`` turns the guard off (tests of the fallback do this).
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import glob
 import json
 import os
@@ -139,6 +149,11 @@ def forget_mount(path: str | os.PathLike[str]) -> None:
 def watch_empty_dir(path: str | os.PathLike[str]) -> None:
     """Remove path at the end only if it is empty then (a directory several sessions share)."""
     _send("emptydir", os.fspath(path))
+
+
+def log_to(path: str | os.PathLike[str]) -> None:
+    """Where the guard writes the warnings of its cleanup (a file in a directory of this user's alone)."""
+    _send("log", os.path.abspath(path))
 
 
 def watch_files(pattern: str) -> None:
@@ -429,6 +444,119 @@ def remove_path(path: str | os.PathLike[str], *, grace: float = 3.0) -> list[str
     return []
 
 
+# --- the log of the guard's warnings (written by the guard, read by the user's next session) --------
+
+LOG_NAME = "guard-warnings.log"
+LOG_LIMIT = 8192                  # bytes kept: the last lines, so that the log never grows
+_LINE_LIMIT = 1024                # one warning's line at most
+
+
+def _private_dir(path: str) -> bool:
+    """Whether path is a real directory of this user's that nobody else may create names in."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def _open_log(path: str, create: bool) -> int | None:
+    """The log at path opened read-write and locked (a file of this user's, regular, one link, mode made
+    0600), or None (missing, someone else's, a symlink or not a file, in a directory others may write)."""
+    if not _private_dir(os.path.dirname(path)):
+        return None
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+    for _ in range(5):
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
+                os.close(fd)
+                return None
+            if stat.S_IMODE(st.st_mode) != 0o600:
+                os.fchmod(fd, 0o600)
+            deadline = time.monotonic() + 5       # other holders only read or write a few KiB
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as e:
+                    if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                        break             # no locks here (some NFS): go on without
+                    time.sleep(0.05)
+            if os.fstat(fd).st_nlink == 1:
+                return fd
+        except OSError:
+            pass
+        os.close(fd)                      # removed by a reader meanwhile: open the new one
+    return None
+
+
+def _read_tail(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, LOG_LIMIT, max(size - LOG_LIMIT, 0))
+    if size > LOG_LIMIT and b"\n" in data:
+        data = data.split(b"\n", 1)[1]     # began inside a line
+    return data
+
+
+def log_line(path: str | os.PathLike[str], text: str) -> bool:
+    """Add one line (text, made one line and cut to 1 KiB) to the log at path, keeping only its last
+    LOG_LIMIT bytes; False when it cannot be written there (never raises)."""
+    try:
+        line = " ".join(str(text).split()).encode(errors="replace")[:_LINE_LIMIT] + b"\n"
+        fd = _open_log(os.path.abspath(path), create=True)
+        if fd is None:
+            return False
+        try:
+            data = _read_tail(fd) + line
+            while len(data) > LOG_LIMIT and b"\n" in data[:-1]:
+                data = data.split(b"\n", 1)[1]
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+        return True
+    except Exception:
+        return False
+
+
+def take_log(path: str | os.PathLike[str]) -> list[str]:
+    """The lines of the log at path, which is removed: each is given once (an unsafe or missing log: [])."""
+    p = os.path.abspath(path)
+    try:
+        fd = _open_log(p, create=False)
+        if fd is None:
+            return []
+        try:
+            data = _read_tail(fd)
+            st, now = os.fstat(fd), os.lstat(p)
+            if (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
+                os.unlink(p)              # under the lock: a writer waiting for it makes a new log
+        finally:
+            os.close(fd)
+    except OSError:
+        return []
+    return [x for x in data.decode(errors="replace").splitlines() if x.strip()]
+
+
+def _logger(tables: dict[str, dict], owner: int):
+    """warnings.showwarning for the guard process: each warning a line of the log it was given."""
+    host = os.uname().nodename.split(".")[0]
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        try:
+            for path in list(tables["log"])[-1:]:
+                when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+                log_line(path, f"{when} on {host}, after kernel pid {owner}: {message}")
+        except Exception:
+            pass
+    return show
+
+
 # --- the guard process ---------------------------------------------------------------------------
 
 def _group_alive(pgid: int) -> bool:
@@ -509,6 +637,9 @@ def _take(tables: dict[str, dict], raw: bytes) -> None:
             tables["proc"][int(args[0])] = args[1]
         elif kind == "mount":
             tables["mount"][args[0]] = (int(args[1]), args[2]) if len(args) > 2 else None
+        elif kind == "log":
+            tables["log"].pop(args[0], None)
+            tables["log"][str(args[0])] = None          # the last one given is used
         else:
             tables[kind][args[0]] = None
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
@@ -527,7 +658,9 @@ def main() -> None:
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     os.chdir("/")
-    tables: dict[str, dict] = {"dir": {}, "proc": {}, "mount": {}, "files": {}, "emptydir": {}}
+    tables: dict[str, dict] = {"dir": {}, "proc": {}, "mount": {}, "files": {}, "emptydir": {}, "log": {}}
+    warnings.simplefilter("always")       # every warning of the cleanup goes to the user's log
+    warnings.showwarning = _logger(tables, owner)
     fd, buf, waiting_since = sys.stdin.fileno(), b"", None
     while True:
         ready, _, _ = select.select([fd], [], [], 2.0)

@@ -264,6 +264,38 @@ def ours(parent: str | os.PathLike[str], prefixes: tuple[str, ...] = PREFIXES + 
     return sorted(found)
 
 
+class EarlierCleanup(UserWarning):
+    """What the guard of an earlier kernel of this user, killed outright, warned while cleaning up after it
+    (its own stderr reaches nobody): shown once, by the user's next workspace."""
+
+
+def guard_log(parent: str | os.PathLike[str]) -> Path | None:
+    """Where the guards of this user's kernels write the warnings of their cleanup: a file in the user's
+    workspace directory (:func:`base_dir`), when that is a directory of the user's that nobody else may
+    create names in; else None (no log: a predictable name in a shared directory is anyone's)."""
+    p = Path(os.path.abspath(parent))
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return None
+    return p / guard.LOG_NAME
+
+
+def _earlier_warnings(parent: Path) -> None:
+    """Tell this process's guard where to log, and show once what earlier guards logged there."""
+    log = guard_log(parent)
+    if log is None:
+        return
+    guard.log_to(log)
+    lines = guard.take_log(log)
+    if lines:
+        warnings.warn("the cleanup after an earlier kernel of yours, killed before it could clean up itself "
+                      "(SIGKILL: the OOM killer, a forced shutdown), warned when nobody could see it:\n"
+                      + "\n".join(f"  {x}" for x in lines), EarlierCleanup, stacklevel=4)
+
+
 def reap_orphans(parent: Path, prefixes: tuple[str, ...] = PREFIXES) -> list[Path]:
     """Remove workspaces under parent whose process on this host no longer runs (a killed kernel's).
 
@@ -334,6 +366,8 @@ class Workspace:
         parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         guard.ensure()                    # before the directory exists: a kill right after leaves nothing
         reap_orphans(parent, tuple(dict.fromkeys((*PREFIXES, prefix))))
+        if base is None:                  # the user's own directory: where killed kernels' guards log
+            _earlier_warnings(parent)
         # the owner's host and pid in the name let a later session remove it if its process was killed
         self.root = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=parent)).resolve()
         self._closed = False
