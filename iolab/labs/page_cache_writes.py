@@ -138,6 +138,220 @@ def writeback_claims(plain: measure.Measurement, synced: measure.Measurement, ra
     return claims
 
 
+# --- 5 · replacing a file without fsync: write-back started at close() ----------------------------
+
+NEW_FILE, REWRITTEN = CLOSE_SETTINGS = ("new file", "truncated and rewritten")
+CLOSE_BY = 2.0      # the new file's least dirty trial must keep this many times the rewritten one's most
+
+# What the kernel's sources (torvalds/linux) say a filesystem does at the last close() of a file that
+# was truncated to size 0 and written again without fsync: it starts the write-back of its dirty pages,
+# without waiting for it (filemap_flush: WB_SYNC_NONE).
+#  ext4: ext4_truncate() (fs/ext4/inode.c) sets EXT4_STATE_DA_ALLOC_CLOSE on an inode truncated to size 0
+#        unless the filesystem is mounted noauto_da_alloc; at the last close, ext4_release_file()
+#        (fs/ext4/file.c) calls ext4_alloc_da_blocks() (inode.c), which returns at once without delayed-
+#        allocation blocks (i_reserved_data_blocks: none under nodelalloc or data=journal) and otherwise
+#        "cheat[s] by calling filemap_flush(), which will map the blocks, and start the I/O, but not
+#        actually wait for the I/O to complete". ext4_rename() (fs/ext4/namei.c) calls it too, at
+#        rename(), for a file renamed over an existing one. Documentation/admin-guide/ext4.rst,
+#        "auto_da_alloc(*), noauto_da_alloc" (the default): for the replace-via-truncate and
+#        replace-via-rename patterns of applications that do not fsync; it avoids the "zero-length" files
+#        a crash leaves when delayed allocation has not yet written the new data.
+#  xfs:  xfs_setattr_size() (fs/xfs/xfs_iops.c) sets XFS_ITRUNCATED on a truncate down; xfs_file_release()
+#        (fs/xfs/xfs_file.c) then calls filemap_flush() when delayed blocks are outstanding ("the
+#        notorious NULL files problem"). No mount option.
+#  btrfs: btrfs_setsize() (fs/btrfs/inode.c) sets BTRFS_INODE_FLUSH_ON_CLOSE on a truncate from a non-zero
+#        size to zero; btrfs_release_file() (fs/btrfs/file.c) starts the write-back. No mount option.
+# A new file (O_CREAT on a name that did not exist) is never truncated: the VFS drops O_TRUNC for a file
+# it has just created, so none of the three flags is set and its pages wait for the kernel's own timing.
+FLUSH_AT_CLOSE = {
+    "ext4": "ext4, mounted with auto_da_alloc (the default): ext4_truncate() marks a file truncated to size 0, "
+            "and its last close() starts the write-back of its delayed-allocation blocks "
+            "(ext4_release_file -> ext4_alloc_da_blocks -> filemap_flush, fs/ext4/file.c and inode.c)",
+    "xfs": "XFS: a truncate down marks the file (XFS_ITRUNCATED), and its last close() starts the write-back "
+           "of its delayed blocks (xfs_file_release -> filemap_flush, fs/xfs/xfs_file.c); there is no option",
+    "btrfs": "btrfs: a truncate to size 0 marks the file (BTRFS_INODE_FLUSH_ON_CLOSE), and its last close() "
+             "starts its write-back (btrfs_release_file, fs/btrfs/file.c); there is no option",
+}
+
+
+def close_flush_rule(fstype: str, options: str = "") -> tuple[bool | None, str]:
+    """Does ``fstype`` (mounted with ``options``, as /proc/self/mountinfo lists them) start the write-back
+    of a file truncated to size 0 and rewritten at its last close()? True, False, or None when iolab
+    knows no rule of that filesystem; and why, in words (what the kernel's sources say: see above)."""
+    opts = {o.strip() for o in options.split(",")}
+    if fstype in MEMORY_FS:
+        return None, (f"{fstype} keeps files in memory: no page of it is ever dirty or written back, so there "
+                      "is nothing for close() to start and nothing this run could show")
+    if fstype == "ext4":
+        if "noauto_da_alloc" in opts:
+            return False, ("this ext4 is mounted noauto_da_alloc: close() leaves a truncated and rewritten "
+                           "file's pages to the kernel's own write-back")
+        if "nodelalloc" in opts or "data=journal" in opts:
+            return False, ("this ext4 does not delay allocation (nodelalloc or data=journal): there are no "
+                           "delayed-allocation blocks for close() to allocate, so it starts no write-back")
+        return True, FLUSH_AT_CLOSE["ext4"]
+    if fstype in FLUSH_AT_CLOSE:
+        return True, FLUSH_AT_CLOSE[fstype]
+    if fstype == "overlay":
+        return None, ("overlay passes the file to the filesystem beneath it, whose own rule (if any) decides: "
+                      "this run shows what it does")
+    return None, (f"iolab knows no rule of {fstype or 'this filesystem'} that starts write-back at close(): "
+                  "this run shows what it does")
+
+
+@dataclass
+class CloseWrite:
+    """One write of :func:`close_flush_trials`: the Measurement (measure.timed_write) and what was still
+    dirty of it right after close()."""
+
+    measurement: measure.Measurement
+
+    @property
+    def cachestat(self) -> bool:
+        """The file's own pages were counted (cachestat(2), Linux >= 6.5)."""
+        return self.measurement.options.get("dirty_pages_after") is not None
+
+    @property
+    def still_dirty(self) -> int:
+        """Bytes of the write still dirty right after close(): the file's own dirty pages (cachestat), or,
+        without cachestat, the machine's Dirty after close() less its Dirty when the file was opened,
+        within 0 and the bytes written (a neighbour's writes and the kernel's write-back move it)."""
+        o, n = self.measurement.options, self.measurement.nbytes
+        if self.cachestat:
+            return int(o["dirty_pages_after"]) * pagecache.PAGE_SIZE
+        return max(0, min(n, int(o["dirty_after_close"]) - int(o["dirty_at_open"])))
+
+    def row(self) -> dict[str, Any]:
+        o = self.measurement.options
+        mib = lambda k: None if o.get(k) is None else o[k] / MiB    # noqa: E731
+        wb = o.get("writeback_pages_after")
+        return {"still dirty (MiB)": self.still_dirty / MiB,
+                "under write-back (MiB)": None if wb is None else wb * pagecache.PAGE_SIZE / MiB,
+                "counted by": "cachestat (this file)" if self.cachestat else "/proc/meminfo (the whole machine)",
+                "machine Dirty at close() (MiB)": (None if o.get("dirty_after_close") is None else
+                                                   (o["dirty_after_close"] - o["dirty_before_close"]) / MiB),
+                "machine Writeback at close() (MiB)": (None if o.get("writeback_after_close") is None else
+                                                       (o["writeback_after_close"] - o["writeback_before_close"])
+                                                       / MiB),
+                "machine Dirty after close() (MiB)": mib("dirty_after_close")}
+
+
+CLOSE_COLUMNS = ("setting", "trial", "still dirty (MiB)", "under write-back (MiB)", "counted by",
+                 "machine Dirty at close() (MiB)", "machine Writeback at close() (MiB)")
+
+
+@dataclass
+class CloseFlush(recordings.Outcome):
+    """:func:`close_flush_trials`' outcome: ``trials`` (what was still dirty right after each close(), MiB;
+    None when it was not run), ``frame`` one row per write, and the filesystem it ran on with its rule."""
+
+    trials: trials.Trials | None = None
+    fstype: str = ""
+    options: str = ""                    # the mount's options (/proc/self/mountinfo)
+    expected: bool | None = None         # close_flush_rule: the filesystem starts write-back at close()
+    why: str = ""                        # the rule in words, or why this run cannot show it
+    nbytes: int = 0
+
+    @property
+    def ran(self) -> bool:
+        return self.trials is not None
+
+    @property
+    def cachestat(self) -> bool:
+        return self.ran and all(w.cachestat for ws in self.trials.results.values() for w in ws)
+
+
+def close_flush_trials(ws=None, *, nbytes: int | str = "32MiB", repeat: int = 3) -> CloseFlush:
+    """Write ``nbytes`` without fsync (a) to a new file and (b) over an existing file opened with O_TRUNC
+    (truncated, then rewritten), in turn, ``repeat`` times each (no warm-up: nothing is timed), and read
+    right after each close() what is still dirty of it: the file's own pages (cachestat(2)), and the
+    machine's Dirty and Writeback (/proc/meminfo, everyone's). Before every write the new file is removed
+    (its dirty pages go with it, never written) and the existing one is fsync'd (clean, still cached).
+    Not run on a memory filesystem (tmpfs), which never writes back: ``.why`` says so. The experiment
+    needs no tool: it runs here in every mode, like the rest of section 5."""
+    ws = ws or workspace.session()
+    mount = fsinfo.mount_of(ws.root)
+    expected, why = close_flush_rule(mount.fstype, mount.options)
+    n = parse_size(nbytes)
+    fields = dict(fstype=mount.fstype, options=mount.options, expected=expected, why=why, nbytes=n)
+    if mount.fstype in MEMORY_FS:
+        out = CloseFlush("live", "", f"NOT RUN here: {why}.", frame=pd.DataFrame(columns=list(CLOSE_COLUMNS)),
+                         **fields)
+        print(out.provenance)
+        return out
+    new, old = ws.inside("new.bin"), ws.inside("replaced.bin")
+    new.unlink(missing_ok=True)
+    ws.make_file(old.name, n)          # the existing file: written and fsync'd
+
+    def settle() -> None:
+        new.unlink(missing_ok=True)
+        fd = os.open(old, os.O_RDONLY)
+        try:
+            os.fsync(fd)                # the previous rewrite's write-back finished: every page clean
+        finally:
+            os.close(fd)
+
+    def write(path):
+        return lambda: CloseWrite(measure.timed_write(path.name, n, ws=ws))
+
+    try:
+        t = trials.run({NEW_FILE: write(new), REWRITTEN: write(old)}, repeat=repeat, warmup=0,
+                       metric=lambda w: w.still_dirty / MiB, higher=True, unit="MiB",
+                       disturbed=lambda w: None, between=settle)
+    finally:
+        new.unlink(missing_ok=True)
+        old.unlink(missing_ok=True)
+    frame = t.frame[list(CLOSE_COLUMNS)].reset_index(drop=True)
+    out = CloseFlush("live", "", f"LIVE here: {repeat} writes of {format_size(n)} of each kind, in turn, on "
+                                 f"{mount.fstype} ({mount.source}) in {ws.root}",
+                     frame=frame, trials=t, **fields)
+    print(out.provenance)
+    return out
+
+
+def close_flush_claims(result: CloseFlush, *, show: bool = True) -> list[Claim]:
+    """What :func:`close_flush_trials` showed, by the one rule (:func:`iolab.explain.beyond`): where the
+    filesystem's rule starts write-back at close() (or iolab knows none), the new file must keep even in
+    its least dirty trial :data:`CLOSE_BY` times what the rewritten file kept in its most; where the rule
+    is off (noauto_da_alloc, nodelalloc), the two must keep alike (:func:`iolab.explain.alike`)."""
+    t = result.trials
+    vals = {s: (t.values(s) if t is not None else []) for s in CLOSE_SETTINGS}
+    fs = result.fstype or "this filesystem"
+    size = format_size(result.nbytes) if result.nbytes else "the write"
+    counted = ("counted by cachestat(2), the file's own pages" if result.cachestat else
+               "estimated from the machine's Dirty (/proc/meminfo): everyone's pages")
+    noisy = ("" if result.cachestat else
+             "; the machine's Dirty counts every program's pages, and other writes and the kernel's write-back "
+             "move it while close() runs (a kernel with cachestat(2), Linux 6.5, counts the file's own)")
+    if result.expected is False:
+        rel = explain.alike(NEW_FILE, vals[NEW_FILE], REWRITTEN, vals[REWRITTEN], by=CLOSE_BY, unit="MiB")
+        return [explain.expect(
+            f"close() started the write-back of neither file here ({result.why}): right after close() both "
+            f"kept about the same part of their {size} dirty",
+            rel,
+            yes=lambda ev: f"still dirty: {explain.spread_text(rel)} ({counted})",
+            no=lambda ev: f"still dirty: {explain.spread_text(rel)} ({counted})",
+            why="the kernel's own write-back took one file's pages (dirty memory above "
+                "vm.dirty_background_ratio: other programs' writes count too)" + noisy + ".",
+            close=f"what would separate them: more trials, an idle machine{noisy}",
+            missing=result.why + ".", show=show)]
+    rel = explain.beyond(NEW_FILE, vals[NEW_FILE], REWRITTEN, vals[REWRITTEN], by=CLOSE_BY, unit="MiB")
+    also = "" if result.expected else f"{fs} did what ext4 (auto_da_alloc), XFS and btrfs do: "
+    return [explain.expect(
+        f"{also}close() of the file truncated and rewritten started its write-back at once, while the new "
+        f"file's pages stayed dirty: right after close(), even the new file's least dirty trial kept "
+        f"{CLOSE_BY:g}x the rewritten file's most dirty one",
+        rel,
+        yes=lambda ev: f"still dirty of {size}: {explain.spread_text(rel)} ({counted})",
+        no=lambda ev: f"still dirty of {size}: {explain.spread_text(rel)} ({counted})",
+        why=((result.why + ". ") if result.expected is None else
+             "close() started no write-back here (a kernel older than 2.6.30, or a mount option iolab did not "
+             "read), or the kernel's own write-back took the new file's pages first (dirty memory above "
+             "vm.dirty_background_ratio: other programs' writes count too)") + noisy + ".",
+        close=("what would separate them: more trials, an idle machine" + noisy),
+        missing=(result.why + "." if not result.ran else "a number was not measured."), show=show)]
+
+
 @dataclass
 class DdWrite(recordings.Outcome):
     """:func:`dd_write`'s outcome: ``data`` dd's parsed summary, and where it wrote."""
