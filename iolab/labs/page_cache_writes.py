@@ -149,7 +149,8 @@ CLOSE_BY = 2.0      # the new file's least dirty trial must keep this many times
 #  ext4: ext4_truncate() (fs/ext4/inode.c) sets EXT4_STATE_DA_ALLOC_CLOSE on an inode truncated to size 0
 #        unless the filesystem is mounted noauto_da_alloc; at the last close, ext4_release_file()
 #        (fs/ext4/file.c) calls ext4_alloc_da_blocks() (inode.c), which returns at once without delayed-
-#        allocation blocks (i_reserved_data_blocks: none under nodelalloc or data=journal) and otherwise
+#        allocation blocks (i_reserved_data_blocks: none under nodelalloc, or data=journal, which clears
+#        DELALLOC in fs/ext4/super.c) and otherwise
 #        "cheat[s] by calling filemap_flush(), which will map the blocks, and start the I/O, but not
 #        actually wait for the I/O to complete". ext4_rename() (fs/ext4/namei.c) calls it too, at
 #        rename(), for a file renamed over an existing one. Documentation/admin-guide/ext4.rst,
@@ -251,14 +252,11 @@ class CloseFlush(recordings.Outcome):
     expected: bool | None = None         # close_flush_rule: the filesystem starts write-back at close()
     why: str = ""                        # the rule in words, or why this run cannot show it
     nbytes: int = 0
+    cachestat: bool = False              # every write's own pages were counted (cachestat(2), Linux >= 6.5)
 
     @property
     def ran(self) -> bool:
         return self.trials is not None
-
-    @property
-    def cachestat(self) -> bool:
-        return self.ran and all(w.cachestat for ws in self.trials.results.values() for w in ws)
 
 
 def close_flush_trials(ws=None, *, nbytes: int | str = "32MiB", repeat: int = 3) -> CloseFlush:
@@ -301,10 +299,11 @@ def close_flush_trials(ws=None, *, nbytes: int | str = "32MiB", repeat: int = 3)
     finally:
         new.unlink(missing_ok=True)
         old.unlink(missing_ok=True)
-    frame = t.frame[list(CLOSE_COLUMNS)].reset_index(drop=True)
+    frame = t.frame[list(CLOSE_COLUMNS)].reset_index(drop=True).round(1)
     out = CloseFlush("live", "", f"LIVE here: {repeat} writes of {format_size(n)} of each kind, in turn, on "
                                  f"{mount.fstype} ({mount.source}) in {ws.root}",
-                     frame=frame, trials=t, **fields)
+                     frame=frame, trials=t, cachestat=all(w.cachestat for r in t.results.values() for w in r),
+                     **fields)
     print(out.provenance)
     return out
 
@@ -321,8 +320,9 @@ def close_flush_claims(result: CloseFlush, *, show: bool = True) -> list[Claim]:
     counted = ("counted by cachestat(2), the file's own pages" if result.cachestat else
                "estimated from the machine's Dirty (/proc/meminfo): everyone's pages")
     noisy = ("" if result.cachestat else
-             "; the machine's Dirty counts every program's pages, and other writes and the kernel's write-back "
-             "move it while close() runs (a kernel with cachestat(2), Linux 6.5, counts the file's own)")
+             "; the machine's Dirty (/proc/meminfo) counts every program's pages, and other writes and the "
+             "kernel's write-back move it while close() runs (a kernel with cachestat(2), Linux 6.5, counts the "
+             "file's own)")
     if result.expected is False:
         rel = explain.alike(NEW_FILE, vals[NEW_FILE], REWRITTEN, vals[REWRITTEN], by=CLOSE_BY, unit="MiB")
         return [explain.expect(
