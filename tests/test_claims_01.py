@@ -618,12 +618,16 @@ def test_the_watched_write_goes_to_a_new_file_each_time(monkeypatch, tmp_path):
 
 # --- section 5: what close() starts for a file truncated and rewritten (ext4's auto_da_alloc) -------
 
-def _close_flush(new, rewritten, *, fstype="ext4", options="rw,relatime", cachestat=True):
-    """A CloseFlush from given numbers (MiB still dirty right after close()), as close_flush_trials makes it."""
+def _close_flush(new, rewritten, renamed=None, *, fstype="ext4", options="rw,relatime", cachestat=True):
+    """A CloseFlush from given numbers (MiB still dirty right after close(), or rename()), as
+    close_flush_trials makes it; the renamed file like the rewritten one unless given."""
     expected, why = writes.close_flush_rule(fstype, options)
-    t = trials.from_values({writes.NEW_FILE: new, writes.REWRITTEN: rewritten}, unit="MiB", higher=True)
+    expected_rename, why_rename = writes.rename_flush_rule(fstype, options)
+    t = trials.from_values({writes.NEW_FILE: new, writes.REWRITTEN: rewritten,
+                            writes.RENAMED: rewritten if renamed is None else renamed}, unit="MiB", higher=True)
     return writes.CloseFlush("live", "", "constructed", frame=t.frame, trials=t, fstype=fstype, options=options,
-                             expected=expected, why=why, nbytes=32 * MiB, cachestat=cachestat)
+                             expected=expected, why=why, expected_rename=expected_rename, why_rename=why_rename,
+                             nbytes=32 * MiB, cachestat=cachestat)
 
 
 @pytest.mark.parametrize("fstype, options, expected", [
@@ -644,6 +648,15 @@ def test_close_flush_rule_follows_the_kernels_sources(fstype, options, expected)
         assert "memory" in why
 
 
+@pytest.mark.parametrize("fstype, options, expected", [
+    ("ext4", "rw,relatime", True), ("ext4", "rw,noauto_da_alloc", False), ("ext4", "rw,nodelalloc", False),
+    ("btrfs", "rw,relatime", True), ("xfs", "rw,relatime", None), ("tmpfs", "rw", None), ("nfs4", "rw", None),
+])
+def test_rename_flush_rule_follows_the_kernels_sources(fstype, options, expected):
+    got, why = writes.rename_flush_rule(fstype, options)
+    assert got is expected and why and ("rename()" in why or fstype == "tmpfs")
+
+
 def test_one_trial_each_is_too_close_to_call_however_far_apart():
     claims = writes.close_flush_claims(_close_flush([32.0], [0.0]), show=False)
     all_consistent(claims)
@@ -654,8 +667,12 @@ def test_one_trial_each_is_too_close_to_call_however_far_apart():
 def test_separated_trials_give_the_verdict():
     claims = writes.close_flush_claims(_close_flush([32.0, 32.0, 31.5], [0.0, 0.0, 0.5]), show=False)
     all_consistent(claims)
-    assert claims[0].held is True and claims[0].text.startswith(explain.AS_PREDICTED)
-    assert "cachestat" in claims[0].text
+    assert len(claims) == 2 and all(c.held is True and c.text.startswith(explain.AS_PREDICTED) for c in claims)
+    assert "cachestat" in claims[0].text and "close()" in claims[0].text and "rename()" in claims[1].text
+    # the two verdicts are each their own: a rename that left its pages dirty is not this time
+    mixed = writes.close_flush_claims(_close_flush([32.0] * 3, [0.0] * 3, [32.0] * 3), show=False)
+    all_consistent(mixed)
+    assert [c.held for c in mixed] == [True, False]
 
 
 def test_overlapping_trials_are_too_close_to_call():
@@ -698,8 +715,8 @@ def test_without_cachestat_the_machines_dirty_is_read_within_the_write():
 @pytest.mark.live
 def test_close_flush_live(place):
     """On a disk whose filesystem starts write-back at close() (ext4 with auto_da_alloc, here): the file
-    truncated and rewritten left no dirty page at close(), the new file all of them; judged by the rule.
-    On tmpfs it is not run and says why."""
+    truncated and rewritten left no dirty page at close(), the one renamed over an old file none at
+    rename(), the new file all of them; judged by the rule. On tmpfs it is not run and says why."""
     kind, ws = place
     out = writes.close_flush_trials(ws, nbytes="8MiB", repeat=3)
     claims = writes.close_flush_claims(out, show=False)
@@ -711,6 +728,9 @@ def test_close_flush_live(place):
     if out.expected is not True or not out.cachestat:
         pytest.skip(f"{out.fstype} ({out.options}) here: {out.why}; cachestat: {out.cachestat}")
     assert claims[0].held is True, claims[0].text
-    assert len(out.frame) == 6 and set(out.frame["setting"]) == set(writes.CLOSE_SETTINGS)
+    assert len(out.frame) == 9 and set(out.frame["setting"]) == set(writes.CLOSE_SETTINGS)
+    assert list(out.frame["read after"].unique()) == ["close()", "rename()"]
     for w in out.trials.results[writes.REWRITTEN]:
         assert {"dirty_before_close", "dirty_after_close", "writeback_after_close"} <= set(w.measurement.options)
+    if out.expected_rename:
+        assert claims[1].held is True, claims[1].text
