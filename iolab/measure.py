@@ -462,6 +462,11 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
     data; without it the clock stops when the data is in the page cache (dirty pages). The bytes count
     against the budget of the open workspace that holds ``path`` (``ws`` for a relative path; the
     session's when none is given): BudgetExceeded when they do not fit.
+
+    ``options`` keeps the machine's Dirty (/proc/meminfo, bytes) once the file was opened
+    (``dirty_at_open``), and its Dirty and Writeback when write() had returned (``*_before_close``)
+    and right after close() (``*_after_close``), and, where the kernel has cachestat(2), the file's
+    own dirty and under-write-back pages after close() (``dirty_pages_after``, ``writeback_pages_after``).
     """
     # an absolute path in another open workspace (a private one) is written there, within its budget
     held = workspace.holding(path) if Path(path).is_absolute() else None
@@ -499,15 +504,20 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
             seconds = time.perf_counter() - t0
         # read before close(): ext4 (auto_da_alloc) starts writing back a file that was truncated and
         # rewritten when it is closed, which moves its pages from Dirty to Writeback at once
-        dirty1 = pagecache.meminfo()["Dirty"]
+        open_mem = pagecache.meminfo()
+        dirty1 = open_mem["Dirty"]
     finally:
         os.close(fd)
+    closed_mem = pagecache.meminfo()      # right after close(): what close() itself started
     state = cachestat(p)
     after = pagecache.residency(p, keep_map=False)
     rate = n / seconds if seconds > 0 else math.inf
     verdict = judge_write(rate, fsync=fsync, device_bps=device_bps, dirty_growth=dirty1 - dirty0, nbytes=n,
                           witness=w.result, cache_after=state, fstype=after.fstype or before.fstype)
-    options: dict[str, Any] = {"fsync": fsync, "dirty_growth": dirty1 - dirty0}
+    options: dict[str, Any] = {"fsync": fsync, "dirty_growth": dirty1 - dirty0, "dirty_at_open": dirty0,
+                               "dirty_before_close": dirty1, "writeback_before_close": open_mem.get("Writeback"),
+                               "dirty_after_close": closed_mem["Dirty"],
+                               "writeback_after_close": closed_mem.get("Writeback")}
     if state is not None:
         options.update(dirty_pages_after=state.dirty, writeback_pages_after=state.writeback)
     return Measurement("write", str(p), n, seconds, calls, bs, before, after, verdict, device_bps, options,

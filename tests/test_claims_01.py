@@ -614,3 +614,123 @@ def test_the_watched_write_goes_to_a_new_file_each_time(monkeypatch, tmp_path):
             m, frame = writes.watched_write(ws, fsync=fsync, nbytes="1MiB", after=0.05)
             assert m.nbytes == 1 << 20 and {"Dirty", "Writeback", "event"} <= set(frame.columns)
     assert seen == [False, False, False]
+
+
+# --- section 5: what close() starts for a file truncated and rewritten (ext4's auto_da_alloc) -------
+
+def _close_flush(new, rewritten, renamed=None, *, fstype="ext4", options="rw,relatime", cachestat=True):
+    """A CloseFlush from given numbers (MiB still dirty right after close(), or rename()), as
+    close_flush_trials makes it; the renamed file like the rewritten one unless given."""
+    expected, why = writes.close_flush_rule(fstype, options)
+    expected_rename, why_rename = writes.rename_flush_rule(fstype, options)
+    t = trials.from_values({writes.NEW_FILE: new, writes.REWRITTEN: rewritten,
+                            writes.RENAMED: rewritten if renamed is None else renamed}, unit="MiB", higher=True)
+    return writes.CloseFlush("live", "", "constructed", frame=t.frame, trials=t, fstype=fstype, options=options,
+                             expected=expected, why=why, expected_rename=expected_rename, why_rename=why_rename,
+                             nbytes=32 * MiB, cachestat=cachestat)
+
+
+@pytest.mark.parametrize("fstype, options, expected", [
+    ("ext4", "rw,relatime,discard", True),
+    ("ext4", "rw,relatime,noauto_da_alloc", False),
+    ("ext4", "rw,nodelalloc", False),
+    ("ext4", "rw,data=journal", False),
+    ("xfs", "rw,relatime,attr2,inode64", True),
+    ("btrfs", "rw,relatime,space_cache=v2", True),
+    ("tmpfs", "rw,nosuid,nodev", None),
+    ("overlay", "rw,lowerdir=/a,upperdir=/b,workdir=/c", None),
+    ("nfs4", "rw,vers=4.2", None),
+])
+def test_close_flush_rule_follows_the_kernels_sources(fstype, options, expected):
+    got, why = writes.close_flush_rule(fstype, options)
+    assert got is expected and why
+    if fstype == "tmpfs":
+        assert "memory" in why
+
+
+@pytest.mark.parametrize("fstype, options, expected", [
+    ("ext4", "rw,relatime", True), ("ext4", "rw,noauto_da_alloc", False), ("ext4", "rw,nodelalloc", False),
+    ("btrfs", "rw,relatime", True), ("xfs", "rw,relatime", None), ("tmpfs", "rw", None), ("nfs4", "rw", None),
+])
+def test_rename_flush_rule_follows_the_kernels_sources(fstype, options, expected):
+    got, why = writes.rename_flush_rule(fstype, options)
+    assert got is expected and why and ("rename()" in why or fstype == "tmpfs")
+
+
+def test_one_trial_each_is_too_close_to_call_however_far_apart():
+    claims = writes.close_flush_claims(_close_flush([32.0], [0.0]), show=False)
+    all_consistent(claims)
+    assert claims[0].held is None and claims[0].text.startswith(explain.TOO_CLOSE)
+    assert "too few trials" in claims[0].text
+
+
+def test_separated_trials_give_the_verdict():
+    claims = writes.close_flush_claims(_close_flush([32.0, 32.0, 31.5], [0.0, 0.0, 0.5]), show=False)
+    all_consistent(claims)
+    assert len(claims) == 2 and all(c.held is True and c.text.startswith(explain.AS_PREDICTED) for c in claims)
+    assert "cachestat" in claims[0].text and "close()" in claims[0].text and "rename()" in claims[1].text
+    # the two verdicts are each their own: a rename that left its pages dirty is not this time
+    mixed = writes.close_flush_claims(_close_flush([32.0] * 3, [0.0] * 3, [32.0] * 3), show=False)
+    all_consistent(mixed)
+    assert [c.held for c in mixed] == [True, False]
+
+
+def test_overlapping_trials_are_too_close_to_call():
+    """The machine's Dirty as the count: a neighbour's writes and the flusher blur both sides."""
+    claims = writes.close_flush_claims(_close_flush([32.0, 5.0, 30.0], [0.0, 20.0, 1.0], cachestat=False),
+                                       show=False)
+    all_consistent(claims)
+    assert claims[0].held is None and claims[0].text.startswith(explain.TOO_CLOSE)
+    assert "the spreads overlap" in claims[0].text and "/proc/meminfo" in claims[0].text
+
+
+def test_both_dirty_where_the_rule_holds_is_not_this_time():
+    claims = writes.close_flush_claims(_close_flush([32.0] * 3, [32.0] * 3), show=False)
+    all_consistent(claims)
+    assert claims[0].held is False and claims[0].text.startswith(explain.NOT_THIS_TIME)
+
+
+def test_with_noauto_da_alloc_both_files_stay_dirty_alike():
+    off = _close_flush([32.0] * 3, [31.0, 32.0, 32.0], options="rw,noauto_da_alloc")
+    claims = writes.close_flush_claims(off, show=False)
+    all_consistent(claims)
+    assert claims[0].held is True and "noauto_da_alloc" in claims[0].text
+    flushed = writes.close_flush_claims(_close_flush([32.0] * 3, [0.0] * 3, options="rw,noauto_da_alloc"),
+                                        show=False)
+    assert flushed[0].held is False and flushed[0].consistent()
+
+
+def test_without_cachestat_the_machines_dirty_is_read_within_the_write():
+    from types import SimpleNamespace
+
+    def still(after_close, at_open):
+        m = SimpleNamespace(nbytes=32 * MiB, options={"dirty_pages_after": None, "dirty_at_open": at_open * MiB,
+                                                      "dirty_after_close": after_close * MiB})
+        return writes.CloseWrite(m).still_dirty / MiB
+    assert still(100, 68) == 32           # Dirty grew by the write and close() left it
+    assert still(60, 68) == 0             # the flusher wrote out others' pages too: not below nothing
+    assert still(500, 68) == 32           # a neighbour wrote 400 MiB meanwhile: not above what we wrote
+
+
+@pytest.mark.live
+def test_close_flush_live(place):
+    """On a disk whose filesystem starts write-back at close() (ext4 with auto_da_alloc, here): the file
+    truncated and rewritten left no dirty page at close(), the one renamed over an old file none at
+    rename(), the new file all of them; judged by the rule. On tmpfs it is not run and says why."""
+    kind, ws = place
+    out = writes.close_flush_trials(ws, nbytes="8MiB", repeat=3)
+    claims = writes.close_flush_claims(out, show=False)
+    all_consistent(claims)
+    assert not any(ws.root.glob("*.bin"))         # both files removed
+    if kind == "tmpfs":
+        assert not out.ran and claims[0].held is None and "memory" in claims[0].text
+        return
+    if out.expected is not True or not out.cachestat:
+        pytest.skip(f"{out.fstype} ({out.options}) here: {out.why}; cachestat: {out.cachestat}")
+    assert claims[0].held is True, claims[0].text
+    assert len(out.frame) == 9 and set(out.frame["setting"]) == set(writes.CLOSE_SETTINGS)
+    assert list(out.frame["read after"].unique()) == ["close()", "rename()"]
+    for w in out.trials.results[writes.REWRITTEN]:
+        assert {"dirty_before_close", "dirty_after_close", "writeback_after_close"} <= set(w.measurement.options)
+    if out.expected_rename:
+        assert claims[1].held is True, claims[1].text

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import explain, fsinfo, measure, pagecache, recordings, runner, trials, workspace
+from .. import explain, fsinfo, measure, pagecache, recordings, runner, trials, witness, workspace
 from .page_cache import FASTER
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..explain import Claim
@@ -136,6 +136,277 @@ def writeback_claims(plain: measure.Measurement, synced: measure.Measurement, ra
              "vm.dirty_background_ratio)."),
         missing="Dirty was not sampled around the write", show=show))
     return claims
+
+
+# --- 5 · replacing a file without fsync: write-back started at close() ----------------------------
+
+NEW_FILE, REWRITTEN, RENAMED = CLOSE_SETTINGS = ("new file", "truncated and rewritten",
+                                                  "new file renamed over an old one")
+CLOSE_BY = 2.0      # the new file's least dirty trial must keep this many times the other one's most
+
+# What the kernel's sources (torvalds/linux) say a filesystem does at the last close() of a file that
+# was truncated to size 0 and written again without fsync: it starts the write-back of its dirty pages,
+# without waiting for it (filemap_flush: WB_SYNC_NONE).
+#  ext4: ext4_truncate() (fs/ext4/inode.c) sets EXT4_STATE_DA_ALLOC_CLOSE on an inode truncated to size 0
+#        unless the filesystem is mounted noauto_da_alloc; at the last close, ext4_release_file()
+#        (fs/ext4/file.c) calls ext4_alloc_da_blocks() (inode.c), which returns at once without delayed-
+#        allocation blocks (i_reserved_data_blocks: none under nodelalloc, or data=journal, which clears
+#        DELALLOC in fs/ext4/super.c) and otherwise
+#        "cheat[s] by calling filemap_flush(), which will map the blocks, and start the I/O, but not
+#        actually wait for the I/O to complete". ext4_rename() (fs/ext4/namei.c) calls it too, at
+#        rename(), for a file renamed over an existing one. Documentation/admin-guide/ext4.rst,
+#        "auto_da_alloc(*), noauto_da_alloc" (the default): for the replace-via-truncate and
+#        replace-via-rename patterns of applications that do not fsync; it avoids the "zero-length" files
+#        a crash leaves when delayed allocation has not yet written the new data.
+#  xfs:  xfs_setattr_size() (fs/xfs/xfs_iops.c) sets XFS_ITRUNCATED on a truncate down; xfs_file_release()
+#        (fs/xfs/xfs_file.c) then calls filemap_flush() when delayed blocks are outstanding ("the
+#        notorious NULL files problem"). No mount option.
+#  btrfs: btrfs_setsize() (fs/btrfs/inode.c) sets BTRFS_INODE_FLUSH_ON_CLOSE on a truncate from a non-zero
+#        size to zero; btrfs_release_file() (fs/btrfs/file.c) starts the write-back. No mount option.
+# A new file (O_CREAT on a name that did not exist) is never truncated: the VFS drops O_TRUNC for a file
+# it has just created (do_open, fs/namei.c), so none of the three flags is set and its pages wait for the
+# kernel's own timing.
+# rename() of a new file over an existing one, at rename() itself: ext4_rename() (fs/ext4/namei.c) calls
+# ext4_alloc_da_blocks() on the renamed file unless the mount says noauto_da_alloc; btrfs_rename()
+# (fs/btrfs/inode.c) starts the write-back of a regular file renamed over a non-empty one. iolab found
+# no such call in XFS's rename.
+FLUSH_AT_CLOSE = {
+    "ext4": "ext4, mounted with auto_da_alloc (the default): ext4_truncate() marks a file truncated to size 0, "
+            "and its last close() starts the write-back of its delayed-allocation blocks "
+            "(ext4_release_file -> ext4_alloc_da_blocks -> filemap_flush, fs/ext4/file.c and inode.c)",
+    "xfs": "XFS: a truncate down marks the file (XFS_ITRUNCATED), and its last close() starts the write-back "
+           "of its delayed blocks (xfs_file_release -> filemap_flush, fs/xfs/xfs_file.c); there is no option",
+    "btrfs": "btrfs: a truncate to size 0 marks the file (BTRFS_INODE_FLUSH_ON_CLOSE), and its last close() "
+             "starts its write-back (btrfs_release_file, fs/btrfs/file.c); there is no option",
+}
+
+
+def close_flush_rule(fstype: str, options: str = "") -> tuple[bool | None, str]:
+    """Does ``fstype`` (mounted with ``options``, as /proc/self/mountinfo lists them) start the write-back
+    of a file truncated to size 0 and rewritten at its last close()? True, False, or None when iolab
+    knows no rule of that filesystem; and why, in words (what the kernel's sources say: see above)."""
+    opts = {o.strip() for o in options.split(",")}
+    if fstype in MEMORY_FS:
+        return None, (f"{fstype} keeps files in memory: no page of it is ever dirty or written back, so there "
+                      "is nothing for close() to start and nothing this run could show")
+    if fstype == "ext4":
+        if "noauto_da_alloc" in opts:
+            return False, ("this ext4 is mounted noauto_da_alloc: close() leaves a truncated and rewritten "
+                           "file's pages to the kernel's own write-back")
+        if "nodelalloc" in opts or "data=journal" in opts:
+            return False, ("this ext4 does not delay allocation (nodelalloc or data=journal): there are no "
+                           "delayed-allocation blocks for close() to allocate, so it starts no write-back")
+        return True, FLUSH_AT_CLOSE["ext4"]
+    if fstype in FLUSH_AT_CLOSE:
+        return True, FLUSH_AT_CLOSE[fstype]
+    if fstype == "overlay":
+        return None, ("overlay passes the file to the filesystem beneath it, whose own rule (if any) decides: "
+                      "this run shows what it does")
+    return None, (f"iolab knows no rule of {fstype or 'this filesystem'} that starts write-back at close(): "
+                  "this run shows what it does")
+
+
+def rename_flush_rule(fstype: str, options: str = "") -> tuple[bool | None, str]:
+    """Does ``fstype`` start the write-back of a new file at the rename() that puts it over an existing
+    (non-empty) one? True, False, or None when iolab knows no rule; and why (see the sources above)."""
+    opts = {o.strip() for o in options.split(",")}
+    if fstype in MEMORY_FS:
+        return close_flush_rule(fstype, options)
+    if fstype == "ext4":
+        if "noauto_da_alloc" in opts:
+            return False, "this ext4 is mounted noauto_da_alloc: rename() starts no write-back"
+        if "nodelalloc" in opts or "data=journal" in opts:
+            return False, ("this ext4 does not delay allocation (nodelalloc or data=journal): rename() has no "
+                           "delayed-allocation blocks to allocate")
+        return True, ("ext4 with auto_da_alloc: rename() over an existing file starts the renamed file's "
+                      "write-back (ext4_rename -> ext4_alloc_da_blocks, fs/ext4/namei.c)")
+    if fstype == "btrfs":
+        return True, ("btrfs: rename() of a file over a non-empty one starts the renamed file's write-back "
+                      "(btrfs_rename, fs/btrfs/inode.c)")
+    return None, (f"iolab knows no rule of {fstype or 'this filesystem'} that starts write-back at rename(): "
+                  "this run shows what it does")
+
+
+@dataclass
+class CloseWrite:
+    """One write of :func:`close_flush_trials`: the Measurement (measure.timed_write) and what was still
+    dirty of it right after close()."""
+
+    measurement: measure.Measurement
+    event: str = "close()"               # what the counts were read right after: close(), or rename()
+
+    @property
+    def cachestat(self) -> bool:
+        """The file's own pages were counted (cachestat(2), Linux >= 6.5)."""
+        return self.measurement.options.get("dirty_pages_after") is not None
+
+    @property
+    def still_dirty(self) -> int:
+        """Bytes of the write still dirty right after close(): the file's own dirty pages (cachestat), or,
+        without cachestat, the machine's Dirty after close() less its Dirty when the file was opened,
+        within 0 and the bytes written (a neighbour's writes and the kernel's write-back move it)."""
+        o, n = self.measurement.options, self.measurement.nbytes
+        if self.cachestat:
+            return int(o["dirty_pages_after"]) * pagecache.PAGE_SIZE
+        return max(0, min(n, int(o["dirty_after_close"]) - int(o["dirty_at_open"])))
+
+    def row(self) -> dict[str, Any]:
+        o = self.measurement.options
+        mib = lambda k: None if o.get(k) is None else o[k] / MiB    # noqa: E731
+        wb = o.get("writeback_pages_after")
+        return {"read after": self.event, "still dirty (MiB)": self.still_dirty / MiB,
+                "under write-back (MiB)": None if wb is None else wb * pagecache.PAGE_SIZE / MiB,
+                "counted by": "cachestat (this file)" if self.cachestat else "/proc/meminfo (the whole machine)",
+                "machine Dirty across it (MiB)": (None if o.get("dirty_after_close") is None else
+                                                  (o["dirty_after_close"] - o["dirty_before_close"]) / MiB),
+                "machine Writeback across it (MiB)": (None if o.get("writeback_after_close") is None else
+                                                      (o["writeback_after_close"] - o["writeback_before_close"])
+                                                      / MiB),
+                "machine Dirty after it (MiB)": mib("dirty_after_close")}
+
+
+CLOSE_COLUMNS = ("setting", "trial", "read after", "still dirty (MiB)", "under write-back (MiB)", "counted by",
+                 "machine Dirty across it (MiB)", "machine Writeback across it (MiB)")
+
+
+@dataclass
+class CloseFlush(recordings.Outcome):
+    """:func:`close_flush_trials`' outcome: ``trials`` (what was still dirty right after each close(), MiB;
+    None when it was not run), ``frame`` one row per write, and the filesystem it ran on with its rule."""
+
+    trials: trials.Trials | None = None
+    fstype: str = ""
+    options: str = ""                    # the mount's options (/proc/self/mountinfo)
+    expected: bool | None = None         # close_flush_rule: the filesystem starts write-back at close()
+    why: str = ""                        # the rule in words, or why this run cannot show it
+    expected_rename: bool | None = None  # rename_flush_rule: ... at rename() over an existing file
+    why_rename: str = ""
+    nbytes: int = 0
+    cachestat: bool = False              # every write's own pages were counted (cachestat(2), Linux >= 6.5)
+
+    @property
+    def ran(self) -> bool:
+        return self.trials is not None
+
+
+def close_flush_trials(ws=None, *, nbytes: int | str = "32MiB", repeat: int = 3) -> CloseFlush:
+    """Write ``nbytes`` without fsync (a) to a new file, (b) over an existing file opened with O_TRUNC
+    (truncated, then rewritten), (c) to a new file then renamed over an existing one, in turn, ``repeat``
+    times each (no warm-up: nothing is timed), and read right after each close() (for (c): right after
+    the rename()) what is still dirty of it: the file's own pages (cachestat(2)), and the machine's Dirty
+    and Writeback (/proc/meminfo, everyone's). Before every write the new files are removed (their dirty
+    pages go with them, never written) and the existing ones fsync'd (clean, still cached). Not run on a
+    memory filesystem (tmpfs), which never writes back: ``.why`` says so. The experiment needs no tool:
+    it runs here in every mode, like the rest of section 5."""
+    ws = ws or workspace.session()
+    mount = fsinfo.mount_of(ws.root)
+    expected, why = close_flush_rule(mount.fstype, mount.options)
+    expected_rename, why_rename = rename_flush_rule(mount.fstype, mount.options)
+    n = parse_size(nbytes)
+    fields = dict(fstype=mount.fstype, options=mount.options, expected=expected, why=why,
+                  expected_rename=expected_rename, why_rename=why_rename, nbytes=n)
+    if mount.fstype in MEMORY_FS:
+        out = CloseFlush("live", "", f"NOT RUN here: {why}.", frame=pd.DataFrame(columns=list(CLOSE_COLUMNS)),
+                         **fields)
+        print(out.provenance)
+        return out
+    new, old = ws.inside("new.bin"), ws.inside("replaced.bin")
+    tmp, target = ws.inside("renamed.tmp"), ws.inside("renamed.bin")
+    made = (new, old, tmp, target)
+    for f in (new, tmp):
+        f.unlink(missing_ok=True)
+    try:
+        for f in (old, target):
+            ws.make_file(f.name, n)      # the existing files: written and fsync'd
+
+        def settle() -> None:
+            for f in (new, tmp):
+                f.unlink(missing_ok=True)
+            for f in (old, target):     # the previous trial's write-back finished: every page clean
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+        def write(path):
+            return lambda: CloseWrite(measure.timed_write(path.name, n, ws=ws))
+
+        def write_and_rename() -> CloseWrite:
+            m = measure.timed_write(tmp.name, n, ws=ws)
+            before = pagecache.meminfo()
+            os.rename(tmp, target)
+            after = pagecache.meminfo()     # right after rename(): what rename() itself started
+            state = witness.cachestat(target)
+            o = dict(m.options, dirty_before_close=before["Dirty"], writeback_before_close=before.get("Writeback"),
+                     dirty_after_close=after["Dirty"], writeback_after_close=after.get("Writeback"),
+                     dirty_pages_after=None if state is None else state.dirty,
+                     writeback_pages_after=None if state is None else state.writeback)
+            return CloseWrite(replace(m, path=str(target), options=o), event="rename()")
+
+        t = trials.run({NEW_FILE: write(new), REWRITTEN: write(old), RENAMED: write_and_rename},
+                       repeat=repeat, warmup=0, metric=lambda w: w.still_dirty / MiB, higher=True, unit="MiB",
+                       disturbed=lambda w: None, between=settle)
+    finally:
+        for f in made:
+            f.unlink(missing_ok=True)
+    frame = t.frame[list(CLOSE_COLUMNS)].reset_index(drop=True).round(1)
+    out = CloseFlush("live", "", f"LIVE here: {repeat} writes of {format_size(n)} of each kind, in turn, on "
+                                 f"{mount.fstype} ({mount.source}) in {ws.root}",
+                     frame=frame, trials=t, cachestat=all(w.cachestat for r in t.results.values() for w in r),
+                     **fields)
+    print(out.provenance)
+    return out
+
+
+def close_flush_claims(result: CloseFlush, *, show: bool = True) -> list[Claim]:
+    """What :func:`close_flush_trials` showed, by the one rule (:func:`iolab.explain.beyond`), for the
+    file truncated and rewritten (at close()) and for the one renamed over an old one (at rename()), each
+    against the new file: where the filesystem's rule starts write-back (or iolab knows none), the new
+    file must keep even in its least dirty trial :data:`CLOSE_BY` times what the other kept in its most;
+    where the rule is off (noauto_da_alloc, nodelalloc), the two must keep alike
+    (:func:`iolab.explain.alike`)."""
+    return [_close_claim(result, REWRITTEN, "close() of the file truncated and rewritten", "close()",
+                         result.expected, result.why, "ext4 (auto_da_alloc), XFS and btrfs", show=show),
+            _close_claim(result, RENAMED, "rename() of a new file over an old one", "rename()",
+                         result.expected_rename, result.why_rename, "ext4 (auto_da_alloc) and btrfs", show=show)]
+
+
+def _close_claim(result: CloseFlush, other: str, what: str, event: str, expected: bool | None, why: str,
+                 who: str, *, show: bool) -> Claim:
+    t = result.trials
+    a = t.values(NEW_FILE) if t is not None else []
+    b = t.values(other) if t is not None and other in t.settings else []
+    fs = result.fstype or "this filesystem"
+    size = format_size(result.nbytes) if result.nbytes else "the write"
+    counted = ("counted by cachestat(2), the file's own pages" if result.cachestat else
+               "estimated from the machine's Dirty (/proc/meminfo): everyone's pages")
+    noisy = ("" if result.cachestat else
+             "; the machine's Dirty (/proc/meminfo) counts every program's pages, and other writes and the "
+             f"kernel's write-back move it while {event} runs (a kernel with cachestat(2), Linux 6.5, counts "
+             "the file's own)")
+    spread = lambda rel: lambda ev: f"still dirty of {size}: {explain.spread_text(rel)} ({counted})"  # noqa: E731
+    missing = (result.why if not result.ran else "a number was not measured") + "."
+    if expected is False:
+        rel = explain.alike(NEW_FILE, a, other, b, by=CLOSE_BY, unit="MiB")
+        return explain.expect(
+            f"{what} started no write-back here ({why}): right after {event} the {other} kept about as much "
+            "dirty as the new file",
+            rel, yes=spread(rel), no=spread(rel),
+            why="the kernel's own write-back took one file's pages (dirty memory above "
+                "vm.dirty_background_ratio: other programs' writes count too)" + noisy + ".",
+            close=f"what would separate them: more trials, an idle machine{noisy}", missing=missing, show=show)
+    rel = explain.beyond(NEW_FILE, a, other, b, by=CLOSE_BY, unit="MiB")
+    also = "" if expected else f"{fs} did what {who} do: "
+    return explain.expect(
+        f"{also}{what} started its write-back at once, while the new file's pages stayed dirty: right after "
+        f"{event}, even the new file's least dirty trial kept {CLOSE_BY:g}x the most dirty trial of '{other}'",
+        rel, yes=spread(rel), no=spread(rel),
+        why=((why + ". ") if expected is None else
+             f"{event} started no write-back here (an older kernel, or a mount option iolab did not read), or the "
+             "kernel's own write-back took the new file's pages first (dirty memory above "
+             "vm.dirty_background_ratio: other programs' writes count too)") + noisy + ".",
+        close="what would separate them: more trials, an idle machine" + noisy, missing=missing, show=show)
 
 
 @dataclass
