@@ -210,19 +210,19 @@ def test_a_timed_tail_is_read_as_result_and_duration_like_the_general_path():
     for tail in TIMED_TAILS:
         tails: dict = {}
         results: dict = {}
-        got = stc._timed_tail_of(tails, results, tail)
+        got = stc._timed_tail_of(tails, results, {}, tail)
         if tail.startswith("0 <unfinished ...>"):   # what precedes the duration ends as an unfinished
             assert got is None                      # call does: the general path judges the line
         else:
             assert got == stc._tail_of(tail), tail
         line = f'read(3, "", 1) = {tail}\n'
         assert _outcome(line) == _outcome(line, _fast=False), tail
-        assert stc._timed_tail_of(tails, results, tail) == got, tail      # from the memo
+        assert stc._timed_tail_of(tails, results, {}, tail) == got, tail      # from the memo
         if got is not None:
             assert [type(v) for v in got] == [type(v) for v in stc._tail_of(tail)], tail
     tails, results = {}, {}
     for i in range(stc._TAIL_MEMO_SIZE + 500):
-        assert stc._timed_tail_of(tails, results, f"4096 <0.{i:06d}>") == (4096, None, float(f"0.{i:06d}"))
+        assert stc._timed_tail_of(tails, results, {}, f"4096 <0.{i:06d}>") == (4096, None, float(f"0.{i:06d}"))
     assert len(tails) == stc._TAIL_MEMO_SIZE and "4096 <0.000000>" in tails   # full: kept, not cleared
     assert results == {"4096": (4096, None, None)}
 

@@ -438,7 +438,13 @@ def _tail_of(tail: str) -> tuple[int | None, str | None, float | None] | None:
         return None
 
 
-def _timed_tail_of(tails: dict, results: dict, tail: str) -> tuple[int | None, str | None, float | None] | None:
+def _duration_of(inner: str) -> float | None:
+    """``"0.000123"`` -> 0.000123 as :func:`_result` reads a -T duration; None: not one."""
+    return float(inner) if _DURATION_RE.fullmatch(inner) else None
+
+
+def _timed_tail_of(tails: dict, results: dict, durations: dict,
+                   tail: str) -> tuple[int | None, str | None, float | None] | None:
     """What follows ``" = "`` after a miss of the memo ``tails``: with -T every call's duration is
     its own (``"4096 <0.000123>"``), so a memo of whole tails would miss on most lines of a real trace,
     each miss a call of :func:`_result`. A tail that ends ``" <seconds>"`` is read as what comes before
@@ -449,12 +455,16 @@ def _timed_tail_of(tails: dict, results: dict, tail: str) -> tuple[int | None, s
     until it holds ``_TAIL_MEMO_SIZE`` (the durations of a short trace repeat); then it stops taking
     more: cleared, it would lose the ones that repeat to make room for ones that do not."""
     head, sep, inner = tail[:-1].rpartition(" <") if tail[-1:] == ">" else ("", "", "")
-    if sep and _DURATION_RE.fullmatch(inner):
+    try:
+        duration = durations[inner]       # (a few thousand of them: microseconds)
+    except KeyError:
+        duration = _fill(durations, inner, _duration_of)
+    if sep and duration is not None:
         try:
             known = results[head]
         except KeyError:
             known = _fill(results, head, _tail_of)
-        value = None if known is None else (known[0], known[1], float(inner))
+        value = None if known is None else (known[0], known[1], duration)
     else:
         value = _tail_of(tail)
     if len(tails) < _TAIL_MEMO_SIZE:
@@ -592,6 +602,7 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
     ints: dict = {}
     tails: dict = {}
     results: dict = {}
+    durations: dict = {}
     details: dict = {}
     line_no = 0
     for text, chunk in _texts(lines):
@@ -619,7 +630,7 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                     try:
                         result, errno, duration = tails[tail]
                     except KeyError:
-                        result, errno, duration = _timed_tail_of(tails, results, tail)
+                        result, errno, duration = _timed_tail_of(tails, results, durations, tail)
                     try:
                         pid, base = prefixes[pre]
                     except KeyError:
