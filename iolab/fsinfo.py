@@ -88,7 +88,7 @@ def mounts(text: str | None = None) -> list[Mount]:
             raise ParseError("mountinfo text ends inside this line (no newline after it): cut short",
                              line_no=no, line=line)
         result.append(Mount(mountpoint=_unescape(lf[4]), fstype=rf[0], source=_unescape(rf[1]),
-                            options=lf[5] + ("," + rf[2] if len(rf) > 2 else "")))
+                            options=",".join(dict.fromkeys(lf[5].split(",") + (rf[2].split(",") if len(rf) > 2 else [])))))
     return result
 
 

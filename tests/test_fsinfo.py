@@ -16,6 +16,14 @@ def test_longest_mount_point_wins():
     assert m.mountpoint == "/scratch/my data" and m.kind == "object storage (s3fs-fuse)"
 
 
+def test_options_are_the_mount_s_then_the_filesystem_s_each_once():
+    # mountinfo gives the mount's options, then the superblock's: "rw" in both is one option, shown once
+    assert fsinfo.mount_of("/x", SAMPLE).options == "rw,relatime,discard"
+    assert fsinfo.mount_of("/scratch/my data/o", SAMPLE).options == "rw,user_id=0"
+    ro = "22 1 254:0 / / ro,relatime shared:1 - ext4 /dev/vda rw,discard\n"
+    assert fsinfo.mount_of("/x", ro).options == "ro,relatime,rw,discard"      # not the same option: both kept
+
+
 def test_this_machine():
     assert fsinfo.fstype("/proc") == "proc"
     assert fsinfo.mount_of("/").mountpoint == "/"
