@@ -65,15 +65,17 @@ def _short(v: float) -> str:
 
 def log_ticks(values, *, short: bool = False, pad: float = 0.12) -> dict:
     """A log axis's range (padded so that no marker sits on its edge) and ticks at 1, 2 and 5 times each
-    power of ten inside the values' range (only the powers of ten when the values span more than two
-    decades; 1, 2, 3, 5, 7 when that leaves fewer than two), each labelled in full ("2,000", or "2k" with ``short``), never a bare minor "2":
-    keywords for update_yaxes/update_xaxes."""
+    power of ten inside the values' range (1 and 3 times each when the values span more than 2.4
+    decades, only the powers of ten beyond 4: a value is never more than about 3x from a labelled tick
+    until then; 1, 2, 3, 5, 7 when that leaves fewer than two), each labelled in full ("2,000", or "2k"
+    with ``short``), never a bare minor "2": keywords for update_yaxes/update_xaxes."""
     v = [float(x) for x in values if x is not None and not math.isnan(float(x)) and float(x) > 0]
     if not v:
         return {}
     lo, hi = min(v), max(v)
     span = (math.log10(lo) - pad, math.log10(hi) + pad)
-    mult = (1,) if span[1] - span[0] > 2.4 else (1, 2, 5)
+    width = span[1] - span[0]
+    mult = (1, 2, 5) if width <= 2.4 else (1, 3) if width <= 4 else (1,)
     k = math.floor(span[0])
     ticks = []
     while k <= span[1]:
@@ -157,8 +159,9 @@ def residency_map(res, title: str | None = None, *, max_cells: int = 16384, colu
     fig.update_layout(
         title=title or f"{resident:,} of {n:,} pages resident ({resident / n:.1%})" if n else (title or "empty file"),
         xaxis_title=f"cell in row (1 cell = {cell} = {_size(per * page_size)})",
-        yaxis_title="file offset of the row (MiB)", yaxis_autorange="reversed",
-        height=max(280, min(600, 160 + 18 * rows)))       # a strip of 1-2 rows still needs room for its axes
+        # a strip of a few rows is short: its axis title must fit beside it (plotly's margins take 180 px)
+        yaxis_title="file offset of the row (MiB)" if rows > 8 else "offset (MiB)", yaxis_autorange="reversed",
+        height=max(300, min(600, 160 + 18 * rows)))       # a strip of 1-2 rows still needs room for its axes
     return fig
 
 
@@ -166,7 +169,7 @@ def _size(nbytes: float) -> str:
     return format_size(nbytes)
 
 
-def decade_ticks(lo: float, hi: float, fmt=lambda v: f"{v:,g}") -> dict:
+def decade_ticks(lo: float, hi: float, fmt=lambda v: f"{v:,.0f}" if v >= 1 else f"{v:g}") -> dict:
     """Tick values and full labels at every power of 10 from ``lo`` to ``hi`` (a log axis without
     plotly's bare "2" and "5" minor labels)."""
     import math
@@ -383,17 +386,20 @@ def syscall_counts_vs_read_size(frame: pd.DataFrame, *, file_size: int | None = 
         part = part.sort_values("read_size")
         fig.add_scatter(x=part["read_size"], y=part["calls"], mode="markers", name=str(label), marker_size=10,
                         hovertemplate="read size %{x:,} B: %{y:,} read(2) calls<extra>" + f"{label}</extra>")
-    fig.update_xaxes(type="log", title_text="read size n (bytes per f.read)", **SIZE_TICKS)
+    sizes = sorted({int(v) for v in frame["read_size"]})     # a label at each size measured, the largest too
+    fig.update_xaxes(type="log", title_text="read size n (bytes per f.read)", tickvals=sizes,
+                     ticktext=[format_size(v) for v in sizes])
     fig.update_yaxes(type="log", title_text="read(2) calls (log)",
                      **decade_ticks(2, max(-(-n_file // int(lo)) + 1, float(frame["calls"].max(skipna=True) or 0))))
     fig.update_layout(title=f"{title} (N = {n_file:,} bytes)", height=420, legend_title="")
     return fig
 
 
-def syscall_time(frame: pd.DataFrame, *, top: int = 12, by: str | None = None,
+def syscall_time(frame: pd.DataFrame, *, top: int = 12, by: str | None = None, legend_title: str | None = None,
                  title: str = "Where the time in system calls went") -> go.Figure:
     """Seconds spent in each syscall (horizontal bars, linear axis from zero) from strace -c rows
-    (``syscall``, ``seconds``, ``calls``); ``by`` names a column to compare runs (e.g. "clock")."""
+    (``syscall``, ``seconds``, ``calls``); ``by`` names a column to compare runs (e.g. "clock"), and
+    ``legend_title`` says in words what its values are (default: the column's name)."""
     fig = go.Figure()
     groups = frame.groupby(by, sort=False) if by else [("", frame)]
     order = (frame.groupby("syscall")["seconds"].sum().sort_values(ascending=False).head(top).index[::-1])
@@ -406,7 +412,8 @@ def syscall_time(frame: pd.DataFrame, *, top: int = 12, by: str | None = None,
     # room for the bars, the axis title and a legend under the plot (never a legend cut by a short chart)
     fig.update_layout(title=title, barmode="group", height=max(340, 180 + 30 * len(order) * max(1, n)),
                       xaxis=dict(title="time in the syscall (ms)", rangemode="tozero"), yaxis_title="syscall",
-                      legend=dict(title=by or "", orientation="h", y=-0.45, yanchor="top"),
+                      legend=dict(title=legend_title if legend_title is not None else (by or ""), orientation="h",
+                                  y=-0.45, yanchor="top"),
                       margin=dict(b=120))
     return fig
 

@@ -255,6 +255,19 @@ def test_log_ticks_label_two_ticks_at_least_on_a_narrow_range():
     assert all(lo <= math.log10(v) <= hi for v in t["tickvals"])
 
 
+@pytest.mark.parametrize("values", [[500.0, 120_000.0, 600_000.0], [2.0, 9_000.0], [1.0, 80_000.0], [0.5, 3e7]])
+def test_log_ticks_label_the_top_of_a_wide_range(values):
+    # the instructor's strip (500 to 600k ops/s) labelled 1k, 10k and 100k only: its students between
+    # 100k and 600k had no label above them; up to 4 decades every value is within about 3.4x of a label
+    t = plot.log_ticks(values, short=True)
+    lo, hi = t["range"]
+    assert all(lo <= math.log10(v) <= hi for v in t["tickvals"]) and len(t["tickvals"]) >= 2
+    if math.log10(max(values) / min(values)) <= 4 - 2 * 0.12:
+        for v in values:
+            assert min(abs(math.log10(v / tv)) for tv in t["tickvals"]) <= math.log10(3.4), (v, t["ticktext"])
+    assert len(t["tickvals"]) <= 12                                # never a crowd of labels
+
+
 def test_read_size_explorer_draws_bars_from_zero_with_their_values(tmp_path):
     # lesson 02: bars on a log axis cut at its base drew a warm read half as fast as the cold one as a sliver
     pytest.importorskip("ipywidgets")
@@ -386,3 +399,32 @@ def test_trials_on_a_log_axis_say_so_in_their_default_title():
                           "position": range(1, 7), "trial": [1, 2, 3] * 2})
     assert plot.trials(frame, unit="MiB/s", log=True).layout.yaxis.title.text == "rate (MiB/s, log scale)"
     assert plot.trials(frame, unit="MiB/s").layout.yaxis.title.text == "rate (MiB/s)"
+
+
+def test_read_calls_chart_labels_every_read_size_up_to_the_largest():
+    # lesson 03's read-calls chart (and its static copy) labelled 1 B ... 1 MiB and 16 MiB on the size
+    # axis: the slider's last size, 10 MiB, had no label, and 16 MiB lay outside the data
+    sizes = [1, 16, 256, 4096, 65536, 1 << 20, 10 << 20]
+    fig = plot.syscall_counts_vs_read_size(pd.DataFrame({"read_size": sizes, "calls": [None] * len(sizes)}),
+                                           file_size=1 << 20)
+    x = fig.layout.xaxis
+    assert list(x.tickvals) == sizes and x.ticktext[-1] == "10 MiB" and "16 MiB" not in x.ticktext
+    assert "1,000,000" in fig.layout.yaxis.ticktext and not any("e+" in t for t in fig.layout.yaxis.ticktext)
+
+
+def test_syscall_time_legend_says_what_its_colours_are():
+    # lesson 03 titled the legend of system time against wall time "clock", the name of a column
+    frame = pd.DataFrame({"syscall": ["write", "fsync"] * 2, "seconds": [0.02, 0.001, 0.03, 0.2], "calls": [64, 1] * 2,
+                          "clock": ["system time (-c)"] * 2 + ["wall time (-c -w)"] * 2})
+    fig = plot.syscall_time(frame, by="clock", legend_title="what strace -c counted")
+    assert fig.layout.legend.title.text == "what strace -c counted"
+    assert plot.syscall_time(frame, by="clock").layout.legend.title.text == "clock"     # the default: the column
+
+
+@pytest.mark.parametrize("pages", [1, 256, 2048, 100_000])
+def test_residency_map_axis_title_fits_beside_the_plot(pages):
+    # lesson 02's 256-page map is two rows tall: "file offset of the row (MiB)" ran past its plot area
+    import numpy as np
+    fig = plot.residency_map(np.arange(pages) % 3 == 0)
+    area = fig.layout.height - 180                       # plotly's default top and bottom margins
+    assert len(fig.layout.yaxis.title.text) * 7 <= area, (fig.layout.yaxis.title.text, fig.layout.height)
