@@ -67,7 +67,8 @@ def log_ticks(values, *, short: bool = False, pad: float = 0.12) -> dict:
     """A log axis's range (padded so that no marker sits on its edge) and ticks at 1, 2 and 5 times each
     power of ten inside the values' range (1 and 3 times each when the values span more than 2.4
     decades, only the powers of ten beyond 4: a value is never more than about 3x from a labelled tick
-    until then; 1, 2, 3, 5, 7 when that leaves fewer than two), each labelled in full ("2,000", or "2k"
+    until then; 1, 2, 3, 5, 7 when that leaves fewer than two; with the sparser steps, one more 1-2-3-5-7 label
+    at an end whose values lie more than 1.8x past the last label), each labelled in full ("2,000", or "2k"
     with ``short``), never a bare minor "2": keywords for update_yaxes/update_xaxes."""
     v = [float(x) for x in values if x is not None and not math.isnan(float(x)) and float(x) > 0]
     if not v:
@@ -85,6 +86,13 @@ def log_ticks(values, *, short: bool = False, pad: float = 0.12) -> dict:
     if len(keep) < 2:       # a narrow range (300k to 800k): 1, 2, 3, 5 and 7 times each power, so two labels at least
         keep = [m * 10 ** k for k in range(math.floor(span[0]), math.floor(span[1]) + 1) for m in (1, 2, 3, 5, 7)
                 if span[0] <= math.log10(m * 10 ** k) <= span[1]]
+    elif mult != (1, 2, 5):  # sparse steps: the values at either end within 1.8x of a label too (the class's
+        # tmpfs students at 120k-224k sat above the last label, 100k, with none above them)
+        nice = [m * 10 ** k for k in range(math.floor(span[0]), math.floor(span[1]) + 1) for m in (1, 2, 3, 5, 7)]
+        if hi > 1.8 * keep[-1]:
+            keep.append(max(t for t in nice if t <= hi))
+        if lo < keep[0] / 1.8:
+            keep.insert(0, min(t for t in nice if t >= lo))
     text = [_short(t) if short else (f"{t:,.0f}" if t >= 1 else f"{t:g}") for t in keep]
     return {"tickvals": keep, "ticktext": text, "range": list(span)}
 

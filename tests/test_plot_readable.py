@@ -428,3 +428,16 @@ def test_residency_map_axis_title_fits_beside_the_plot(pages):
     fig = plot.residency_map(np.arange(pages) % 3 == 0)
     area = fig.layout.height - 180                       # plotly's default top and bottom margins
     assert len(fig.layout.yaxis.title.text) * 7 <= area, (fig.layout.yaxis.title.text, fig.layout.height)
+
+
+@pytest.mark.parametrize("values", [[79.0, 2_400.0, 150_000.0, 224_000.0], [500.0, 120_000.0, 600_000.0],
+                                    [40.0, 3_000.0, 90_000.0], [2.0, 9_000.0]])
+def test_log_ticks_label_both_ends_of_a_wide_range(values):
+    # the instructor's strip as executed here (79 to 224k ops/s, 1 and 3 times each power of ten): its tmpfs
+    # students at 120k-224k sat above the last label, 100k; the top (and bottom) values now have a label within 1.8x
+    t = plot.log_ticks(values, short=True)
+    lo, hi = t["range"]
+    assert all(lo <= math.log10(v) <= hi for v in t["tickvals"]) and len(t["tickvals"]) <= 12
+    for v in (min(values), max(values)):
+        assert min(abs(math.log10(v / tv)) for tv in t["tickvals"]) <= math.log10(1.8), (v, t["ticktext"])
+    assert len(t["ticktext"]) == len(set(t["ticktext"]))
