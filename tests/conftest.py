@@ -160,6 +160,16 @@ def place(request, tmp_path):
         yield request.param, ws
 
 
+def wait_until(cond, seconds: float) -> bool:
+    """Whether cond() became true within ``seconds`` (asked every 0.05 s)."""
+    deadline = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 @contextlib.contextmanager
 def own_tmp_dir(prefix: str) -> Iterator[Path]:
     """A directory of the test's own in /tmp that a second user may pass through (0711; not pytest's

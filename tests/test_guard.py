@@ -5,8 +5,8 @@ import json
 import os
 import subprocess
 import sys
-import time
 
+from conftest import wait_until
 from iolab import guard
 
 KILLED = r"""
@@ -30,31 +30,14 @@ os.kill(os.getpid(), 9)
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
-
-
-def _wait(cond, timeout: float = 20) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 def test_a_killed_process_is_cleaned_up_after(tmp_path):
     r = subprocess.run([sys.executable, "-c", KILLED, str(tmp_path)], capture_output=True, text=True,
                        timeout=60, env={**os.environ, "IOLAB_WORKDIR": str(tmp_path / "wd"), "IOLAB_GUARD": "1"})
     assert r.returncode == -9, r.stderr
     seen = json.loads(r.stdout)
     assert seen["guard"] and seen["guard"] != seen["server"]
-    assert _wait(lambda: _gone(seen["guard"])), "the guard did not finish"
-    assert _gone(seen["server"]), "the server outlived the killed process"
+    assert wait_until(lambda: not guard._alive(seen["guard"]), 20), "the guard did not finish"
+    assert not guard._alive(seen["server"]), "the server outlived the killed process"
     assert not os.path.exists(seen["root"]), "the session workspace was left behind"
     assert list(tmp_path.glob("stray-*")) == []
     assert not (tmp_path / "shared").exists()
@@ -67,7 +50,7 @@ def test_after_a_normal_exit_the_guard_ends_too(tmp_path):
                        env={**os.environ, "IOLAB_WORKDIR": str(tmp_path), "IOLAB_GUARD": "1"})
     assert r.returncode == 0, r.stderr
     pid, root = r.stdout.split()
-    assert _wait(lambda: _gone(int(pid)))
+    assert wait_until(lambda: not guard._alive(int(pid)), 20)
     assert not os.path.exists(root)
 
 

@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 import warnings
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import psutil
 import pytest
 
 import unix_users
-from conftest import is_root, own_tmp_dir
+from conftest import is_root, own_tmp_dir, wait_until
 from iolab import guard
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -70,15 +69,6 @@ def top():
         yield d
 
 
-def _wait(cond, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def _wchan(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/wchan").read_text()
@@ -105,7 +95,7 @@ def _stopped_mount_removed(base: str, relative: bool, reader_wait: float = 30) -
     seen: dict = {"daemon": daemon.pid, "found": []}
     reader = None
     try:
-        if not _wait(lambda: guard.mounted(mnt) or daemon.poll() is not None, 60):
+        if not wait_until(lambda: guard.mounted(mnt) or daemon.poll() is not None, 60):
             return {**seen, "error": "rclone did not mount in 60 s"}
         if daemon.poll() is not None:
             return {**seen, "error": f"rclone ended: {daemon.stderr.read()[-500:]!r}"}
@@ -114,12 +104,12 @@ def _stopped_mount_removed(base: str, relative: bool, reader_wait: float = 30) -
         os.kill(daemon.pid, signal.SIGSTOP)
         reader = subprocess.Popen(["cat", str(mnt / "unseen.txt")], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
-        seen["blocked"] = _wait(lambda: _wchan(reader.pid) == "request_wait_answer", 30)
+        seen["blocked"] = wait_until(lambda: _wchan(reader.pid) == "request_wait_answer", 30)
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always")
             seen["left"] = guard.remove_tree(ws)
         seen["said"] = [str(w.message) for w in said]
-        ended = _wait(lambda: reader.poll() is not None, reader_wait)
+        ended = wait_until(lambda: reader.poll() is not None, reader_wait)
         seen["reader"] = {"ended": ended, "returncode": reader.poll(),
                           "stderr": reader.stderr.read().strip() if ended else None}
         seen["mounted"] = guard.mounted(mnt)

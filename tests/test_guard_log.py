@@ -10,14 +10,13 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
 import pytest
 
 import unix_users
-from conftest import own_tmp_dir
+from conftest import own_tmp_dir, wait_until
 from iolab import guard, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,35 +47,13 @@ print(json.dumps({"told": [[w.category.__name__, str(w.message)] for w in caught
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-def _wait(cond, timeout: float = 60) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 def _kill_then_two_sessions(argv: list[str], env: dict[str, str], top: Path, cwd: Path) -> tuple[dict, dict, dict]:
     """A kernel killed while its guard has something to warn about, then two sessions after it."""
     k = subprocess.run([*argv, KILLED, str(top)], capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
     assert k.returncode == -9, k.stderr
     dead = json.loads(k.stdout.splitlines()[-1])
     assert dead["guard"], "the killed kernel had no guard: nothing to test"
-    assert _wait(lambda: _gone(dead["guard"])), "the guard did not finish"
+    assert wait_until(lambda: not guard._alive(dead["guard"]), 60), "the guard did not finish"
     assert not os.path.lexists(dead["root"]), "the guard did not clean up after the killed kernel"
     assert (top / "b" / "kept").is_dir(), "the guard did not leave the swapped path in place: nothing to warn about"
     seen = []
@@ -213,7 +190,7 @@ def test_as_a_student_the_warning_reaches_the_next_session_and_no_one_else():
         k = subprocess.run([*argv, KILLED, str(base)], capture_output=True, text=True, timeout=120, env=env, cwd=base)
         assert k.returncode == 128 + 9, k.stderr        # runuser says its child was killed
         dead = json.loads(k.stdout.splitlines()[-1])
-        assert _wait(lambda: _gone(dead["guard"])), "the guard did not finish"
+        assert wait_until(lambda: not guard._alive(dead["guard"]), 60), "the guard did not finish"
         log = base / "wd" / guard.LOG_NAME
         st = os.lstat(log)
         assert st.st_uid == student.pw_uid and stat.S_IMODE(st.st_mode) == 0o600
