@@ -451,7 +451,7 @@ LOG_LIMIT = 8192                  # bytes kept: the last lines, so that the log 
 _LINE_LIMIT = 1024                # one warning's line at most
 
 
-def _private_dir(path: str) -> bool:
+def private_dir(path: str | os.PathLike[str]) -> bool:
     """Whether path is a real directory of this user's that nobody else may create names in."""
     try:
         st = os.lstat(path)
@@ -463,7 +463,7 @@ def _private_dir(path: str) -> bool:
 def _open_log(path: str, create: bool) -> int | None:
     """The log at path opened read-write and locked (a file of this user's, regular, one link, mode made
     0600), or None (missing, someone else's, a symlink or not a file, in a directory others may write)."""
-    if not _private_dir(os.path.dirname(path)):
+    if not private_dir(os.path.dirname(path)):
         return None
     flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
     for _ in range(5):
@@ -549,7 +549,7 @@ def _logger(tables: dict[str, dict], owner: int):
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         try:
-            for path in list(tables["log"])[-1:]:
+            for path in tables["log"]:
                 when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
                 log_line(path, f"{when} on {host}, after kernel pid {owner}: {message}")
         except Exception:
@@ -637,9 +637,8 @@ def _take(tables: dict[str, dict], raw: bytes) -> None:
             tables["proc"][int(args[0])] = args[1]
         elif kind == "mount":
             tables["mount"][args[0]] = (int(args[1]), args[2]) if len(args) > 2 else None
-        elif kind == "log":
-            tables["log"].pop(args[0], None)
-            tables["log"][str(args[0])] = None          # the last one given is used
+        elif kind == "log":                              # the last one given is used
+            tables["log"] = {str(args[0]): None}
         else:
             tables[kind][args[0]] = None
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):

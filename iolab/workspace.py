@@ -274,13 +274,7 @@ def guard_log(parent: str | os.PathLike[str]) -> Path | None:
     workspace directory (:func:`base_dir`), when that is a directory of the user's that nobody else may
     create names in; else None (no log: a predictable name in a shared directory is anyone's)."""
     p = Path(os.path.abspath(parent))
-    try:
-        st = os.lstat(p)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        return None
-    return p / guard.LOG_NAME
+    return p / guard.LOG_NAME if guard.private_dir(p) else None
 
 
 def _earlier_warnings(parent: Path) -> None:
