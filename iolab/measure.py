@@ -504,8 +504,8 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
             seconds = time.perf_counter() - t0
         # read before close(): ext4 (auto_da_alloc) starts writing back a file that was truncated and
         # rewritten when it is closed, which moves its pages from Dirty to Writeback at once
-        open_mem = pagecache.meminfo()
-        dirty1 = open_mem["Dirty"]
+        before_close = pagecache.meminfo()
+        dirty1 = before_close["Dirty"]
     finally:
         os.close(fd)
     closed_mem = pagecache.meminfo()      # right after close(): what close() itself started
@@ -515,7 +515,7 @@ def timed_write(path: str | os.PathLike[str], nbytes: int | str, *, block_size: 
     verdict = judge_write(rate, fsync=fsync, device_bps=device_bps, dirty_growth=dirty1 - dirty0, nbytes=n,
                           witness=w.result, cache_after=state, fstype=after.fstype or before.fstype)
     options: dict[str, Any] = {"fsync": fsync, "dirty_growth": dirty1 - dirty0, "dirty_at_open": dirty0,
-                               "dirty_before_close": dirty1, "writeback_before_close": open_mem.get("Writeback"),
+                               "dirty_before_close": dirty1, "writeback_before_close": before_close.get("Writeback"),
                                "dirty_after_close": closed_mem["Dirty"],
                                "writeback_after_close": closed_mem.get("Writeback")}
     if state is not None:

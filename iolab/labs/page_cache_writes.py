@@ -181,19 +181,29 @@ FLUSH_AT_CLOSE = {
 }
 
 
+def _ext4_off(options: str) -> str | None:
+    """Which of an ext4 mount's options turns its flush at close() and rename() off, or None."""
+    opts = {o.strip() for o in options.split(",")}
+    if "noauto_da_alloc" in opts:
+        return "noauto_da_alloc"
+    if "nodelalloc" in opts or "data=journal" in opts:
+        return "nodelalloc"
+    return None
+
+
 def close_flush_rule(fstype: str, options: str = "") -> tuple[bool | None, str]:
     """Does ``fstype`` (mounted with ``options``, as /proc/self/mountinfo lists them) start the write-back
     of a file truncated to size 0 and rewritten at its last close()? True, False, or None when iolab
     knows no rule of that filesystem; and why, in words (what the kernel's sources say: see above)."""
-    opts = {o.strip() for o in options.split(",")}
     if fstype in MEMORY_FS:
         return None, (f"{fstype} keeps files in memory: no page of it is ever dirty or written back, so there "
                       "is nothing for close() to start and nothing this run could show")
     if fstype == "ext4":
-        if "noauto_da_alloc" in opts:
+        off = _ext4_off(options)
+        if off == "noauto_da_alloc":
             return False, ("this ext4 is mounted noauto_da_alloc: close() leaves a truncated and rewritten "
                            "file's pages to the kernel's own write-back")
-        if "nodelalloc" in opts or "data=journal" in opts:
+        if off:
             return False, ("this ext4 does not delay allocation (nodelalloc or data=journal): there are no "
                            "delayed-allocation blocks for close() to allocate, so it starts no write-back")
         return True, FLUSH_AT_CLOSE["ext4"]
@@ -209,13 +219,13 @@ def close_flush_rule(fstype: str, options: str = "") -> tuple[bool | None, str]:
 def rename_flush_rule(fstype: str, options: str = "") -> tuple[bool | None, str]:
     """Does ``fstype`` start the write-back of a new file at the rename() that puts it over an existing
     (non-empty) one? True, False, or None when iolab knows no rule; and why (see the sources above)."""
-    opts = {o.strip() for o in options.split(",")}
     if fstype in MEMORY_FS:
         return close_flush_rule(fstype, options)
     if fstype == "ext4":
-        if "noauto_da_alloc" in opts:
+        off = _ext4_off(options)
+        if off == "noauto_da_alloc":
             return False, "this ext4 is mounted noauto_da_alloc: rename() starts no write-back"
-        if "nodelalloc" in opts or "data=journal" in opts:
+        if off:
             return False, ("this ext4 does not delay allocation (nodelalloc or data=journal): rename() has no "
                            "delayed-allocation blocks to allocate")
         return True, ("ext4 with auto_da_alloc: rename() over an existing file starts the renamed file's "
