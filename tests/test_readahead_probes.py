@@ -41,7 +41,11 @@ def test_window_grows_on_sequential_reads_not_on_random(f64):
     g = ra.window_growth(f64, "4KiB", 64)
     assert len(g) == 64 and g["pages_read"].tolist() == list(range(1, 65))
     assert g["resident"].is_monotonic_increasing
-    assert (g["ahead"] > 0).all()
+    # readahead fetched beyond the first read, and never ran dry for two reads in a row: with a large
+    # folio the async marker can sit in a folio already read, so one read may find nothing ahead and the
+    # next one's miss starts the next window (seen once at load, beside another make test)
+    zero = (g["ahead"] == 0).tolist()
+    assert g["ahead"].iloc[0] > 0 and not any(a and b for a, b in zip(zero, zero[1:])), g["ahead"].tolist()
     assert g["resident"].iloc[-1] > g["resident"].iloc[0] * 4       # the window grew
     r = ra.window_growth(f64, "4KiB", 64, advice="random")
     assert (r["ahead"] == 0).all() and r["resident"].iloc[-1] == 64
