@@ -12,7 +12,7 @@ from iolab import recordings, slurm
 from iolab.errors import ParseError, ToolFailed, ToolTimeout
 
 from conftest import ior_tool
-from recorders import slurm_cluster
+from iolab import slurm_cluster
 
 REC = Path(recordings.data_dir()) / "slurm"
 IOR = ior_tool("ior")
