@@ -440,9 +440,11 @@ def parse(text: str) -> list[dict[str, Any]]:
                                                                           whole=True, default=1):
                     rec[f"{lat}_mean_ns"] = float(_number(block, "mean", f"{where} {lat}_ns", text))
                     pct = block.get("percentile")
-                    if pct is not None and not isinstance(pct, dict):
+                    if pct is None:
+                        pct = {}
+                    if not isinstance(pct, dict):
                         raise _fail(text, f"{where} {lat}_ns percentile should be an object, got {pct!r}", "percentile")
-                    for p in pct or {}:
+                    for p in pct:
                         rec[_pct_key(lat, p, text)] = int(_number(pct, p, f"{where} {lat}_ns percentile", text,
                                                                   whole=True))
             records.append(rec)

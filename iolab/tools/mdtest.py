@@ -398,7 +398,7 @@ def parse_iterations(text: str) -> list[dict[str, Any]]:
     version = summary[0]["version"]
     expected = max(r["iterations"] for r in summary)
     rows: list[dict[str, Any]] = []
-    iteration, seen = 0, set()
+    iteration, seen = 0, set[str]()
     lines = text.splitlines()
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
