@@ -27,7 +27,7 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -320,13 +320,13 @@ def read_argv(argv: Sequence[str]) -> dict[str, Any]:
         if not tok.startswith("-") or tok == "-":
             raise ValueError(f"IOR argument {tok!r} belongs to no option: iolab cannot read this command line")
         options, i = short_options(tok, items, i, _ARG_OPTS, _FLAG_OPTS, "IOR")
-        for c, value in options:
-            if c == "O":
-                directives(value)
-            elif value is not None:
-                setting(c, value, f"-{c}")         # -b 16m; -k=0, as IOR reads a flag given a value
-            else:
+        for c, arg in options:
+            if arg is None:
                 out["flags"].add(c)
+            elif c == "O":
+                directives(arg)
+            else:
+                setting(c, arg, f"-{c}")           # -b 16m; -k=0, as IOR reads a flag given a value
     return out
 
 
@@ -956,7 +956,7 @@ def opens_table(opens: Iterable[dict[str, Any]], tasks: int | None = None) -> pd
 
 # --- frames, verdicts ---------------------------------------------------------------------------
 
-def label(row: dict[str, Any] | pd.Series) -> str:
+def label(row: Mapping[Any, Any] | pd.Series) -> str:
     """A configuration's short name from a parsed row: "shared", "-F", "-F -C -e O_DIRECT"..."""
     bits = ["-F" if row["file_per_process"] else "shared"]
     if row["reorder_tasks"]:

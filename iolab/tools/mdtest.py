@@ -41,6 +41,8 @@ from ..units import format_size
 
 _LAUNCHED = re.compile(r"mdtest-(\S{1,100}) was launched with (\d{1,9}) total task\(s\) on (\d{1,9}) node\(s\)")
 _ITEMS = re.compile(r"^(\d{1,9}) tasks?, (\d{1,18}) (files/directories|files|directories)\b")
+# mdtest 1.x (before it joined IOR): "SUMMARY: (of N iterations)", no "rate"/"time" word
+_OLD_SUMMARY = re.compile(r"^SUMMARY: \(of \d{1,9} iterations?\)")
 _SUMMARY = re.compile(r"^SUMMARY (rate|time)(?: \(in ([^)]{0,100})\))?: \(of (\d{1,9}) iterations?\)")
 _ERROR = re.compile(r"^ERROR\b|FAILED in |\bmdtest ERROR\b")
 _NUMBER = r"[-+]?(?:\d{1,30}\.?\d{0,30}(?:[eE][-+]?\d{1,3})?|inf|nan)"
@@ -347,6 +349,12 @@ def parse(text: str) -> list[dict[str, Any]]:
         raise ParseError("not mdtest output: no 'mdtest-x.y.z was launched with N total task(s)' line",
                          line_no=1, line=lines[0])
     if not rows:
+        old = next(((i, ln) for i, ln in enumerate(lines, 1) if _OLD_SUMMARY.match(ln.strip())), None)
+        if old is not None or (version or "").split(".")[0] in ("1", "2"):
+            no, ln = old or next((i, ln) for i, ln in enumerate(lines, 1) if _LAUNCHED.search(ln.strip()))
+            raise ParseError(f"this is the output of mdtest {version}, whose format iolab does not read (its "
+                             "summary says 'SUMMARY:' without 'rate'); iolab reads mdtest 3.x and 4.x, the mdtest "
+                             "built with IOR (https://github.com/hpc/ior)", line_no=no, line=ln)
         last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
         raise ParseError("mdtest output has no SUMMARY table (cut short, or the run failed)",
                          line_no=last, line=lines[last - 1])
@@ -390,7 +398,7 @@ def parse_iterations(text: str) -> list[dict[str, Any]]:
     version = summary[0]["version"]
     expected = max(r["iterations"] for r in summary)
     rows: list[dict[str, Any]] = []
-    iteration, seen = 0, set()
+    iteration, seen = 0, set[str]()
     lines = text.splitlines()
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
