@@ -208,9 +208,9 @@ def test_rotated_order_puts_each_setting_once_in_each_place_of_a_round():
     assert trials.order(["A", "B"], 3, how="rotated") == ["A", "B", "B", "A", "A", "B"]
 
 
-def test_alike_holds_when_neither_side_beats_the_other_beyond_the_spreads():
-    same = explain.alike("ram", [28, 30, 31], "disk", [25, 29, 30], unit="MB/s")
-    assert same.holds() is True
+def test_alike_is_shown_within_its_factor_and_refuted_beyond_the_spreads():
+    same = explain.alike("ram", [30, 31, 32], "disk", [29.5, 30, 31], by=1.1, unit="MB/s")
+    assert same.holds() is True                         # every pair within 10 % (32 / 29.5 = 1.08)
     c = explain.expect("they perform alike", same, show=False)
     assert c.held is True and c.consistent() and c.text.startswith(explain.AS_PREDICTED) and "median of 3" in c.text
     apart = explain.alike("ram", [40, 41, 42], "disk", [25, 29, 30], unit="MB/s")
@@ -218,8 +218,55 @@ def test_alike_holds_when_neither_side_beats_the_other_beyond_the_spreads():
     c = explain.expect("they perform alike", apart, why="a reason", show=False)
     assert c.held is False and c.consistent() and c.text.startswith(explain.NOT_THIS_TIME)
     assert explain.alike("a", [40, 41, 42], "b", [25, 29, 30], higher=False).holds() is False   # either way round
-    assert explain.alike("a", [33, 34, 35], "b", [30, 30.5, 31], by=1.1).holds() is True          # within the tolerance
+    assert explain.alike("a", [33, 34, 35], "b", [30, 30.5, 31], by=1.1).holds() is None          # 35/30: not all within
     assert explain.alike("a", [35, 36, 37], "b", [30, 30.5, 31], by=1.1).holds() is False
     one = explain.alike("a", [30], "b", [30])           # one run of each: its spread is not known
     c = explain.expect("they perform alike", one, show=False)
     assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE) and "too few trials" in c.text
+
+
+# --- issue 32: sentences the numbers beside them deny ------------------------------------------------
+
+def test_disjoint_ranges_short_of_the_factor_say_the_factor_failed_not_that_the_spreads_overlap():
+    # 300-320 against 100-190: every trial of a beats every trial of b, but by 1.58x-3.2x, and the
+    # claim asks for 2x: what is not shown is the factor; the ranges do not overlap
+    r = explain.beyond("a", [300, 310, 320], "b", [100, 150, 190], by=2.0, higher=True, unit="MiB/s")
+    c = explain.expect("a is twice as fast as b", r, show=False)
+    assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE)
+    assert "the spreads overlap" not in c.text
+    assert "do not overlap" in c.text and "every trial of a beats every trial of b" in c.text
+    assert "2x" in c.text and "1.58x" in c.text and "3.2x" in c.text
+    # seconds (lower is better), and the other side ahead, with a factor below 1 (lesson 05's by=1/3)
+    r = explain.beyond("sync", [30, 31, 32], "plain", [10, 11, 12], by=1 / 3, higher=False, unit="s")
+    c = explain.expect("sync costs at most three times plain", r, show=False)
+    assert c.held is None and "the spreads overlap" not in c.text
+    assert "every trial of plain beats every trial of sync" in c.text
+
+
+def test_overlapping_ranges_still_say_the_spreads_overlap():
+    r = explain.beyond("a", [300, 310, 320], "b", [100, 150, 305], by=2.0)
+    c = explain.expect("a is twice as fast as b", r, show=False)
+    assert c.held is None and "the spreads overlap" in c.text and "do not overlap" not in c.text
+
+
+def test_alike_over_overlapping_spreads_is_too_close_to_call_not_as_predicted():
+    """Overlapping spreads say only that this run cannot tell the two apart: not that they perform alike.
+    "Alike within by" is shown when every pair of trials lies within that factor of each other."""
+    same = explain.alike("ram", [28, 30, 31], "disk", [25, 29, 30], by=1.1, unit="MB/s")
+    c = explain.expect("they perform alike", same, show=False)
+    assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE)
+    assert explain.AS_PREDICTED not in c.text and "cannot tell" in c.text
+    assert "1.1x" in c.text and "1.24x" in c.text         # what alike asks, and the widest pair (31/25)
+    close = explain.alike("a", [33, 34, 35], "b", [32, 33, 34], by=1.1)
+    assert close.holds() is True                                  # every pair within 10 % (35/32 = 1.09)
+    c = explain.expect("they perform alike", close, show=False)
+    assert c.text.startswith(explain.AS_PREDICTED) and c.consistent() and "within 1.1x" in c.text
+    # with no tolerance (by=1) nothing but identical trials shows "alike"
+    assert explain.alike("a", [30, 31, 32], "b", [29, 31, 33]).holds() is None
+    assert explain.alike("a", [30, 30, 30], "b", [30, 30, 30]).holds() is True
+
+
+def test_a_forged_alike_as_predicted_over_overlapping_spreads_is_inconsistent():
+    r = explain.alike("a", [28, 30, 31], "b", [25, 29, 30], by=1.1)
+    forged = explain.Claim("alike", r, True, explain.AS_PREDICTED + " alike.")
+    assert not forged.consistent()
