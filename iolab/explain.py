@@ -14,9 +14,12 @@ of different filesystems and machines and assert that every claim is consistent.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from .errors import BadValue
 
 AS_PREDICTED = "As predicted:"
 NOT_THIS_TIME = "Not this time:"
@@ -105,6 +108,7 @@ def beyond(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool 
     trials of a side. ``higher``: a larger value is better (a rate); False for seconds.
     The evidence keeps the medians under the names ``a`` and ``b`` (for templates), and each side's
     min, max and number of trials."""
+    by = factor(by)
     av = [float(v) for v in (a_values or ()) if v is not None and not math.isnan(float(v))]
     bv = [float(v) for v in (b_values or ()) if v is not None and not math.isnan(float(v))]
     nan = math.nan
@@ -112,6 +116,14 @@ def beyond(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool 
           "a min": min(av, default=nan), "a max": max(av, default=nan), "a trials": float(len(av)),
           "b min": min(bv, default=nan), "b max": max(bv, default=nan), "b trials": float(len(bv))}
     return Relation("beyond", ev, {"a": a, "b": b, "by": by, "higher": higher, "unit": unit})
+
+
+def factor(by: Any, what: str = "by") -> float:
+    """``by`` as a float, or :class:`iolab.errors.BadValue` naming it: a factor is a finite number above 0
+    (not a bool, not a string)."""
+    if isinstance(by, bool) or not isinstance(by, numbers.Real) or not math.isfinite(by) or by <= 0:
+        raise BadValue(f"{what}={by!r}: a factor must be a finite number above 0 (2.0: twice; 1.0: merely more)")
+    return float(by)
 
 
 def alike(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool = True,

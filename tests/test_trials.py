@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from iolab import explain, measure, plot, trials
+from iolab import errors, explain, measure, plot, trials
 
 
 # --- the rule, on synthetic trial lists --------------------------------------------------------------
@@ -270,3 +270,79 @@ def test_a_forged_alike_as_predicted_over_overlapping_spreads_is_inconsistent():
     r = explain.alike("a", [28, 30, 31], "b", [25, 29, 30], by=1.1)
     forged = explain.Claim("alike", r, True, explain.AS_PREDICTED + " alike.")
     assert not forged.consistent()
+
+
+def test_report_counts_each_settings_own_warm_ups():
+    # one warm-up of each of two settings: each sentence says 1, not the 2 of the whole run
+    log = []
+    t = trials.run({"A": _counter("A", log, [9, 1, 2, 3]), "B": _counter("B", log, [99, 10, 20, 30])},
+                   repeat=3, warmup=1)
+    r = t.report()
+    assert "after 1 warm-up run" in r["A"] and "after 1 warm-up run" in r["B"] and "after 2" not in r["A"]
+    assert "warm-up" not in trials.from_values({"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]}).report()["a"]
+
+
+# --- issue 32: nonsense is refused with an iolab error naming it, never taken or met by a foreign error ---
+
+@pytest.mark.parametrize("values,named", [
+    ({"a": "123", "b": [1.0, 2.0, 3.0]}, "'123'"),                    # a string is not three trials
+    ({"a": b"123", "b": [1.0, 2.0, 3.0]}, "b'123'"),
+    ({"a": [True, False, True], "b": [1.0, 2.0, 3.0]}, "True"),       # a bool is not a number
+    ({"a": ["1e400", 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "'1e400'"),    # a string number (inf) is not one either
+    ({"a": [float("inf"), 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "inf"),
+    ({"a": [-1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "-1"),            # negative seconds
+    ({"a": [None, 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "None"),
+    ({"a": 5.0, "b": [1.0, 2.0, 3.0]}, "5.0"),                        # one number where a list is expected
+    ({}, "no setting"),
+    ([1.0, 2.0], "[1.0, 2.0]"),
+])
+def test_from_values_refuses_what_is_not_trials(values, named):
+    with pytest.raises(errors.BadValue) as e:
+        trials.from_values(values)
+    assert named in str(e.value)
+
+
+@pytest.mark.parametrize("fn,arg,named", [
+    (trials.seconds, None, "None"), (trials.seconds, "1.5", "'1.5'"), (trials.seconds, True, "True"),
+    (trials.seconds, -2.0, "-2"), (trials.mib_per_s, "100", "'100'"), (trials.mib_per_s, False, "False"),
+    (trials.mib_per_s, float("nan"), "nan"), (trials.mib_per_s, SimpleNamespace(bytes_per_s="9"), "'9'"),
+    (trials.seconds, SimpleNamespace(seconds=float("inf")), "inf"),
+])
+def test_metrics_refuse_what_is_not_a_measurement(fn, arg, named):
+    with pytest.raises(errors.BadValue) as e:
+        fn(arg)
+    assert named in str(e.value) and fn.__name__ in str(e.value)
+
+
+def test_run_refuses_a_metric_that_gives_nonsense():
+    with pytest.raises(errors.BadValue, match="'A'.*'fast'"):
+        trials.run({"A": lambda: "fast", "B": lambda: 1.0}, repeat=3, warmup=0)
+    with pytest.raises(errors.BadValue, match="repeat"):
+        trials.run({"A": lambda: 1.0, "B": lambda: 1.0}, repeat=True)
+    with pytest.raises(errors.BadValue, match="repeat"):
+        trials.run({"A": lambda: 1.0, "B": lambda: 1.0}, repeat=2.5)
+
+
+@pytest.mark.parametrize("by", [0, -1.0, float("nan"), float("inf"), "2", True])
+def test_a_factor_must_be_a_positive_number(by):
+    t = trials.from_values({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]})
+    with pytest.raises(errors.BadValue, match="by"):
+        t.relation("a", "b", by=by)
+    with pytest.raises(errors.BadValue, match="by"):
+        explain.beyond("a", [1.0, 2.0, 3.0], "b", [4.0, 5.0, 6.0], by=by)
+
+
+def test_an_unknown_setting_is_named_with_the_ones_there_are():
+    t = trials.from_values({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]})
+    with pytest.raises(errors.BadValue, match=r"'c'.*'a', 'b'"):
+        t.relation("a", "c")
+    with pytest.raises(errors.BadValue, match="'c'"):
+        t.expect("a wins", "c", "b", show=False)
+    assert t.relation("a", "b").holds() is True             # lower seconds: a's worst beats b's best
+
+
+def test_a_bad_value_is_an_iolab_error_and_a_value_error():
+    with pytest.raises(errors.IolabError):
+        trials.seconds(None)
+    with pytest.raises(ValueError):
+        trials.seconds(None)
