@@ -138,6 +138,24 @@ def test_plot_shows_every_trial_not_one_bar():
     assert fig.layout.yaxis.title.text == "time (s)"          # in words, with its unit
 
 
+def _visible(color) -> bool:
+    return not (isinstance(color, str) and color.replace(" ", "").endswith(",0)"))
+
+
+def test_plot_of_three_trials_draws_the_points_and_the_median_no_quartiles():
+    """Three trials have no quartiles worth drawing: every trial a point (jittered, so equal ones show)
+    and the median as a mark of its own; no box, no whiskers (issue 32)."""
+    t = trials.from_values({"A": [1.0, 2.0, 3.0], "B": [10.0, 20.0, 30.0, 40.0]}, unit="s")
+    fig = plot.trials(t.frame, unit="s")
+    strips = [d for d in fig.data if d.type == "box"]
+    assert len(strips) == 2 and all(d.boxpoints == "all" and d.hoveron == "points" for d in strips)
+    assert not any(_visible(d.fillcolor) or _visible(d.line.color) for d in strips)   # no box drawn
+    assert all(d.marker.color and _visible(d.marker.color) for d in strips)            # but the points are
+    medians = [d for d in fig.data if d.type == "scatter" and "median" in (d.name or "")]
+    assert len(medians) == 1 and list(medians[0].x) == ["A", "B"] and list(medians[0].y) == [2.0, 25.0]
+    assert "quartile" not in fig.to_json()
+
+
 def test_fewer_than_two_settings_is_refused():
     with pytest.raises(ValueError):
         trials.run({"A": lambda: 1.0})
