@@ -32,13 +32,13 @@ MIN_TRIALS = 3          # fewer trials of a side than this: its spread is not kn
 class Relation:
     """A comparison of measured numbers that can be evaluated again from its evidence."""
 
-    kind: str                       # "greater" | "within" | "true"
-    evidence: Mapping[str, float]
+    kind: str                       # "greater" | "within" | "true" | "beyond" | "alike"
+    evidence: Mapping[str, float]   # NaN: a number that was not measured
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def holds(self) -> bool | None:
         ev = self.evidence
-        if any(v is None or math.isnan(v) for v in ev.values()):
+        if any(math.isnan(v) for v in ev.values()):
             return None
         if self.kind == "greater":
             a, b = ev[self.params["a"]], ev[self.params["b"]]
@@ -86,7 +86,7 @@ class Relation:
         if self.kind not in ("beyond", "alike"):
             return False
         ev = self.evidence
-        return not any(v is None or math.isnan(v) for v in ev.values()) and self.holds() is None
+        return not any(math.isnan(v) for v in ev.values()) and self.holds() is None
 
 
 def greater(a: str, a_value: float | None, b: str, b_value: float | None, *, by: float = 1.0) -> Relation:
@@ -205,12 +205,14 @@ def why_not_called(relation: Relation) -> str:
 
 def fact(name: str, value: bool | None) -> Relation:
     """A yes/no observation (a page resident, a file opened), kept as evidence."""
-    return Relation("true", {name: None if value is None else float(bool(value))}, {"a": name})
+    return Relation("true", {name: math.nan if value is None else float(bool(value))}, {"a": name})
 
 
-def _num(value: Any) -> float | None:
+def _num(value: Any) -> float:
+    """A measured number as a float; NaN for one not measured (None), as :func:`beyond` keeps a side
+    without trials."""
     if value is None:
-        return None
+        return math.nan
     if isinstance(value, bool):
         return float(value)
     return float(value)

@@ -186,6 +186,10 @@ _META_CASES = {
     "witness entry a string": b'{"witness": {"run": "x"}}',
     "witness count negative": b'{"witness": {"run": {"own_read_bytes": -1}}}',
     "witness count text": b'{"witness": {"run": {"own_read_bytes": "many"}}}',
+    # were loaded: a device 5 (a number where a device's name belongs), notes made of a dict's keys
+    "witness device a number": b'{"witness": {"run": {"device": 5}}}',
+    "witness notes an object": b'{"witness": {"run": {"notes": {"no block device": 1}}}}',
+    "witness notes of numbers": b'{"witness": {"run": {"notes": [1, 2]}}}',
     "a negative count": b'{"host": {"cpus": -27}}',
 }
 
