@@ -39,6 +39,23 @@ def failure(tool: str, argv: Sequence[str], run: Run, line: str | None) -> ToolF
                       message=head)
 
 
+_STRING_TO_BYTES = re.compile(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*")
+
+
+def string_to_bytes(value: str, tool: str, what: str) -> int:
+    """A size or a count as IOR's ``string_to_bytes`` (option.c) reads it, for IOR and mdtest alike (mdtest
+    reads its -n, -w, -I... with it): a whole number with an optional binary suffix k, m, g, t or p
+    (``16m`` = 16 MiB; ``16MiB`` and ``16mb`` too: the letters after the suffix are not read there).
+    ValueError for anything else, naming the ``tool`` and the option (``what``): IOR itself takes
+    ``16x`` as 16, iolab refuses a size it cannot be sure of, as it could not reserve what the run
+    writes."""
+    m = _STRING_TO_BYTES.fullmatch(value)
+    if not m:
+        raise ValueError(f"{tool} {what} {value!r}: iolab cannot read this size or count, so cannot reserve what "
+                         "the run writes; write it as a whole number, with k, m or g if you like")
+    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
+
+
 def short_options(tok: str, items: Sequence[str], i: int, takes_value: Collection[str], flags: Collection[str],
                   tool: str) -> tuple[list[tuple[str, str | None]], int]:
     """One item of short options as IOR's option parser reads it (IOR and mdtest share it): ``tok`` is
