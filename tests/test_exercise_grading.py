@@ -9,6 +9,8 @@ from iolab import check, measure, units, witness
 from iolab.units import MiB
 
 PAGES = 16 * MiB // 4096
+# until the checks are fixed (lesson-local, after the restructure of issue 31 lands): they fail today
+TODAY = pytest.mark.xfail(strict=True, reason="issue 32: the check grades wrong on today's code")
 
 
 def _written(device_written: float, *, device: str | None = "vda") -> witness.Witnessed:
@@ -28,6 +30,7 @@ def _ok(r, reached, path="/nowhere/witnessed.bin"):
 
 # --- exercise 01, task 4: witness a write --------------------------------------------------------------
 
+@TODAY
 def test_01_4_a_neighbours_writes_do_not_make_dirty_pages_reach_the_device(monkeypatch):
     """The issue's case: every page of the file still dirty (cachestat), the device wrote 316 MiB because
     a neighbour wrote: the file's own pages decide, the DISTURBED device count is no evidence."""
@@ -56,6 +59,7 @@ def test_01_4_clean_pages_on_a_quiet_device_are_judged_by_the_device(monkeypatch
         _ok(_written(64 * 1024), True)
 
 
+@TODAY
 def test_01_4_clean_pages_on_a_disturbed_device_cannot_be_told_and_the_check_says_so(monkeypatch):
     _pages(monkeypatch, dirty=0)
     busy = _written(316 * MiB)
@@ -63,6 +67,7 @@ def test_01_4_clean_pages_on_a_disturbed_device_cannot_be_told_and_the_check_say
         assert _ok(busy, answer)
 
 
+@TODAY
 def test_01_4_without_cachestat_a_disturbed_device_is_no_evidence(monkeypatch, capsys):
     _pages(monkeypatch, dirty=None)
     # the device wrote less than the file: it cannot hold the file, whoever else wrote
@@ -118,6 +123,7 @@ def test_04_4_the_right_verdict_passes():
     assert check.check_04_reorder_verdict(e, right)
 
 
+@TODAY
 @pytest.mark.parametrize("k", range(9))
 def test_04_4_every_plausible_wrong_verdict_fails_even_with_the_right_label(k):
     e = _neighbour()
@@ -126,6 +132,7 @@ def test_04_4_every_plausible_wrong_verdict_fails_even_with_the_right_label(k):
         check.check_04_reorder_verdict(e, wrong)
 
 
+@TODAY
 def test_04_4_a_hand_made_verdict_with_the_right_label_fails():
     e = _neighbour()
     right = measure.judge(e.best("read") * units.MiB, device_bps=e.cache.device_bps,
