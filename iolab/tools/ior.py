@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import failure, first_line, short_options, strace
+from . import failure, first_line, short_options, strace, string_to_bytes
 from .. import mpi, runner, safeio, units, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
@@ -252,15 +252,6 @@ _OTHER_DIRECTIVES = {
     "storefileoffset", "randomprefill", "random-offset-seed"}
 
 
-def _size(value: str, what: str) -> int:
-    """IOR's string_to_bytes: a number with an optional k/m/g/t/p (binary) suffix."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*", value)
-    if not m:
-        raise ValueError(f"IOR {what} {value!r}: iolab cannot read this size, so cannot reserve what the run "
-                         "writes; write it as a whole number with k, m or g")
-    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
-
-
 def read_argv(argv: Sequence[str]) -> dict[str, Any]:
     """What an IOR command line (``ior`` and its arguments, ``extra`` included) sets, the last one
     winning as in IOR: ``{"b": bytes, "t": bytes, "s": n, "i": n, "N": n, "flags": set of flags}``.
@@ -274,7 +265,7 @@ def read_argv(argv: Sequence[str]) -> dict[str, Any]:
 
     def setting(key: str, value: str, what: str) -> None:
         if key in ("b", "t"):
-            out[key] = _size(value, what)
+            out[key] = string_to_bytes(value, "IOR", what)
         elif key in ("s", "i", "N"):
             if not re.fullmatch(r"\s*-?\d+\s*", value):
                 raise ValueError(f"IOR {what} {value!r} is not a whole number")
@@ -310,7 +301,7 @@ def read_argv(argv: Sequence[str]) -> dict[str, Any]:
                         raise ValueError(f"IOR option {tok} needs a value")
                     value, i = items[i], i + 1
                 if name == "randomPrefill":
-                    _size(value, tok)
+                    string_to_bytes(value, "IOR", tok)
             elif name in _LONG_FLAGS or "." in name:
                 pass                  # a backend's option (--posix.odirect, --mpiio.hintsFileName=...)
             else:

@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import failure, first_line, short_options
+from . import failure, first_line, short_options, string_to_bytes
 from .. import guard, mpi, runner, workspace
 from ..errors import BudgetExceeded, ParseError, ToolMissing
 from ..runner import Run
@@ -111,15 +111,6 @@ _NUMBERS = {"n": "files", "i": "iterations", "I": "items_per_dir", "z": "depth",
             "w": "write_bytes"}
 
 
-def _count(value: str, what: str) -> int:
-    """mdtest's string_to_bytes: a whole number with an optional k/m/g/t/p (binary) suffix."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*", value)
-    if not m:
-        raise ValueError(f"mdtest {what} {value!r}: iolab cannot read this number, so cannot reserve what the "
-                         "run writes; write it as a whole number (with k, m or g)")
-    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
-
-
 def _walk(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
     """(option letter or long name, its value or None) for each option of an mdtest argv (without the
     program): alone, grouped (``-FL``), glued to its value (``-n10``), after ``=`` or before its value.
@@ -155,7 +146,7 @@ def effective(options: Options) -> Options:
     flags: set[str] = set()
     for c, value in _walk(options.argv()[1:]):
         if c in _NUMBERS and value is not None:
-            fields[_NUMBERS[c]] = _count(value, f"-{c}")
+            fields[_NUMBERS[c]] = string_to_bytes(value, "mdtest", f"-{c}")
         elif c in _FLAG_OPTS:            # -D, or -D=0 (off: mdtest reads a flag given a value as IOR does)
             (flags.discard if value is not None and value.strip() in ("0", "") else flags.add)(c)
     fields["dirs_only"] = "D" in flags                 # argv() gives the fields as -D / -F: the last one wins
