@@ -1,4 +1,8 @@
-"""One module per tool: argv builders, run(), parse(text) -> list[dict], to_frame()."""
+"""One module per tool: argv builders, run(), parse(text) -> list[dict] (a row per result), to_frame().
+
+The rule has exceptions, each stated once, in :data:`PARSE_EXCEPTIONS` (what the module gives
+instead, and why); tests/test_tool_contract.py holds every module here to the rule or to its entry.
+"""
 from __future__ import annotations
 
 import re
@@ -7,6 +11,21 @@ from typing import Any
 
 from ..errors import ToolFailed
 from ..runner import Run
+
+#: The tool modules whose parser is not ``parse(text) -> list[dict[str, Any]]``: module -> (what its
+#: ``parse`` returns, or None where it has no ``parse``; why).
+PARSE_EXCEPTIONS: dict[str, tuple[Any, str]] = {
+    "dd": (dict[str, Any], "dd copies once and prints one summary: parse(text) is that run's row; "
+                           "parse_all(text) -> list[dict] reads a sweep's summaries one after the other"),
+    "strace": (None, "two outputs, two parsers: parse_summary(text) -> Summary (the -c table, with its "
+                     "total), parse_calls(lines) -> an iterator of dicts (a trace, read line by line, as "
+                     "long as it is)"),
+    "strace_calls": (None, "strace's per-call parser (parse_calls, parse_call_files), which "
+                           "iolab.tools.strace gives under the same names"),
+    "darshan": (None, "a Darshan log is binary, not text: read_log(path) -> Log"),
+    "ceph": (None, "one parser per command's output: parse_layout, parse_rados_ls, parse_osdmap_object, "
+                   "parse_osd_map, parse_perf, parse_sessions"),
+}
 
 
 def first_line(pattern: re.Pattern[str], *texts: str) -> str | None:
