@@ -360,6 +360,7 @@ class Header:
 
 
 _HEADER_341 = struct.Struct("<8sqB7xQ")     # version, magic, compression, (padding), partial flag
+_PARTIAL_OLD = struct.Struct("<I")          # formats before 3.41: the partial flag is 4 bytes at byte 20
 # darshan-log-format.h: enum darshan_comp_type {DARSHAN_ZLIB_COMP, DARSHAN_BZIP2_COMP, DARSHAN_NO_COMP}
 _ZLIB, _BZIP2, _NO_COMP = 0, 1, 2
 
@@ -429,8 +430,13 @@ def _check(data: bytes, p: Path) -> Header:
     if version != "3.00":
         if comp not in (_ZLIB, _BZIP2, _NO_COMP):
             raise ParseError(f"the Darshan log {p} names an unknown compression ({comp}): not a log Darshan wrote")
-        n_mods = 64 if version_tuple(version) >= (3, 41) else 16
-        off = _HEADER_341.size
+        if version_tuple(version) >= (3, 41):
+            n_mods, off = 64, _HEADER_341.size
+        else:
+            # formats 3.10-3.21 (runtimes 3.1-3.3): a 4-byte partial flag after the compression byte and
+            # its padding, the maps of 16 modules from byte 24 (read so from PyDarshan's own example logs)
+            (partial,) = _PARTIAL_OLD.unpack_from(data, 20)
+            n_mods, off = 16, 24
         if len(data) < off + 16 * (n_mods + 1):
             raise ParseError(f"the Darshan log {p} is cut off inside its header ({len(data):,} bytes)")
         maps = struct.unpack_from(f"<{2 * (n_mods + 1)}Q", data, off)
