@@ -285,6 +285,7 @@ def _example_logs() -> list[Path]:
     return logs
 
 
+@reads_logs
 def test_older_formats_are_read_not_called_damaged():
     # issue 32: every 3.10 and 3.21 log was refused as "damaged" (their header's maps start at byte 24)
     logs = _example_logs()
