@@ -54,6 +54,8 @@ def pytest_ignore_collect(collection_path, config):
     lesson = config.getoption("--lesson")
     if lesson and collection_path.parent == TESTS and collection_path.name.startswith("test_"):
         return collection_path.name not in LESSON_TESTS[lesson]
+    if lesson and collection_path.parent == TESTS / "lessons" and collection_path.name.startswith("l"):
+        return collection_path.name != f"l{lesson}"          # a lesson's own folder, tests/lessons/lNN
     return None
 
 
