@@ -21,7 +21,7 @@ $(STAMP)/venv: pyproject.toml
 	@mkdir -p $(STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[lab,objectstore,grading,test]"
+	$(BIN)/python -m pip install -q -e ".[lab,objectstore,workflows,grading,test]"
 	@touch $@
 
 # the course's kernel (IPython without the debugger, whose debugpy port on 127.0.0.1 any user of the
@@ -72,12 +72,14 @@ lab: setup
 
 test: setup $(STAMP)/site
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 \
 	  tests notebooks exercises/solutions $(PYTEST_NB)
 
 # the tests not marked slow, no notebooks: the subset to run while working (a few minutes)
 test-fast: setup
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 -m "not slow" tests
 
 # one lesson: make test-lesson L=03 runs its tests (LESSON_TESTS in tests/conftest.py), notebook and solution
@@ -88,6 +90,7 @@ test-lesson: setup
 
 lint: $(STAMP)/venv
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 
 exercises: $(STAMP)/venv
 	$(BIN)/python -m iolab.nbtools exercises
@@ -107,7 +110,7 @@ html: setup
 # lesson executed in replay mode (from the recordings; cached in build/site-cache, so a second build executes
 # only what changed), the exercises, the instructor notebook, docs/ and the API reference (iolab/site.py)
 $(STAMP)/site: $(STAMP)/venv pyproject.toml
-	$(BIN)/python -m pip install -q -e ".[lab,objectstore,grading,test,site]"
+	$(BIN)/python -m pip install -q -e ".[site]"
 	@touch $@
 
 site: setup $(STAMP)/site
