@@ -125,10 +125,12 @@ def rgw_objects(cluster: Cluster | None = None, *, live: bool = False, show: boo
 
 
 def rgw_table(data: dict) -> pd.DataFrame:
-    """The RADOS objects of the S3 object and of its bucket's index shard that holds its key, for the page."""
+    """The RADOS objects of the S3 object and the bucket's index shard that holds its key, for the page (the
+    bucket's marker, which begins every name, written ``<marker>``)."""
     df = data["objects"]
     shown = df[(df["kind"] != "index shard") | df.get("holds_key", False).fillna(False).astype(bool)]
     out = shown[["kind", "object", "bytes", "pg", "osd"]].copy()
+    out["object"] = [o.replace(data["bucket"]["marker"], "<marker>") for o in out["object"]]
     out["size"] = [format_size(b) if k != "index shard" else "(omap only)" for k, b in zip(out["kind"], out["bytes"])]
     return out.drop(columns="bytes").reset_index(drop=True)
 
@@ -167,8 +169,8 @@ def rgw_claims(data: dict, *, keep: dict | None = None, show: bool = True) -> li
     ]
     for r in data["reads"].itertuples():
         claims.append(explain.expect(
-            f"a read back through {r.via} returns the same bytes, and the OSDs send them (the gateway keeps no "
-            "copy of the data)",
+            f"a read back through {r.via} returns the same bytes, and the OSDs send them again (the gateway's "
+            "cache holds metadata, not data)",
             explain.fact(f"identical and sent by the OSDs ({r.via})", bool(r.identical) and r.osd_sent_bytes >= size),
             yes=f"{format_size(r.bytes)} identical; the OSDs sent {format_size(r.osd_sent_bytes)}",
             no=f"identical: {bool(r.identical)}; the OSDs sent {format_size(r.osd_sent_bytes)}",
