@@ -40,9 +40,11 @@ def test_test_lesson_collects_only_that_lesson(tmp_path):
     assert bad.returncode != 0 and "the lessons are 00" in bad.stderr
 
 
-def test_make_test_lints_first_with_pyflakes_checks_only():
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]
-    assert conf["lint"]["select"] == ["F"]
+def test_make_test_lints_first_with_pyflakes_checks_only_then_type_checks():
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    assert tool["ruff"]["lint"]["select"] == ["F"]
+    assert "iolab/tools" in tool["mypy"]["files"] and "iolab/errors.py" in tool["mypy"]["files"]
     make = (ROOT / "Makefile").read_text()
-    recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", make, re.M).group(1).splitlines()
-    assert "ruff check" in recipe[0] and "pytest" in recipe[1]
+    for target in ("test", "test-fast"):
+        recipe = re.search(rf"^{target}: .*\n((?:\t.*\n)+)", make, re.M).group(1).splitlines()
+        assert "ruff check" in recipe[0] and "mypy" in recipe[1] and "pytest" in recipe[2], (target, recipe)
