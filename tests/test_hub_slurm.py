@@ -276,9 +276,15 @@ def test_a_two_node_job_places_ranks_on_both_nodes(slurm_class):
     assert r["nodelist"] == "n[1-2]"
     assert r["srun"] == ["n1 from the kernel", "n2 from the kernel"], r        # SLURM_EXPORT_ENV is gone
     assert r["mpirun"] == ["n1 from the kernel", "n2 from the kernel"], r      # the lessons' mpirun too
-    a.stop_server()
-    wait_until(lambda: not [j for j in squeue(cluster, "-j", job["id"]) if j["state"] == "RUNNING"], timeout=60,
-               what="the 2-node job ended")
+    dirs = list(Path("/tmp").glob(f"iolab-{job['id']}.*"))
+    assert dirs
+    # killed as at its time limit: SIGKILL to every process of the job, the job's own cleanup cannot run;
+    # the node's epilog (iolab.hubslurm epilog) removes what it left
+    subprocess.run(["scancel", "--full", "--signal=KILL", job["id"]], env={**os.environ, **cluster.env},
+                   check=True, timeout=30)
+    wait_until(lambda: not (a.hub_api("GET", f"users/{a.name}").get("servers") or {}).get(""), timeout=90,
+               what="the hub noticed the killed job")
+    wait_until(lambda: not any(d.exists() for d in dirs), timeout=60, what="the epilog removed the job's dirs")
 
 
 def test_a_refused_profile_and_a_job_that_dies_early_are_told_in_bounded_time(slurm_class):
