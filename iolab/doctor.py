@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import fsinfo, runner
+from . import fsinfo, recordings, runner
 from .pagecache import parse_meminfo
 from .readahead_probes import read_ahead_kb
 from .tools import darshan, ior, mdtest
@@ -359,3 +359,6 @@ def summary(*, skip: tuple[str, ...] = ()) -> None:
     ``iolab doctor`` probes them all again. ``skip``: groups left out (lesson 00 leaves out
     "filesystems", which its learner predicts first)."""
     print(table([c for c in checks(cached=True) if c.group not in skip]))
+    note = recordings.mode_note()
+    if note:
+        print(f"\n{note}")

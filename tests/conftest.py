@@ -24,7 +24,8 @@ LESSON_TESTS = {
     "00": ["test_claims_00.py", "test_fsinfo.py", "test_doctor.py"],
     "01": ["test_claims_01.py", "test_lessons_01_02.py", "test_pagecache.py", "test_measure.py",
            "test_measure_witness.py", "test_witness.py", "test_dd.py", "test_fio.py", "test_tools_witness.py"],
-    "02": ["test_claims_02.py", "test_lessons_01_02.py", "test_readahead_probes.py", "test_bpftrace.py"],
+    "02": ["test_claims_02.py", "test_lessons_01_02.py", "test_readahead_probes.py", "test_bpftrace.py",
+           "test_readahead_order.py"],
     "03": ["test_claims_03.py", "test_strace.py", "test_syscalls.py"],
     "04": ["test_claims_04.py", "test_ior.py", "test_ior_pitfalls.py", "test_mpi.py"],
     "05": ["test_claims_05.py", "test_mdtest.py", "test_metadata.py"],
@@ -32,7 +33,7 @@ LESSON_TESTS = {
            "test_objectstore_netns.py"],
     "07": ["test_claims_07.py", "test_darshan.py", "test_darshan_checks.py", "test_darshan_golden.py",
            "test_darshan_recordings.py"],
-    "08": ["test_claims_08.py", "test_ceph_live.py", "test_ceph_parsers.py"],
+    "08": ["test_claims_08.py", "test_ceph_live.py", "test_ceph_parsers.py", "test_ceph_faults.py"],
 }
 
 
