@@ -57,9 +57,9 @@ if str(ROOT) not in sys.path:
 
 from iolab import fsinfo, pagecache, recordings, slurm, units  # noqa: E402
 from iolab.errors import ParseError  # noqa: E402
-from iolab.labs import darshan_mpiio, page_cache_writes, parallel_fs_ior  # noqa: E402
+from iolab.labs import darshan_mpiio, page_cache_writes, parallel_fs_ior, parallel_fs_rgw  # noqa: E402
 from iolab.objectstore import slowlink  # noqa: E402
-from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, strace  # noqa: E402
+from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, seaweedfs, snakemake, strace  # noqa: E402
 
 OUTCOMES = ("correct", "ParseError", "unjudged", "WRONG", "FOREIGN", "timeout")
 GARBAGE_TOKENS = ("0.", "99.99000:", "-", "nan", "inf", "1e999", "-1", "0x", "x", "", "٣", "1,5", "+",
@@ -187,6 +187,23 @@ def lesson(name: str) -> Callable[[str], Any]:
 
 def _text(ref: str) -> str:
     return recordings.load(ref).text
+
+
+def _rgw_texts(cephs: list[str], *fields: str) -> list[tuple[str, str]]:
+    """The raw outputs kept in lesson 08's gateway document (data/recorded/ceph/rgw.json), by field (a
+    field that is a dict: each of its outputs)."""
+    out = []
+    for ref in (r for r in cephs if r.endswith("/rgw")):
+        placement = json.loads(_text(ref))["placement"]
+        for f in fields:
+            v = placement[f]
+            out += [(f"{ref}:{f}:{k}", t) for k, t in sorted(v.items()) if t] if isinstance(v, dict) else [(f"{ref}:{f}", v)]
+    return out
+
+
+def _rgw_units(d: dict) -> list[str]:
+    """parallel_fs_rgw.parse_rgw: its RADOS objects and reads, one unit each, then its manifest and bucket."""
+    return _records(d["objects"]) + _records(d["reads"]) + [_canon(d["manifest"]), _canon(d["bucket"])]
 
 
 def _command_lines() -> list[tuple[str, str]]:
@@ -324,6 +341,20 @@ def _sizes(refs: list[str]) -> list[tuple[str, str]]:
     return [(f"size {v!r}", v) for v in sorted(found)[:40]]
 
 
+def _workflow_texts(refs: list[str], stream: str, marker: str) -> list[tuple[str, str]]:
+    """The Snakemake logs (stderr) or dot texts (stdout) that lesson 09's run records hold, each as
+    Snakemake wrote it."""
+    out = []
+    for ref in refs:
+        if not ref.startswith("workflows/") or recordings.load(ref).path.suffix != ".json":
+            continue
+        for i, step in enumerate(json.loads(_text(ref)).get("steps") or []):
+            t = step.get(stream) or ""
+            if marker in t:
+                out.append((f"{ref} step {i} {stream}", t))
+    return out
+
+
 def _traffic(t: Any) -> list[str]:
     """parse_metrics' Traffic: each direction it counted (0: no line of it yet)."""
     return [_canon([k, v]) for k, v in (("down", t.down), ("up", t.up)) if v]
@@ -425,6 +456,17 @@ def targets() -> list[Target]:
                ordered=False, key='{"osd":{"op_w_in_bytes":'),
         Target("ceph.parse_sessions", ceph.parse_sessions, rec, texts(r for r in cephs if r.endswith("/session-ls")),
                key='[{"id":4164,"state":"'),
+        Target("ceph.parse_rados_names", ceph.parse_rados_names, rec, _rgw_texts(cephs, "data_ls", "index_ls"),
+               key=".dir."),
+        Target("ceph.parse_rados_stat", ceph.parse_rados_stat, _whole, _rgw_texts(cephs, "stat"),
+               key="default.rgw.buckets.data/"),
+        Target("ceph.parse_omap_keys", ceph.parse_omap_keys, rec, _rgw_texts(cephs, "omap"), key="data-"),
+        Target("ceph.parse_bucket_stats", ceph.parse_bucket_stats, _whole, _rgw_texts(cephs, "bucket_stats"),
+               key='    "bucket": "'),
+        Target("ceph.parse_object_stat", ceph.parse_object_stat, _whole, _rgw_texts(cephs, "object_stat"),
+               key='    "name": "'),
+        Target("parallel_fs_rgw.parse_rgw", parallel_fs_rgw.parse_rgw, _rgw_units,
+               texts(r for r in cephs if r.endswith("/rgw")), key=' "bucket": "'),
         Target("parallel_fs_ior.parse_ior", parallel_fs_ior.parse_ior, rec,
                texts(r for r in cephs if r.endswith("/ior")), key='{"block_per_rank": '),
         Target("parallel_fs_ior.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,
@@ -443,6 +485,13 @@ def targets() -> list[Target]:
         Target("darshan_mpiio.implementations", darshan_mpiio.implementations, _names, texts(
             r for r in by_tool["darshan"] if r.endswith("-stderr")), ordered=False, lenient=True,
                key="[vm:1] io:base:file_select: Selected io component ", concat="free"),
+        Target("seaweedfs.parse", seaweedfs.parse, rec,
+               texts(r for r in by_tool["workflows"] if "/metrics-" in r and kind(r) == ".txt"),
+               key='SeaweedFS_s3_request_total{bucket="', suffix='",code="200",type="GET"} 1'),
+        Target("snakemake.parse_log", snakemake.parse_log, rec,
+               _workflow_texts(refs, "stderr", "Building DAG of jobs..."), key="Retrieving from storage: s3://"),
+        Target("snakemake.parse_dot", snakemake.parse_dot, rec, _workflow_texts(refs, "stdout", "digraph "),
+               key='\t0[label = "', suffix='"];'),
         Target("recordings.load", _load_meta, _whole, _metas(refs), special=_meta_special, concat="refuse",
                key='{"argv": ["'),
     ]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import needs
 
 from iolab import explain
 from iolab.labs import darshan as lab, darshan_mpiio as mpiio
+
+pytestmark = needs("PyDarshan")       # every test reads recorded logs through PyDarshan
 
 SETUPS = ("ext4", "tmpfs")
 

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from conftest import needs
 
 from iolab import check
 from iolab.labs import darshan as lab, darshan_mpiio as mpiio
+
+pytestmark = needs("PyDarshan")       # every test reads recorded logs through PyDarshan
 
 
 @pytest.fixture(autouse=True)
