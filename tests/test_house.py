@@ -1,39 +1,42 @@
-"""The house's habits: make test-lesson's table of each lesson's tests stays whole, and the linter
-make test runs is configured for pyflakes' checks only."""
+"""The house's habits: every lesson has its folder of tests (which make test-lesson runs), its package,
+notebook and solution; and the linter make test runs is configured for pyflakes' checks only."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import tomllib
 
-import pytest
 
-from conftest import LESSON_TESTS, TESTS
+from conftest import LESSONS, TESTS
 
 ROOT = TESTS.parent
 
 
 def test_every_lesson_has_its_tests_notebook_and_solution():
+    """The folders are the index: a notebook NN-topic, a tests/lessons/lNN/ with its claims' tests, one
+    exercise solution, one package iolab/lessons/lNN_<topic>/; and nothing in tests/lessons without a lesson."""
     lessons = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-    assert sorted(LESSON_TESTS) == lessons
-    for nn, files in LESSON_TESTS.items():
-        assert f"test_claims_{nn}.py" in files
+    assert len(lessons) >= 9
+    folders = sorted(p.name for p in LESSONS.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders == [f"l{nn}" for nn in lessons]
+    for nn in lessons:
+        assert list((LESSONS / f"l{nn}").glob("test_*.py")), f"lesson {nn}: no tests in tests/lessons/l{nn}/"
         assert len(list((ROOT / "exercises" / "solutions").glob(f"{nn}-*.ipynb"))) == 1
-        for name in files:
-            assert (TESTS / name).is_file(), f"lesson {nn}: no tests/{name}"
+        assert len(list((ROOT / "iolab" / "lessons").glob(f"l{nn}_*/__init__.py"))) == 1, \
+            f"lesson {nn}: no package iolab/lessons/l{nn}_<topic>/"
 
 
-@pytest.mark.slow  # two pytest processes (each starts in seconds, more on a loaded machine)
-def test_test_lesson_collects_only_that_lesson(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-                        "--lesson=03", str(TESTS)], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    files = {line.split("::")[0].rsplit("/", 1)[-1] for line in r.stdout.splitlines() if "::" in line}
-    assert files == set(LESSON_TESTS["03"])
-    bad = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-                          "--lesson=99", str(TESTS)], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert bad.returncode != 0 and "the lessons are 00" in bad.stderr
+def test_test_files_keep_unique_basenames():
+    """pytest imports a test file by its basename (no __init__.py in tests/): two folders may not
+    hold the same name."""
+    names = [p.name for p in TESTS.rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_make_test_lesson_runs_the_lessons_folder():
+    make = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^test-lesson: .*\n((?:\t.*\n)+)", make, re.M).group(1)
+    assert "tests/lessons/l$(L)" in recipe and "--lesson" not in recipe
+    assert "LESSON_TESTS" not in (TESTS / "conftest.py").read_text()
 
 
 def test_make_test_lints_first_with_pyflakes_checks_only():
