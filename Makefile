@@ -72,12 +72,14 @@ lab: setup
 
 test: setup
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 \
 	  tests notebooks exercises/solutions $(PYTEST_NB)
 
 # the tests not marked slow, no notebooks: the subset to run while working (a few minutes)
 test-fast: setup
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 -m "not slow" tests
 
 # one lesson: make test-lesson L=03 runs its tests (the folder tests/lessons/l03/), notebook and solution
@@ -89,6 +91,7 @@ test-lesson: setup
 
 lint: $(STAMP)/venv
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 
 exercises: $(STAMP)/venv
 	$(BIN)/python -m iolab.nbtools exercises

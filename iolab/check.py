@@ -37,15 +37,35 @@ def given(value: object, what: str, how: str) -> None:
         fail(f"{what} is not answered yet (still `...`): {how}")
 
 
+# factors a unit slip multiplies a number by, each with the slip named (issue 32: a hint names it)
+UNIT_SLIPS = (
+    (1e9 / MiB, "MiB/s and GB/s: 1 GB/s is 10**9 bytes/s, 953.7 MiB/s (1,000 / 1.048576): convert MiB/s to "
+                "bytes/s (x 2**20) and then to GB/s (/ 10**9)"),
+    (2**30, "bytes and GiB (2**30): check which unit each number is in, and which one the task asks for"),
+    (1e9, "bytes and GB (10**9): check which unit each number is in, and which one the task asks for"),
+    (MiB, "bytes and MiB (2**20 = 1,048,576): check which unit each number is in, and which one the task asks for"),
+    (1e6, "bytes and MB (10**6): check which unit each number is in, and which one the task asks for"),
+    (1024, "a factor of 1,024 (KiB and MiB, or MiB and GiB): one binary prefix too many or too few"),
+    (1000, "a factor of 1,000 (MB/s and GB/s, kB and MB, ms and s): one decimal prefix too many or too few"),
+)
+
+
 def likely_mistake(answer: float, expected: float, *, rel: float, ratio: str = "",
-                   per: tuple[str, float] | None = None) -> str | None:
+                   per: tuple[str, float] | None = None,
+                   wrong: Iterable[tuple[float, str]] = ()) -> str | None:
     """The usual slip that turns ``expected`` into ``answer``, named, or None. ``ratio``: how the
     ratio is formed ("warm / cold"), for an answer upside down; ``per``: (what, n) when the answer is a
-    share of n (per node, per rank), for an answer that is the total or divided twice."""
+    share of n (per node, per rank), for an answer that is the total or divided twice; ``wrong``: the
+    wrong values this task invites, each with its slip ((value, "those are the primaries only: ..."),
+    a counter read off instead of computed), tried first. Then a unit slip (:data:`UNIT_SLIPS`), a
+    percentage, a gain for a ratio."""
     def near(x: float) -> bool:
         return x > 0 and math.isclose(answer, x, rel_tol=rel)
     if expected <= 0 or answer <= 0 or near(expected):
         return None
+    for value, why in wrong:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and near(float(value)):
+            return why
     if ratio and not math.isclose(expected, 1, rel_tol=rel) and near(1 / expected):
         return f"upside down: the answer is {ratio}, and you divided the other way round."
     if per and near(expected * per[1]):
@@ -60,6 +80,9 @@ def likely_mistake(answer: float, expected: float, *, rel: float, ratio: str = "
         if near(expected * factor ** 2) or near(expected / factor ** 2):
             return (f"converted the wrong way round between {units_}: you multiplied where you should divide "
                     "(or the other way).")
+    for factor, slip in UNIT_SLIPS:
+        if near(expected * factor) or near(expected / factor):
+            return f"off by {slip}."
     if near(expected * 100):
         return "that is a percentage: give the plain number (0.25, not 25)."
     if near(expected / 100):
@@ -71,19 +94,33 @@ def likely_mistake(answer: float, expected: float, *, rel: float, ratio: str = "
 
 
 def close_to(answer: float, expected: float, *, rel: float = 0.05, what: str = "your answer",
-             ratio: str = "", per: tuple[str, float] | None = None) -> None:
+             ratio: str = "", per: tuple[str, float] | None = None,
+             wrong: Iterable[tuple[float, str]] = ()) -> None:
     """Fail unless answer is within rel (relative) of expected; the hint names the likely mistake
-    (:func:`likely_mistake`: a ratio upside down, MB for MiB, a total for a share, a percentage)."""
+    (:func:`likely_mistake`: the task's own ``wrong`` values, a ratio upside down, a unit slip, a total
+    for a share, a percentage), else says which way the answer is off and roughly by how much."""
     if answer is Ellipsis or answer is None:
         fail(f"{what} is not answered yet (still `...`).")
     if not isinstance(answer, (int, float)) or isinstance(answer, bool) or math.isnan(answer):
         fail(f"{what} should be a number, got {answer!r}.")
     if not math.isclose(answer, expected, rel_tol=rel):
-        slip = likely_mistake(float(answer), float(expected), rel=max(rel, 0.005), ratio=ratio, per=per)
+        slip = likely_mistake(float(answer), float(expected), rel=max(rel, 0.005), ratio=ratio, per=per,
+                              wrong=wrong)
         if slip:
             fail(f"{what} is {answer:,.4g}: {slip}")
-        fail(f"{what} is {answer:,.4g}, more than {rel:.0%} away from what these numbers give: redo the "
-             "arithmetic from the numbers the task names" + (f" ({ratio})." if ratio else "."))
+        fail(f"{what} is {answer:,.4g}: {_how_far(float(answer), float(expected))} what these numbers give, "
+             "and no usual slip (units, a ratio upside down, a total for a share) explains it: check each "
+             "number the task names, where it is read from" + (f", and the ratio ({ratio})." if ratio else "."))
+
+
+def _how_far(answer: float, expected: float) -> str:
+    """Which way an answer is off, and roughly how far (one or two digits: a direction, not the answer)."""
+    if expected == 0 or answer == 0 or (answer < 0) != (expected < 0):
+        return "not near"
+    r = answer / expected
+    if r > 1:
+        return f"too high: about {r:.3g} times" if r < 10 else f"too high: more than {10 ** int(math.log10(r)):,} times"
+    return f"too low: about 1/{1 / r:.3g} of" if r > 0.1 else f"too low: less than 1/{10 ** int(math.log10(1 / r)):,} of"
 
 
 def close_to_fraction(answer: float, expected: float, *, rel: float, what: str, ratio: str = "") -> None:

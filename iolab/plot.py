@@ -17,22 +17,35 @@ MEASURED_BY_UNIT = {"MiB/s": "rate", "MB/s": "rate", "GiB/s": "rate", "ops/s": "
 
 def trials(frame: pd.DataFrame, *, unit: str = "", title: str = "Every trial, per setting",
            log: bool = False, x_title: str = "what was compared", y_title: str | None = None) -> go.Figure:
-    """Every trial of a :class:`iolab.trials.Trials` run (its ``frame``), one column per setting: a box
-    (median and quartiles of the counted trials) with every trial drawn beside it as a point, hover
-    giving its position in the run; warm-ups and disturbed trials that were run again are drawn as
-    hollow grey points, not counted. Never one bar: the spread is the point.
+    """Every trial of a :class:`iolab.trials.Trials` run (its ``frame``), one column per setting: every
+    counted trial a point (jittered sideways, so that equal trials do not hide each other), hover giving
+    its position in the run, and the median of the counted trials as a wide dash; warm-ups and disturbed
+    trials that were run again are drawn as hollow grey points, not counted. No box: a handful of trials
+    has no quartiles to draw, and never one bar: the spread is the point.
 
     The axes are titled in words, never with a column name: ``y_title`` says what one trial measured,
     with its unit ("write rate of 64 MiB (MiB/s)"; by default the kind of quantity the unit names,
     "rate (MiB/s)", "time (s)"), ``x_title`` what the columns are ("how the file was written")."""
     fig = go.Figure()
     kept = frame[frame["kept"]] if "kept" in frame.columns else frame
-    for setting, part in kept.groupby("setting", sort=False):
+    clear = "rgba(0,0,0,0)"
+    names, medians = [], []
+    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+    for i, (setting, part) in enumerate(kept.groupby("setting", sort=False)):
+        # a strip (plotly express's px.strip is drawn the same way): a box trace whose box is invisible,
+        # for its jitter on a category axis
         fig.add_box(x=[str(setting)] * len(part), y=part["value"], name=str(setting), boxpoints="all",
-                    jitter=0.4, pointpos=0, marker=dict(size=8), line=dict(width=1),
-                    customdata=part[["position", "trial"]],
+                    jitter=0.4, pointpos=0, marker=dict(size=8, color=palette[i % len(palette)]), fillcolor=clear,
+                    line=dict(width=0, color=clear),
+                    hoveron="points", customdata=part[["position", "trial"]],
                     hovertemplate="%{x}, trial %{customdata[1]} (run %{customdata[0]} of the whole run): "
                                   "%{y:,.4g} " + unit + "<extra></extra>")
+        names.append(str(setting))
+        medians.append(float(part["value"].median()))
+    if names:
+        fig.add_scatter(x=names, y=medians, mode="markers", name="median of the counted trials",
+                        marker=dict(symbol="line-ew-open", size=36, color="#333333", line=dict(width=3, color="#333333")),
+                        hovertemplate="%{x}: median %{y:,.4g} " + unit + "<extra></extra>")
     if "kept" in frame.columns:
         dropped = frame[~frame["kept"]]
         if len(dropped):

@@ -2,7 +2,9 @@
 
 A recording is ``data/recorded/<tool>/<name>.<ext>`` (the raw output, untouched) plus
 ``<name>.meta.json`` (argv, tool version, host, filesystem, date). ``IOLAB_MODE`` chooses:
-``auto`` (default: live when the tools are here, else replay), ``live``, or ``replay``.
+``auto`` (default: live when the tools are here, else replay), ``live``, or ``replay``. What each
+means, in the words a lesson prints, is :data:`MODE_NOTES`: ``replay`` replays every run of a tool,
+and what iolab measures itself in Python (no tool, no recording) still runs here, saying LIVE.
 
 Witnesses (issue 12). A recording made with ``save(..., witness=...)`` keeps what the kernel saw
 during the run (:class:`iolab.witness.Witnessed`) in its meta, one entry per labelled run::
@@ -336,6 +338,24 @@ def combine(parts: Sequence[Outcome], frame: "pd.DataFrame | None" = None, *, da
                             provenance="\n".join(dict.fromkeys(p.provenance for p in parts)),
                             run=first.run, recording=first.recording, data=data, reason=first.reason,
                             frame=frame, parts=list(parts), **fields)
+
+
+MODE_NOTES = {
+    "auto": "",
+    "live": ("IOLAB_MODE=live: every experiment runs here; one that cannot (a tool missing, no root for a "
+             "tracer) stops with an error saying why, never replays."),
+    "replay": ("IOLAB_MODE=replay: every run of a tool (strace, dd, fio, IOR, mdtest, bpftrace, Darshan, Ceph, "
+               "the object stores and their FUSE clients) is replayed from a real recording made elsewhere, "
+               "which the lesson names; what iolab measures itself in Python, with no tool (reading and writing "
+               "a file in your workspace, its pages in the page cache, the kernel's counters), has nothing to "
+               "replay and still runs here, marked LIVE."),
+}
+
+
+def mode_note() -> str:
+    """What the current ``IOLAB_MODE`` replays and what it runs, in one sentence ("" for auto, the
+    default, whose every outcome says which it was)."""
+    return MODE_NOTES[mode()]
 
 
 def mode() -> str:

@@ -4,7 +4,7 @@ Seed 001 asks a class to "run [mdtest] on four different filesystems and report/
 differences in performance" (``srun mdtest -d <filesystem> -n 10 -i 200 -y``). This script plays
 that class on one machine, as root, with real runs only:
 
-* a private Slurm with two fake nodes (recorders/slurm_cluster.py), so each student's job is queued,
+* a private Slurm with two fake nodes (iolab/slurm_cluster.py), so each student's job is queued,
   placed on n1 or n2 and runs next to the other students' jobs, as on a cluster;
 * four filesystems: the VM's disk (ext4, /tmp), memory (tmpfs, /dev/shm), a loop-mounted ext4
   image mounted ``-o sync,dirsync`` (the same kind of filesystem, configured differently, as the
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from recorders import RECORDED
-from recorders.slurm_cluster import SlurmCluster
+from iolab.slurm_cluster import SlurmCluster
 
 HERE = RECORDED / "class"
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from recorders import RECORDED
-from recorders.slurm_cluster import SlurmCluster
+from iolab.slurm_cluster import SlurmCluster
 
 HERE = RECORDED / "slurm"
 

@@ -26,7 +26,7 @@ def test_a_usual_slip_is_named(answer, expected, kw, words):
 
 
 def test_no_slip_gets_the_plain_hint_and_a_right_answer_passes():
-    with pytest.raises(CheckFailed, match="redo the arithmetic"):
+    with pytest.raises(CheckFailed, match="no usual slip"):
         check.close_to(7.0, 4.0, rel=0.01, what="x", ratio="warm / cold")
     check.close_to(4.01, 4.0, rel=0.01, what="x")
     with pytest.raises(CheckFailed, match="not answered yet"):
@@ -70,3 +70,39 @@ def test_check_04_faster_with_confidence_names_the_mistake():
     assert check_04.check_04_faster_with_confidence(secs, "fast")
     with pytest.raises(check.CheckFailed, match="fewer seconds is faster"):
         check_04.check_04_faster_with_confidence(secs, "slow")
+
+
+# --- issue 32: hints for numbers name the likely slip, never a generic "redo the arithmetic" ------------
+
+@pytest.mark.parametrize("answer, expected, words", [
+    (239575.0 / 4, 239575.0 * 2**20 / 1e9 / 4, r"MiB/s.*GB/s.*953\.7|1,000 / 1\.048"),    # MiB/s left as it is
+    (62.8 * 1e9 / 2**20, 62.8, r"MiB/s.*GB/s"),                                          # the other way round
+    (62_800.0, 62.8, r"factor of 1,000"),                                                 # MB/s for GB/s
+    (0.0628, 62.8, r"factor of 1,000"),
+    (64.0 * 1024, 64.0, r"factor of 1,024"),                                               # KiB for MiB
+    (64.0 * 2**20, 64.0, r"2\*\*20"),                                                       # bytes for MiB
+    (64.0 * 1e6, 64.0, r"10\*\*6"),                                                         # bytes for MB
+])
+def test_a_unit_slip_of_about_a_thousand_is_named(answer, expected, words):
+    with pytest.raises(CheckFailed, match=words):
+        check.close_to(answer, expected, rel=0.01, what="x")
+
+
+def test_a_named_wrong_value_gets_its_own_hint():
+    # a check knows the wrong numbers its task invites: the primaries without their replicas, or a
+    # counter read off instead of the quantity computed from it
+    wrong = ((12.0, "those are the primaries only: each object is stored 3 times (size=3), count the replicas"),
+             (4096.0, "that is the counter itself: the task asks for the bytes per call, counter / calls"))
+    with pytest.raises(CheckFailed, match="primaries only"):
+        check.close_to(12.0, 36.0, rel=0.01, what="objects", wrong=wrong)
+    with pytest.raises(CheckFailed, match="counter itself"):
+        check.close_to(4096.0, 16.0, rel=0.01, what="bytes per call", wrong=wrong)
+    check.close_to(36.0, 36.0, rel=0.01, what="objects", wrong=wrong)
+
+
+def test_with_no_known_slip_the_hint_says_which_way_and_roughly_how_far():
+    with pytest.raises(CheckFailed, match="too high: about 1.75 times what") as e:
+        check.close_to(7.0, 4.0, rel=0.01, what="x", ratio="warm / cold")
+    assert "redo the arithmetic" not in str(e.value)
+    with pytest.raises(CheckFailed, match="too low"):
+        check.close_to(3.0, 4.1, rel=0.01, what="x")

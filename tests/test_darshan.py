@@ -7,6 +7,7 @@ import signal
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -260,3 +261,38 @@ def test_live_independent_and_collective_write_counts(ws, ior_on_path):
     n = df.set_index("case")["posix_writes"]
     assert n["independent"] == mpiio.MPIIO_TASKS * mpiio.MPIIO.segments
     assert n["collective"] < n["independent"]
+
+
+# --- formats 3.10 and 3.21 (Darshan 3.1-3.3 runtimes, still common on sites) -------------------------
+
+def _example_logs() -> list[Path]:
+    """PyDarshan's own example logs (formats 3.10 and 3.21), from the installed package."""
+    examples = pytest.importorskip("darshan.examples")
+    logs = sorted(Path(examples.__file__).parent.glob("example_logs/*.darshan"))
+    if not logs:
+        pytest.skip("this PyDarshan ships no example logs")
+    return logs
+
+
+def test_older_formats_are_read_not_called_damaged():
+    # issue 32: every 3.10 and 3.21 log was refused as "damaged" (their header's maps start at byte 24)
+    logs = _example_logs()
+    formats = {}
+    for p in logs:
+        h = darshan.check_header(p)
+        formats.setdefault(h.format, []).append(p.name)
+        assert "job" in h.regions and "names" in h.regions and h.partial is False, (p.name, h)
+    assert {"3.10", "3.21"} <= set(formats), formats
+    log = darshan.read_log(next(p for p in logs if p.name == "example.darshan"))
+    assert log.job["log_ver"] == "3.10" and log.job["nprocs"] == 2048 and "MPI-IO" in log.modules
+
+
+def test_a_changed_byte_in_an_older_format_is_still_found(tmp_path):
+    p = next(p for p in _example_logs() if darshan.check_header(p).format == "3.21")
+    data = bytearray(p.read_bytes())
+    o, n = darshan.check_header(p).regions["names"]
+    data[o + n // 2] ^= 0xFF
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ParseError, match="damaged: its names region"):
+        darshan.check_header(bad)

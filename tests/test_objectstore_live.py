@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 import time
 
 import psutil
@@ -40,8 +41,12 @@ def lws(tmp_path):
     started_before = len(_proc.STARTED)
     shm_before = _shm_caches()
     tmp_before = _tmp_logs()
+    ours, stop = _watch_descendants(me)
     with workspace.Workspace(budget="1GiB", base=tmp_path) as w:
-        yield w
+        try:
+            yield w
+        finally:
+            stop()
         assert mounts.mounts_under(w.root) == [], "a mount was left behind"
     assert mounts.mounts_under(tmp_path) == []
     assert not _proc._LIVE, f"services still registered: {_proc._LIVE}"
@@ -55,7 +60,38 @@ def lws(tmp_path):
     left = [x for svc in _proc.STARTED[started_before:] for x in svc.leftovers()]
     assert left == [], f"left behind: {left}"
     assert _shm_caches() - shm_before == set()
-    assert _tmp_logs() - tmp_before == set(), "a server wrote its log outside the workspace"
+    # a glog file name ends in its writer's pid: another job's SeaweedFS on this node (run as the same
+    # user, too) writes its own weed.* logs into /tmp meanwhile; only those of our processes are the test's
+    ours |= {svc.pid for svc in _proc.STARTED[started_before:] if svc.pid}
+    mine = {p for p in _tmp_logs() - tmp_before if _log_pid(p) in ours}
+    assert mine == set(), "a server wrote its log outside the workspace"
+
+
+def _watch_descendants(me: psutil.Process):
+    """The pids of every descendant of ``me`` while the test runs (sampled every 0.1 s: a server lives
+    far longer), and a function that stops the sampling."""
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.1):
+            try:
+                seen.update(p.pid for p in me.children(recursive=True))
+            except psutil.Error:
+                pass
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+
+    def stop():
+        done.set()
+        t.join()
+    return seen, stop
+
+
+def _log_pid(path: str) -> int | None:
+    """The writer's pid at the end of a glog file name (weed.HOST.USER.log.LEVEL.DATE-TIME.PID)."""
+    tail = path.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def _shm_caches() -> set[str]:

@@ -438,8 +438,10 @@ def test_two_strace_tables_or_fio_documents_are_refused():
     with pytest.raises(ParseError, match="second strace summary table"):
         strace.summary_total(text + text)
     fio_text = _text("fio/seed000-readwrite-local")
-    with pytest.raises(ParseError, match="goes on after its end"):           # was the first document alone
+    with pytest.raises(ParseError, match="second JSON document"):           # was the first document alone
         fio.parse(fio_text + fio_text)
+    with pytest.raises(ParseError, match="not fio's normal report"):
+        fio.parse(fio_text + "garbage after the document\n")
 
 
 @pytest.mark.parametrize("old,new,match", [

@@ -200,7 +200,8 @@ def class_claims(md: pd.DataFrame, *, operation: str = "file creation", factor: 
         if not (fsyncs or only_y):
             continue
         for fs_label, g in part.groupby("filesystem", sort=True):
-            base = g.loc[g["user"].isin(base_users), "mean"]
+            # each student's own median: one vote each, however many rows a student saved
+            base = g.loc[g["user"].isin(base_users)].groupby("user")["mean"].median()
             mine = g.loc[g["user"] == r["user"], "mean"]
             if not len(mine):
                 continue

@@ -109,7 +109,14 @@ def _section(cluster: Cluster | None, name: str, fn: Callable[[Cluster], dict], 
     beyond the cluster. ``claims(data, keep=, show=)``: its sentences, its trials kept in ``.trials``."""
     if cluster is None:         # why no cluster was started (not a tool name that may well be installed)
         requires, unavailable = TOOLS, lambda: _fuse_problem() or NO_CLUSTER
-    out = recordings.live_or_recorded(lambda: json.dumps(fn(cluster), indent=1) + "\n", f"ceph/{name}",
+    def live() -> str:
+        try:
+            return json.dumps(fn(cluster), indent=1) + "\n"
+        except (OSError, IolabError) as e:     # a read that failed because a daemon died: say which one
+            if cluster.failure is not None:
+                raise cluster.failure from e
+            raise
+    out = recordings.live_or_recorded(live, f"ceph/{name}",
                                       requires=requires, unavailable=unavailable, parse=parse, frame=frame, cls=cls,
                                       witness_path=cluster.dir if witness and cluster is not None else None)
     if witness and cluster is None:          # the recording's witness all the same

@@ -584,3 +584,12 @@ def test_someone_elses_discards_are_seen_in_the_bytes():
     g = M.recorded_facts(img.recording.meta["filesystem"])
     d = next(c for c in ok(C.phases_claims("img", img, g, show=False)) if "discard per directory" in c.predicted)
     assert d.held is True and "204 discards" in d.text
+
+
+def test_a_student_with_many_rows_does_not_become_the_class_median():
+    # issue 32: one member of the class saving thousands of rows made the class's median theirs
+    rows = [{"user": f"s{i}", "filesystem": "disk", "options": "-n 10 -i 20 -y", "mean": 10_000.0} for i in range(3)]
+    rows += [{"user": "flood", "filesystem": "disk", "options": "-n 10 -i 20 -y", "mean": 1.0}] * 500
+    rows.append({"user": "w", "filesystem": "disk", "options": "-n 10 -i 20 -y -w 4096", "mean": 8_000.0})
+    claims = ok(K.class_claims(_class(rows)))
+    assert len(claims) == 1 and "class median's (125 against 100 µs)" in claims[0].text, claims[0].text

@@ -1,4 +1,4 @@
-"""A real, private Slurm on loopback, for tests and for recordings: munged + slurmctld + one or two slurmd.
+"""A real, private Slurm on loopback, for lessons, tests and recordings: munged + slurmctld + one or more slurmd.
 
 Debian's ``slurm-wlm`` and ``munge`` (22.05 on Debian 12) run unchanged; everything they write
 (key, sockets, state, spool, logs, per-node TmpFS) lives in one private directory that is removed
@@ -6,14 +6,19 @@ afterwards. Two "fake nodes" (``n1``, ``n2``) are two slurmd processes on this h
 port, so ``sbatch -N 2`` and ``srun`` across nodes behave as on a cluster (except that the page
 cache is shared: it is one kernel).
 
-Use it as a context manager (``with SlurmCluster(nodes=2) as c: c.env ...``); the tests use it
-through the fixtures ``slurm_single`` and ``slurm_two_nodes`` of tests/test_slurm.py. Where Slurm cannot
+Use it as a context manager (``with SlurmCluster(nodes=2) as c: c.env ...``): lesson 09 runs its
+workflow's jobs on it (iolab/lessons/l09_workflows/slurm.py), the recorders record on it, and the tests use
+it through the fixtures ``slurm_single`` and ``slurm_two_nodes`` of tests/test_slurm.py. It is the one
+starter of a private Slurm in the project. Where Slurm cannot
 run (not root, packages missing) :func:`why_not` says why, and the fixtures skip; ``IOLAB_SLURM_TESTS=skip`` skips them on
 purpose. When the packages are here and we are root, a start-up failure is an error, with the
 daemons' log tails, never a silent skip.
 
 Every process the cluster started (daemons, slurmstepd, job tasks) carries the marker variable
-``IOLAB_SLURM_CLUSTER=<dir>`` in its environment; stop() ends exactly those, by pid.
+``IOLAB_SLURM_CLUSTER=<dir>`` in its environment; stop() ends exactly those, by pid. Each daemon leads a
+process group of its own, told to :mod:`iolab.guard` with the cluster's directory, so a kernel killed
+outright (SIGKILL) leaves no daemon and no directory behind (a job's slurmstepd, in a session of its own,
+ends with its job: it cannot reach its slurmd any more).
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from iolab import runner
+from iolab import guard, runner
 
 SBIN = ("munged", "mungekey", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "scontrol", "squeue", "scancel", "sinfo")
@@ -129,7 +134,7 @@ class SlurmCluster:
             (d / "tmp" / n).mkdir(parents=True, exist_ok=True)
             (d / "spool" / n).mkdir(parents=True, exist_ok=True)
         conf = f"""\
-# written by recorders/slurm_cluster.py: a private Slurm on loopback
+# written by iolab/slurm_cluster.py: a private Slurm on loopback
 ClusterName=iolab
 SlurmctldHost={self.hostname}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -174,9 +179,10 @@ PartitionName={self.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         env = dict(os.environ)
         env.update(self.env)
         log = open(self.dir / "log" / f"{name}.stdout.log", "wb")
-        self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                            env=env, start_new_session=True, cwd=self.dir)
+        self.procs[name] = p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                                env=env, start_new_session=True, cwd=self.dir)
         log.close()
+        guard.watch_process_group(p.pid)
 
     def _client(self, argv: list[str], timeout: float = 10, check: bool = True) -> runner.Run:
         return runner.run(argv, timeout=timeout, env=self.env, check=check)
@@ -186,8 +192,10 @@ PartitionName={self.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         if reason:
             raise SlurmStartError(reason)
         t0 = time.perf_counter()
+        guard.ensure()                     # before the directory exists: a kill right after leaves nothing
         self.dir = Path(tempfile.mkdtemp(prefix="iolab-slurm-", dir=self._base or "/tmp"))
         d = self.dir
+        guard.watch_dir(d)
         try:
             for sub in ("etc", "munge", "state", "run", "log", "spool", "tmp"):
                 (d / sub).mkdir()
@@ -281,6 +289,7 @@ PartitionName={self.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 except (ProcessLookupError, PermissionError):
                     pass
                 p.wait()
+            guard.forget_process_group(p.pid)
         # slurmstepd and job tasks live in sessions of their own: end them by the marker
         for _ in range(3):
             pids = self._marked_pids()
@@ -294,6 +303,7 @@ PartitionName={self.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
             time.sleep(0.1)
         self.procs.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
+        guard.forget_dir(self.dir)
         self.dir = None
 
     def __enter__(self) -> "SlurmCluster":
