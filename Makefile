@@ -21,7 +21,7 @@ $(STAMP)/venv: pyproject.toml
 	@mkdir -p $(STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[lab,objectstore,grading,test]"
+	$(BIN)/python -m pip install -q -e ".[lab,objectstore,workflows,grading,test]"
 	@touch $@
 
 # the course's kernel (IPython without the debugger, whose debugpy port on 127.0.0.1 any user of the

@@ -61,7 +61,7 @@ from iolab.lessons.l07_darshan import mpiio as darshan_mpiio  # noqa: E402
 from iolab.lessons.l01_page_cache import writes as page_cache_writes
 from iolab.lessons.l08_parallel_fs import ior_runs as parallel_fs_ior
 from iolab.objectstore import slowlink  # noqa: E402
-from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, strace  # noqa: E402
+from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, seaweedfs, snakemake, strace  # noqa: E402
 
 OUTCOMES = ("correct", "ParseError", "unjudged", "WRONG", "FOREIGN", "timeout")
 GARBAGE_TOKENS = ("0.", "99.99000:", "-", "nan", "inf", "1e999", "-1", "0x", "x", "", "٣", "1,5", "+",
@@ -326,6 +326,20 @@ def _sizes(refs: list[str]) -> list[tuple[str, str]]:
     return [(f"size {v!r}", v) for v in sorted(found)[:40]]
 
 
+def _workflow_texts(refs: list[str], stream: str, marker: str) -> list[tuple[str, str]]:
+    """The Snakemake logs (stderr) or dot texts (stdout) that lesson 09's run records hold, each as
+    Snakemake wrote it."""
+    out = []
+    for ref in refs:
+        if not ref.startswith("workflows/") or recordings.load(ref).path.suffix != ".json":
+            continue
+        for i, step in enumerate(json.loads(_text(ref)).get("steps") or []):
+            t = step.get(stream) or ""
+            if marker in t:
+                out.append((f"{ref} step {i} {stream}", t))
+    return out
+
+
 def _traffic(t: Any) -> list[str]:
     """parse_metrics' Traffic: each direction it counted (0: no line of it yet)."""
     return [_canon([k, v]) for k, v in (("down", t.down), ("up", t.up)) if v]
@@ -445,6 +459,13 @@ def targets() -> list[Target]:
         Target("mpiio.implementations", darshan_mpiio.implementations, _names, texts(
             r for r in by_tool["darshan"] if r.endswith("-stderr")), ordered=False, lenient=True,
                key="[vm:1] io:base:file_select: Selected io component ", concat="free"),
+        Target("seaweedfs.parse", seaweedfs.parse, rec,
+               texts(r for r in by_tool["workflows"] if "/metrics-" in r and kind(r) == ".txt"),
+               key='SeaweedFS_s3_request_total{bucket="', suffix='",code="200",type="GET"} 1'),
+        Target("snakemake.parse_log", snakemake.parse_log, rec,
+               _workflow_texts(refs, "stderr", "Building DAG of jobs..."), key="Retrieving from storage: s3://"),
+        Target("snakemake.parse_dot", snakemake.parse_dot, rec, _workflow_texts(refs, "stdout", "digraph "),
+               key='\t0[label = "', suffix='"];'),
         Target("recordings.load", _load_meta, _whole, _metas(refs), special=_meta_special, concat="refuse",
                key='{"argv": ["'),
     ]

@@ -8,7 +8,7 @@
 
 Setups: ``lesson`` (what the lesson replays: caches on local disk, the slow link), ``ram`` (the
 caches of section 3 in /dev/shm), ``nolink`` (no slow link: the store straight on loopback). The
-other setups feed tests/lessons/l06/test_claims_06.py, which checks the lesson's sentences on each of them.
+other setups feed tests/lessons/l06/test_l06_claims.py, which checks the lesson's sentences on each of them.
 Writes data/recorded/{fio,s3fs,gcsfuse,rclone,s3cmd}/... with .meta.json, through
 iolab.recordings.save, and prints each figure.
 """

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
 import os
 import shutil
 import signal
@@ -24,9 +25,56 @@ LESSONS = TESTS / "lessons"
 
 
 def needs(*tools: str) -> pytest.MarkDecorator:
-    """Skip unless every tool is on PATH, naming the missing ones."""
-    missing = [t for t in tools if shutil.which(t) is None]
-    return pytest.mark.skipif(bool(missing), reason=f"not installed here: {', '.join(missing)}")
+    """Skip unless every tool is here, naming the missing ones: THE rule for a test that needs a tool,
+    a program on PATH or a Python package of PACKAGES (``needs("PyDarshan")``). On a test, a class, a
+    module (``pytestmark = needs(...)``) or a parameter (``pytest.param(..., marks=needs(...))``)."""
+    return pytest.mark.needs(*tools)
+
+
+# the tools that are Python packages, not programs: needs() looks for their module
+PACKAGES = {"PyDarshan": "darshan"}
+
+
+def missing(*tools: str) -> list[str]:
+    """Those of tools that are not here."""
+    return [t for t in tools
+            if (importlib.util.find_spec(PACKAGES[t]) is None if t in PACKAGES else shutil.which(t) is None)]
+
+
+def _needed(item: pytest.Item) -> set[str]:
+    return {t for mark in item.iter_markers("needs") for t in mark.args}
+
+
+_running: list[pytest.Item | None] = [None]     # the test being set up, run or torn down
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _running[0] = item
+    gone = missing(*sorted(_needed(item)))
+    if gone:
+        pytest.skip(f"not installed here: {', '.join(gone)}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pydarshan_only_where_declared() -> Iterator[None]:
+    """The rule's check, in every run where PyDarshan is here: a test (or a fixture it uses) that reads a
+    Darshan log through PyDarshan without needs("PyDarshan") fails, as it would fail, not skip, where
+    PyDarshan is missing (iolab.tools.darshan._ask_reader is the one way to PyDarshan's reader)."""
+    from iolab.tools import darshan
+
+    real = darshan._ask_reader
+
+    def ask(*args, **kwargs):
+        item = _running[0]
+        if item is not None and "PyDarshan" not in _needed(item):
+            pytest.fail(f"{item.nodeid} reads a Darshan log with PyDarshan: mark it needs(\"PyDarshan\") "
+                        "(tests/conftest.py), so that it skips where PyDarshan is not installed", pytrace=False)
+        return real(*args, **kwargs)
+
+    darshan._ask_reader = ask
+    yield
+    darshan._ask_reader = real
 
 
 # IOR and mdtest: the builds of each version at /tmp/ior-<version>/bin (built beside the course, see

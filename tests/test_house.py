@@ -12,17 +12,21 @@ ROOT = TESTS.parent
 
 
 def test_every_lesson_has_its_tests_notebook_and_solution():
-    """The folders are the index: a notebook NN-topic, a tests/lessons/lNN/ with its claims' tests, one
-    exercise solution, one package iolab/lessons/lNN_<topic>/; and nothing in tests/lessons without a lesson."""
+    """The folders are the index: a notebook NN-topic has its tests in tests/lessons/lNN/ (its claims'
+    among them), one exercise solution and one package iolab/lessons/lNN_<topic>/; a folder of tests
+    belongs to a lesson's package (a lesson being written may have its package and tests first)."""
     lessons = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
     assert len(lessons) >= 9
     folders = sorted(p.name for p in LESSONS.iterdir() if p.is_dir() and p.name != "__pycache__")
-    assert folders == [f"l{nn}" for nn in lessons]
+    assert set(folders) >= {f"l{nn}" for nn in lessons}, f"lessons without tests/lessons/lNN/: {folders}"
     for nn in lessons:
-        assert list((LESSONS / f"l{nn}").glob("test_*.py")), f"lesson {nn}: no tests in tests/lessons/l{nn}/"
+        assert list((LESSONS / f"l{nn}").glob(f"test_l{nn}_claims*.py")), f"lesson {nn}: no claims tests"
         assert len(list((ROOT / "exercises" / "solutions").glob(f"{nn}-*.ipynb"))) == 1
-        assert len(list((ROOT / "iolab" / "lessons").glob(f"l{nn}_*/__init__.py"))) == 1, \
-            f"lesson {nn}: no package iolab/lessons/l{nn}_<topic>/"
+    for folder in folders:
+        assert len(list((ROOT / "iolab" / "lessons").glob(f"{folder}_*/__init__.py"))) == 1, \
+            f"tests/lessons/{folder}/: no package iolab/lessons/{folder}_<topic>/"
+        wrong = [p.name for p in (LESSONS / folder).glob("*.py") if not p.name.startswith(f"test_{folder}_")]
+        assert not wrong, f"tests/lessons/{folder}/ holds files not named test_{folder}_*.py: {wrong}"
 
 
 def test_test_files_keep_unique_basenames():
@@ -39,9 +43,11 @@ def test_make_test_lesson_runs_the_lessons_folder():
     assert "LESSON_TESTS" not in (TESTS / "conftest.py").read_text()
 
 
-def test_make_test_lints_first_with_pyflakes_checks_only():
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]
-    assert conf["lint"]["select"] == ["F"]
+def test_make_test_lints_first_with_pyflakes_checks_only_then_type_checks():
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    assert tool["ruff"]["lint"]["select"] == ["F"]
+    assert "iolab/tools" in tool["mypy"]["files"] and "iolab/errors.py" in tool["mypy"]["files"]
     make = (ROOT / "Makefile").read_text()
-    recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", make, re.M).group(1).splitlines()
-    assert "ruff check" in recipe[0] and "pytest" in recipe[1]
+    for target in ("test", "test-fast"):
+        recipe = re.search(rf"^{target}: .*\n((?:\t.*\n)+)", make, re.M).group(1).splitlines()
+        assert "ruff check" in recipe[0] and "mypy" in recipe[1] and "pytest" in recipe[2], (target, recipe)

@@ -303,15 +303,25 @@ def test_the_recording_parameter_has_one_spelling():
                                      f"fixed since (drop them): {sorted(NOT_YET_RECORDING - off)}"
 
 
+# one name that still means two things: lesson 09 came under this rule with issue 31 (iolab/lessons/*/),
+# its lab.start gives a Lab where lesson 08's sections.start gives a Cluster; the test fails when it is
+# renamed (drop it here) or when another name joins it
+NOT_YET_ONE_THING: set[str] = {"start"}
+
+
 def test_one_public_name_means_one_thing_across_lessons():
     seen: dict[str, set[str]] = {}
     where: dict[str, list[str]] = {}
     for m, fn in lesson_functions():
-        seen.setdefault(fn.name, set()).add(ast.unparse(fn.returns) if fn.returns else "?")
+        # explain.Claim and Claim are one type, however a module imports it
+        seen.setdefault(fn.name, set()).add(re.sub(r"\bexplain\.", "", ast.unparse(fn.returns)) if fn.returns else "?")
         where.setdefault(fn.name, []).append(m)
     # the same name in two lessons must return the same kind of thing (record, start, overhead...)
     todo = set().union(*NOT_YET_CLAIMS.values())     # bare claim names (spread, sweep...) clash until renamed
     clash = {n: (where[n], sorted(r)) for n, r in seen.items() if len(where[n]) > 1 and len(r) > 1 and n not in todo}
-    assert not clash, f"one name, different things, in several lesson modules: {clash}"
+    assert set(clash) == NOT_YET_ONE_THING, (
+        f"one name, different things, in several lesson modules: "
+        f"{ {n: c for n, c in clash.items() if n not in NOT_YET_ONE_THING} }; "
+        f"one thing since (drop them from NOT_YET_ONE_THING): {sorted(NOT_YET_ONE_THING - set(clash))}")
     assert "block_device" not in where, "block_device is iolab.witness's (a /sys/class/block Path): name a lesson's " \
                                         "own by what it returns (device_name, device_path)"

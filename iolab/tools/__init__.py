@@ -25,6 +25,8 @@ PARSE_EXCEPTIONS: dict[str, tuple[Any, str]] = {
     "darshan": (None, "a Darshan log is binary, not text: read_log(path) -> Log"),
     "ceph": (None, "one parser per command's output: parse_layout, parse_rados_ls, parse_osdmap_object, "
                    "parse_osd_map, parse_perf, parse_sessions"),
+    "snakemake": (None, "two outputs of one tool: its log (parse_log -> list[dict] of events, job_stats -> "
+                        "its Job stats table) and its --dag dot text (parse_dot -> list[dict] of nodes and edges)"),
 }
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import needs
 
 from iolab import explain
 from iolab.lessons.l07_darshan import profile as lab, mpiio
+
+pytestmark = needs("PyDarshan")       # every test reads recorded logs through PyDarshan
 
 SETUPS = ("ext4", "tmpfs")
 

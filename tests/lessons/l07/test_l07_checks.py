@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from conftest import needs
 
 from iolab import check
 from iolab.lessons.l07_darshan import profile as lab, mpiio, check as check_07
+
+pytestmark = needs("PyDarshan")       # every test reads recorded logs through PyDarshan
 
 
 @pytest.fixture(autouse=True)

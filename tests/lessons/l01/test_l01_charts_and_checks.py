@@ -1,4 +1,4 @@
-"""The lessons 01-02 sections of iolab.plot, iolab.widgets and iolab.check."""
+"""Lessons 01 and 02: their charts (each lesson's plots), the residency widget and their checks."""
 from __future__ import annotations
 
 import numpy as np
