@@ -60,6 +60,7 @@ from iolab.errors import ParseError  # noqa: E402
 from iolab.lessons.l07_darshan import mpiio as darshan_mpiio  # noqa: E402
 from iolab.lessons.l01_page_cache import writes as page_cache_writes
 from iolab.lessons.l08_parallel_fs import ior_runs as parallel_fs_ior
+from iolab.lessons.l08_parallel_fs import rgw as parallel_fs_rgw
 from iolab.objectstore import slowlink  # noqa: E402
 from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, seaweedfs, snakemake, strace  # noqa: E402
 
@@ -189,6 +190,23 @@ def lesson(name: str) -> Callable[[str], Any]:
 
 def _text(ref: str) -> str:
     return recordings.load(ref).text
+
+
+def _rgw_texts(cephs: list[str], *fields: str) -> list[tuple[str, str]]:
+    """The raw outputs kept in lesson 08's gateway document (data/recorded/ceph/rgw.json), by field (a
+    field that is a dict: each of its outputs)."""
+    out = []
+    for ref in (r for r in cephs if r.endswith("/rgw")):
+        placement = json.loads(_text(ref))["placement"]
+        for f in fields:
+            v = placement[f]
+            out += [(f"{ref}:{f}:{k}", t) for k, t in sorted(v.items()) if t] if isinstance(v, dict) else [(f"{ref}:{f}", v)]
+    return out
+
+
+def _rgw_units(d: dict) -> list[str]:
+    """parallel_fs_rgw.parse_rgw: its RADOS objects and reads, one unit each, then its manifest and bucket."""
+    return _records(d["objects"]) + _records(d["reads"]) + [_canon(d["manifest"]), _canon(d["bucket"])]
 
 
 def _command_lines() -> list[tuple[str, str]]:
@@ -441,6 +459,17 @@ def targets() -> list[Target]:
                ordered=False, key='{"osd":{"op_w_in_bytes":'),
         Target("ceph.parse_sessions", ceph.parse_sessions, rec, texts(r for r in cephs if r.endswith("/session-ls")),
                key='[{"id":4164,"state":"'),
+        Target("ceph.parse_rados_names", ceph.parse_rados_names, rec, _rgw_texts(cephs, "data_ls", "index_ls"),
+               key=".dir."),
+        Target("ceph.parse_rados_stat", ceph.parse_rados_stat, _whole, _rgw_texts(cephs, "stat"),
+               key="default.rgw.buckets.data/"),
+        Target("ceph.parse_omap_keys", ceph.parse_omap_keys, rec, _rgw_texts(cephs, "omap"), key="data-"),
+        Target("ceph.parse_bucket_stats", ceph.parse_bucket_stats, _whole, _rgw_texts(cephs, "bucket_stats"),
+               key='    "bucket": "'),
+        Target("ceph.parse_object_stat", ceph.parse_object_stat, _whole, _rgw_texts(cephs, "object_stat"),
+               key='    "name": "'),
+        Target("rgw.parse_rgw", parallel_fs_rgw.parse_rgw, _rgw_units,
+               texts(r for r in cephs if r.endswith("/rgw")), key=' "bucket": "'),
         Target("ior_runs.parse_ior", parallel_fs_ior.parse_ior, rec,
                texts(r for r in cephs if r.endswith("/ior")), key='{"block_per_rank": '),
         Target("ior_runs.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,

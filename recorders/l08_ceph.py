@@ -1,6 +1,6 @@
 """Re-make the recordings lesson 08 replays, on a private Ceph cluster (real runs only).
 
-    PATH=/tmp/ior-4.0.0/bin:$PATH .venv/bin/python -m recorders.l08_ceph [--only layouts,caches,metadata,coherence,shared,replication,ior,ior-cephfs,singles]
+    PATH=/tmp/ior-4.0.0/bin:$PATH .venv/bin/python -m recorders.l08_ceph [--only layouts,caches,metadata,coherence,shared,replication,ior,ior-cephfs,rgw,singles]
 
 ``ior-cephfs`` needs an IOR built with the CEPHFS backend (``parallel_fs_ior.cephfs_ior()`` finds it on PATH or
 in /tmp/ior-*-cephfs/bin; ``parallel_fs_ior.CEPHFS_BUILD`` says how to build one).
@@ -22,13 +22,14 @@ import os
 import time
 
 from iolab import recordings, runner, workspace
-from iolab.lessons.l08_parallel_fs import sections as parallel_fs, ior_runs as parallel_fs_ior
+from iolab.lessons.l08_parallel_fs import sections as parallel_fs, ior_runs as parallel_fs_ior, rgw as parallel_fs_rgw
 
 HOST = "2-core VM (Debian 12), a private Ceph 16.2.15 cluster on 127.0.0.1 (1 mon, 1 mgr, 1 mds, 3 BlueStore OSDs on sparse files, one virtio disk)"
 SECTIONS = {"layouts": parallel_fs.where_bytes_live, "caches": parallel_fs.client_caches,
             "metadata": parallel_fs.metadata, "coherence": parallel_fs.coherence,
             "shared": parallel_fs.shared_file, "replication": parallel_fs.replication,
-            "ior": parallel_fs_ior.ior_two_clients, "ior-cephfs": parallel_fs_ior.ior_cephfs}
+            "ior": parallel_fs_ior.ior_two_clients, "ior-cephfs": parallel_fs_ior.ior_cephfs,
+            "rgw": lambda c: parallel_fs_rgw.rgw_objects(c, live=True)}
 NOTES = {
     "layouts": "Section 1: three 16 MiB files written with fsync on node A in directories with the default layout, "
                "4 stripes of 1 MiB, and 1 MiB objects; getfattr of each, the OSDs' perf dumps around each write, "
@@ -57,6 +58,12 @@ NOTES = {
                   "into one shared file on node A's ceph-fuse mount (both ranks in one client); the OSDs' perf dumps "
                   "around each run. The witness is the kernel's view of the disk below the OSDs' files over the "
                   "whole section.",
+    "rgw": "Section 9 (the cluster's object store): a RADOS Gateway (radosgw, beast on 127.0.0.1) started on the "
+           "cluster with its pools' PG count lowered to 8, its start times, resident memory and the load in the "
+           "document; one 16 MiB PUT through fsspec s3fs into a new bucket, the OSDs' perf dumps around it; "
+           "radosgw-admin bucket stats and object stat, rados ls of the data and index pools, rados stat and ceph osd "
+           "map of each RADOS object of the bucket, listomapkeys of each index shard; then reads back through "
+           "fsspec s3fs and s3fs-fuse, each compared with the bytes written and counted at the OSDs.",
 }
 
 

@@ -51,3 +51,15 @@ def test_make_test_lints_first_with_pyflakes_checks_only_then_type_checks():
     for target in ("test", "test-fast"):
         recipe = re.search(rf"^{target}: .*\n((?:\t.*\n)+)", make, re.M).group(1).splitlines()
         assert "ruff check" in recipe[0] and "mypy" in recipe[1] and "pytest" in recipe[2], (target, recipe)
+
+
+def test_pre_commit_runs_what_make_test_starts_with():
+    import yaml
+
+    conf = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = {h["id"]: h for repo in conf["repos"] for h in repo["hooks"]}
+    assert {"ruff", "mypy"} <= set(hooks), sorted(hooks)
+    assert "ruff check" in hooks["ruff"]["entry"] and "--fix" not in hooks["ruff"]["entry"]
+    # mypy over the files [tool.mypy] lists, as make test runs it: not over the files a commit changed
+    assert hooks["mypy"]["entry"].split()[-1] == "mypy" and hooks["mypy"]["pass_filenames"] is False
+    assert all(h["language"] == "system" for h in (hooks["ruff"], hooks["mypy"]))   # the pinned tools of .venv

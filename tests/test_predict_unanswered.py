@@ -49,3 +49,19 @@ def test_lesson_01_section_5_does_not_name_auto_da_alloc_before_its_predict():
     before = "\n".join(texts[start:predict + 1])
     assert not re.search(r"auto_da_alloc|starts writing back a file that was truncated", before), \
         "section 5 names what close() does before the Predict that asks it"
+
+
+def _before_predict(notebook: str, heading: str) -> str:
+    """The text of a section from its heading to the end of its Predict, and every Explain before it."""
+    texts = [_text(c) for c in json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
+             if c["cell_type"] == "markdown"]
+    at = next(i for i, t in enumerate(texts) if heading in t)
+    return "\n".join(texts[:at + 1])
+
+
+def test_lesson_08_predicts_2b_and_6b_are_not_answered_by_the_text_before_them():
+    before_2b = " ".join(_before_predict("08-parallel-fs.ipynb", "## 2b ·").split())
+    assert "moved each rank to data another node wrote" not in before_2b
+    assert "every rank shared one page cache" not in before_2b
+    before_6b = " ".join(_before_predict("08-parallel-fs.ipynb", "## 6b ·").split())
+    assert "relaxes exactly this rule" not in before_6b        # LazyIO's effect, told before 6b asks it
