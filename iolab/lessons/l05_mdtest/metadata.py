@@ -181,12 +181,31 @@ def rate(frame: pd.DataFrame, operation: str) -> float | None:
 
 # --- the experiments: mdtest live (mdtest and mpirun here) or replayed, each an Outcome -------------
 
+# the class setting for the metadata servers of shared filesystems (docs/jupyterhub.md section 9):
+# "on" (default) measures every candidate; "off" leaves out those on a network or parallel filesystem
+# (NFS, Lustre, CephFS, GPFS, BeeGFS), so that 30 students' mdtests do not hit one production MDS at once
+SHARED_MDTEST = "IOLAB_SHARED_MDTEST"
+
+
+def shared(path: str | os.PathLike[str]) -> bool:
+    """Whether path is on a filesystem that other nodes share (network or parallel)."""
+    kind = fsinfo.mount_of(path).kind
+    return kind.startswith(("network", "parallel"))
+
+
 def candidate_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
-    """Writable directories worth comparing here: /tmp, /dev/shm, $HOME, then ``extra`` (a FUSE mount)."""
+    """Writable directories worth comparing here: /tmp, /dev/shm, $HOME, then ``extra`` (a FUSE mount).
+    With ``IOLAB_SHARED_MDTEST=off`` (a class setting in kernel.json) those on a shared filesystem are
+    left out."""
+    setting = os.environ.get(SHARED_MDTEST, "on").strip().lower()
+    if setting not in ("on", "off"):
+        raise ValueError(f"{SHARED_MDTEST} is 'on' or 'off', not {setting!r}")
     out: list[Path] = []
     for d in ["/tmp", "/dev/shm", os.path.expanduser("~"), *extra]:
         p = Path(d)
         if p.is_dir() and os.access(p, os.W_OK) and p not in out:
+            if setting == "off" and shared(p):
+                continue
             out.append(p)
     return out
 
