@@ -22,7 +22,7 @@ from unix_users import made, needs_users
 
 from iolab import ParseError, recordings, workspace
 from iolab.ceph import TOOLS, Cluster, ports, rgw
-from iolab.labs import parallel_fs_rgw
+from iolab.lessons.l08_parallel_fs import rgw as parallel_fs_rgw
 from iolab.tools import ceph as cephtools
 
 ROOT = Path(__file__).resolve().parents[1]
