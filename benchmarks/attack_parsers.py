@@ -61,6 +61,7 @@ from iolab.lessons.l07_darshan import mpiio as darshan_mpiio  # noqa: E402
 from iolab.lessons.l01_page_cache import writes as page_cache_writes
 from iolab.lessons.l08_parallel_fs import ior_runs as parallel_fs_ior
 from iolab.lessons.l08_parallel_fs import rgw as parallel_fs_rgw
+from iolab.lessons.l08_parallel_fs import sections as parallel_fs_sections
 from iolab.objectstore import slowlink  # noqa: E402
 from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, seaweedfs, snakemake, strace  # noqa: E402
 
@@ -207,6 +208,22 @@ def _rgw_texts(cephs: list[str], *fields: str) -> list[tuple[str, str]]:
 def _rgw_units(d: dict) -> list[str]:
     """parallel_fs_rgw.parse_rgw: its RADOS objects and reads, one unit each, then its manifest and bucket."""
     return _records(d["objects"]) + _records(d["reads"]) + [_canon(d["manifest"]), _canon(d["bucket"])]
+
+
+def _section_units(x: Any) -> list[str]:
+    """A lesson 08 section's parse: a frame (one unit per row), or a dict of frames, lists and facts
+    (one unit per row of each, prefixed by its key, and one per other item)."""
+    import pandas as pd
+
+    if isinstance(x, pd.DataFrame):
+        return _records(x)
+    out = []
+    for k, v in x.items():
+        if isinstance(v, (pd.DataFrame, list)):
+            out += [_canon([k, u]) for u in _records(v)]
+        else:
+            out.append(_canon([k, v]))
+    return out
 
 
 def _command_lines() -> list[tuple[str, str]]:
@@ -470,6 +487,9 @@ def targets() -> list[Target]:
                key='    "name": "'),
         Target("rgw.parse_rgw", parallel_fs_rgw.parse_rgw, _rgw_units,
                texts(r for r in cephs if r.endswith("/rgw")), key=' "bucket": "'),
+        *[Target(f"sections.parse_{name}", getattr(parallel_fs_sections, f"parse_{name}"), _section_units,
+                 texts(r for r in cephs if r.endswith(f"/{name}")), key='{"trials": [', ordered=False)
+          for name in ("layouts", "caches", "metadata", "coherence", "shared", "replication")],
         Target("ior_runs.parse_ior", parallel_fs_ior.parse_ior, rec,
                texts(r for r in cephs if r.endswith("/ior")), key='{"block_per_rank": '),
         Target("ior_runs.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,

@@ -473,8 +473,10 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
             msg += f": {why}"
         if ends:
             names = [f"node-{n}" for n in sorted(self.fuse)]
-            msg += (f"; so {'the mount ' + names[0] + ' was' if len(names) == 1 else 'the mounts ' + ', '.join(names) + ' were'}"
-                    " ended (ceph-fuse killed), and what waited on them gets an error instead of waiting for ever")
+            one = len(names) == 1
+            msg += (f"; so {'the mount ' + names[0] + ' was' if one else 'the mounts ' + ', '.join(names) + ' were'}"
+                    f" ended (ceph-fuse killed), and what waited on {'it' if one else 'them'} gets an error instead "
+                    "of waiting for ever")
         if kind in ("osd", "mds", "mon"):
             msg += ". Stop this cluster and start a new one (the lesson's start(), or Cluster.start)."
             self.failure = DaemonDied(msg)
@@ -494,7 +496,10 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
                             os.killpg(fuse.pid, signal.SIGKILL)   # type: ignore[arg-type]
                         except OSError:
                             pass
-                for n in list(self.fuse):
+                for n, fuse in list(self.fuse.items()):
+                    mnt = self.mounts.get(n)
+                    if mnt is not None:          # its daemon given: dead, so nothing is left to abort
+                        guard.release_mount(mnt, daemons=(fuse.pid,), grace=0.5)   # type: ignore[arg-type]
                     self._unmount(n)
 
     def raise_failure(self) -> None:

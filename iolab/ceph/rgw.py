@@ -4,6 +4,7 @@
         ep = gw.endpoint                          # an iolab.objectstore Endpoint: boto3, fsspec, s3fs-fuse
         ep.filesystem().pipe("course/x", b"...")
         gw.placement("course", "x")               # the RADOS objects behind one S3 object, raw outputs
+        gw.counters()                             # its requests and bytes served (rgw.get_b, rgw.put_b, ...)
 
     with rgw.store(ws) as ep:                     # a cluster without mounts, and its gateway (lesson 09)
         ...
@@ -32,6 +33,7 @@ from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed, ToolMissing
 from ..service import Owned, Service, http_ok
 from ..objectstore.endpoint import Endpoint, write_secret_file
+from ..tools import ceph as cephtools
 from . import ports as _ports
 from .cluster import Cluster
 
@@ -142,6 +144,12 @@ class Gateway(Owned):
         svc = self.cluster.services.pop(NAME, None)
         if svc is not None:
             svc.stop()
+
+    def counters(self) -> dict[str, float]:
+        """The gateway's own counters (``perf dump`` of its admin socket, logger ``rgw``): requests and bytes
+        served, ``rgw.req``, ``rgw.get``, ``rgw.get_b``, ``rgw.put``, ``rgw.put_b``, ... (what lesson 09 reads
+        from SeaweedFS's metrics, here from the gateway)."""
+        return cephtools.parse_perf(self.cluster.perf(NAME, "rgw"))
 
     def memory(self) -> int:
         """Resident bytes of radosgw now (0 when it is not running)."""

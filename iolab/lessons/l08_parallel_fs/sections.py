@@ -17,7 +17,9 @@ CEPHFS backend) are in :mod:`iolab.lessons.l08_parallel_fs.ior_runs`, on the sam
 """
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import threading
 import time
@@ -31,7 +33,7 @@ import pandas as pd
 from ... import explain, fsinfo, pagecache, recordings, runner, trials, workspace
 from ...ceph import TOOLS, Cluster, missing
 from ...ceph.cluster import HINT
-from ...errors import IolabError
+from ...errors import IolabError, ParseError
 from ...objectstore.mounts import fuse_problem
 from ...tools import ceph as cephtools
 from ...units import MiB, format_size
@@ -159,6 +161,49 @@ def _osds(c: Cluster) -> dict[str, str]:
     return {name: c.perf(name, "osd") for name in c.osd_names}
 
 
+_FOREIGN = (KeyError, TypeError, AttributeError, IndexError, ValueError, ZeroDivisionError, OverflowError)
+
+
+def _document_parser(what: str) -> Callable[[Callable[[str], Any]], Callable[[str], Any]]:
+    """The parse(text) of a section's recorded document: the JSON read through the ceph tools' reader
+    (ParseError with its line when cut or not JSON, bounded nesting), each raw output in it through its
+    own parser, and any other failure (a field missing or of the wrong type) a ParseError naming the
+    section, never a KeyError or TypeError."""
+    def wrap(fn: Callable[[str], Any]) -> Callable[[str], Any]:
+        @functools.wraps(fn)
+        def parse(text: str) -> Any:
+            try:
+                return fn(text)
+            except ParseError:
+                raise
+            except _FOREIGN as e:
+                raise ParseError(f"lesson 08's {what} document: {type(e).__name__} {str(e)[:200]} (a field "
+                                 "missing or of the wrong type: not a document this section wrote)") from None
+        return parse
+    return wrap
+
+
+def _doc(text: str, what: str) -> dict[str, Any]:
+    doc = cephtools.json_doc(text, f"lesson 08's {what} document")
+    if not isinstance(doc, dict):
+        raise ParseError(f"lesson 08's {what} document: expected a JSON object")
+    return doc
+
+
+def _count(x: Any, what: str) -> int:
+    """A count of bytes, files or writes in a section's document: an int >= 0 (not a bool)."""
+    if type(x) is not int or x < 0:
+        raise ParseError(f"{what} is {x!r}: not a count")
+    return x
+
+
+def _seconds(x: Any, what: str) -> float:
+    """A duration in a section's document: a finite number > 0 (a rate is divided by it)."""
+    if type(x) not in (int, float) or not math.isfinite(x) or x <= 0:
+        raise ParseError(f"{what} is {x!r}: not a duration in seconds")
+    return float(x)
+
+
 def _osd_delta(before: dict[str, str], after: dict[str, str], key: str) -> dict[str, float]:
     return {name: cephtools.parse_perf(after[name]).get(key, 0) - cephtools.parse_perf(before[name]).get(key, 0)
             for name in before}
@@ -231,9 +276,10 @@ def _layouts_live(c: Cluster) -> dict:
     return raw
 
 
+@_document_parser('layouts')
 def parse_layouts(text: str) -> dict:
     """The recorded document of section 1 -> its tables (through the tool parsers)."""
-    doc = json.loads(text)
+    doc = _doc(text, 'layouts')
     files, rows, per_osd = [], [], []
     placement = {o: cephtools.parse_osdmap_object(t) for o, t in doc["placement"].items()}
     objects = cephtools.parse_rados_ls(doc["rados_ls"])
@@ -253,7 +299,7 @@ def parse_layouts(text: str) -> dict:
                       "object_size": layout["object_size"], "size": f["size"], "objects": len(mine),
                       "predicted_objects": -(-f["size"] // layout["object_size"]),
                       "osds_used": len({placement[o["object"]]["primary"] for o in mine}),
-                      "mb_per_s": f["size"] / f["write_seconds"] / 1e6,
+                      "mb_per_s": _count(f["size"], "a file's size") / _seconds(f["write_seconds"], "a write's time") / 1e6,
                       "expected_per_osd": expected})
     return {"files": pd.DataFrame(files), "objects": pd.DataFrame(rows), "per_osd": pd.DataFrame(per_osd),
             "round_robin": doc["round_robin"]}
@@ -345,8 +391,9 @@ def _caches_live(c: Cluster) -> dict:
     return {"size": CACHE_FILE, "trials": runs}
 
 
+@_document_parser('caches')
 def parse_caches(text: str) -> pd.DataFrame:
-    doc = json.loads(text)
+    doc = _doc(text, 'caches')
     rows = []
     for t, steps in enumerate(doc["trials"]):
         for s in steps:
@@ -354,7 +401,7 @@ def parse_caches(text: str) -> pd.DataFrame:
             cb, ca = cephtools.parse_perf(s["client_before"]), cephtools.parse_perf(s["client_after"])
             hit = "objectcacher-libcephfs.cache_bytes_hit"
             miss = "objectcacher-libcephfs.cache_bytes_miss"
-            rows.append({"trial": t + 1, "step": s["step"], "mb_per_s": s["bytes"] / s["seconds"] / 1e6,
+            rows.append({"trial": t + 1, "step": s["step"], "mb_per_s": _count(s["bytes"], "a read's bytes") / _seconds(s["seconds"], "a read's time") / 1e6,
                          "bytes": s["bytes"], "kernel_pages_before": s["resident_before"], "osd_bytes_sent": osd,
                          "client_cache_hit_bytes": ca.get(hit, 0) - cb.get(hit, 0),
                          "client_cache_miss_bytes": ca.get(miss, 0) - cb.get(miss, 0)})
@@ -430,15 +477,17 @@ def _metadata_live(c: Cluster) -> dict:
     return {"local_fstype": fsinfo.fstype(local), "trials": runs}
 
 
+@_document_parser('metadata')
 def parse_metadata(text: str) -> pd.DataFrame:
-    doc = json.loads(text)
+    doc = _doc(text, 'metadata')
     rows = []
     for t in doc["trials"]:
         mds = cephtools.delta(cephtools.parse_perf(t["mds_before"]), cephtools.parse_perf(t["mds_after"]),
                               "mds_server.handle_client_request")
         for op in ("create", "stat", "remove"):
             rows.append({"trial": t["trial"], "where": "CephFS" if t["where"] == "cephfs" else doc["local_fstype"],
-                         "op": op, "ops_per_s": t["files"] / t[op], "files": t["files"],
+                         "op": op, "ops_per_s": _count(t["files"], "files") / _seconds(t[op], f"the {op} time"),
+                         "files": t["files"],
                          "mds_requests": mds["mds_server.handle_client_request"]})
     return pd.DataFrame(rows)
 
@@ -518,9 +567,11 @@ def _coherence_live(c: Cluster) -> dict:
             "trials": runs, "sessions": c.daemon("mds.a", "session ls")}
 
 
+@_document_parser('coherence')
 def parse_coherence(text: str) -> dict:
-    doc = json.loads(text)
-    df = pd.DataFrame([{**t, "us_per_write": t["seconds"] / t["writes"] * 1e6} for t in doc["trials"]])
+    doc = _doc(text, 'coherence')
+    df = pd.DataFrame([{**t, "us_per_write": _seconds(t["seconds"], "a trial's time")
+                        / max(_count(t["writes"], "writes"), 1) * 1e6} for t in doc["trials"]])
     return {"visible": doc["visible"], "trials": df, "sessions": cephtools.parse_sessions(doc["sessions"])}
 
 
@@ -600,9 +651,11 @@ def _shared_live(c: Cluster) -> dict:
     return {"write_size": 4096, "trials": runs}
 
 
+@_document_parser('shared-file')
 def parse_shared(text: str) -> pd.DataFrame:
-    doc = json.loads(text)
-    return pd.DataFrame([{**t, "mb_per_s": t["bytes"] / t["seconds"] / 1e6} for t in doc["trials"]])
+    doc = _doc(text, 'shared-file')
+    return pd.DataFrame([{**t, "mb_per_s": _count(t["bytes"], "a trial's bytes") / _seconds(t["seconds"], "a trial's time")
+                          / 1e6} for t in doc["trials"]])
 
 
 def shared_file(cluster: Cluster | None = None, *, show: bool = True) -> Section:
@@ -643,15 +696,16 @@ def _replication_live(c: Cluster) -> dict:
     return {"layout_size3": layout3, "trials": runs}
 
 
+@_document_parser('replication')
 def parse_replication(text: str) -> pd.DataFrame:
-    doc = json.loads(text)
+    doc = _doc(text, 'replication')
     rows = []
     for t in doc["trials"]:
         primary = sum(_osd_delta(t["perf_before"], t["perf_after"], OSD_W).values())
         replica = sum(_osd_delta(t["perf_before"], t["perf_after"], "osd.subop_w_in_bytes").values())
-        rows.append({"trial": t["trial"], "pool_size": t["pool_size"], "mb_per_s": t["bytes"] / t["seconds"] / 1e6,
+        rows.append({"trial": t["trial"], "pool_size": t["pool_size"], "mb_per_s": _count(t["bytes"], "a trial's bytes") / _seconds(t["seconds"], "a trial's time") / 1e6,
                      "file_bytes": t["bytes"], "osd_primary_bytes": primary, "osd_replica_bytes": replica,
-                     "osd_bytes_per_file_byte": (primary + replica) / t["bytes"]})
+                     "osd_bytes_per_file_byte": (primary + replica) / max(t["bytes"], 1)})
     return pd.DataFrame(rows)
 
 
