@@ -15,7 +15,7 @@ import pytest
 
 from iolab import workspace
 from iolab.errors import ToolFailed
-from iolab.labs import object_reads
+from iolab.lessons.l06_object_storage import reads as object_reads
 from iolab.objectstore import Endpoint, PortTaken, _proc, local_gcs, local_s3, mounts, servers, slowlink
 from iolab.objectstore import store as objstore
 from iolab.units import MiB
@@ -293,7 +293,7 @@ def test_section_1_and_5_time_each_side_in_turn_and_keep_every_trial(lws):
     # interleaved, every one kept (no timing asserted: only what ran, in which order, moving what)
     import json
 
-    from iolab.labs import object_storage, object_transfers
+    from iolab.lessons.l06_object_storage import stores as object_storage, transfers as object_transfers
 
     with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
         (key,) = objstore.put_files(st, "data", n=1, size="1MiB")

@@ -141,7 +141,7 @@ class Cluster:
         self.ports: tuple[int, int] | None = None
         self.ranges: dict[str, range] = {}       # daemon -> the ports it may bind (ms_bind_port_min..max)
         self.failure: DaemonDied | None = None   # set by the watch when a daemon has died
-        self.failure_seconds: float | None = None
+        self.deaths: list[str] = []              # what the watch said of each daemon that died
         self._t0 = 0.0
         self._lock = threading.RLock()
         self._stopping = threading.Event()
@@ -442,11 +442,14 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
 
     # -- the watch ----------------------------------------------------------------------------------
     def _watch_daemons(self) -> None:
+        told: set[int] = set()
         while not self._stopping.wait(WATCH_INTERVAL):
             for name, svc in list(self.services.items()):
-                if not svc.alive() and not self._stopping.is_set():
+                if svc.pid not in told and not svc.alive() and not self._stopping.is_set():
+                    told.add(svc.pid)   # type: ignore[arg-type]
                     self._died(name, svc)
-                    return
+            if self.failure is not None:
+                return
 
     def _died(self, name: str, svc: Service) -> None:
         """Daemon ``name`` has ended: say so, and end the clients that would wait for it for ever."""
@@ -462,19 +465,25 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
         kind = name.split(".")[0]
         why = {"osd": "the objects it holds cannot be read or written (the lesson's pools keep one copy of each)",
                "mds": "no metadata server is left to answer an ls, open or stat in the mounts",
-               "mon": "no client can reach the cluster without its monitor"}.get(kind)
-        ends = bool(why) and bool(self.fuse)
+               "mon": "no client can reach the cluster without its monitor",
+               "rgw": "the cluster's S3 endpoint is gone"}.get(kind)
+        ends = kind in ("osd", "mds", "mon") and bool(self.fuse)
         msg = (f"ceph {name} (pid {svc.pid}) of the cluster in {self.dir} ended at {time.strftime('%H:%M:%S')} "
                f"({how}{'; its last words: ' + last[-1][-200:] if last else ''})")
         if why:
             msg += f": {why}"
         if ends:
             names = [f"node-{n}" for n in sorted(self.fuse)]
-            msg += (f"; so {'the mount ' + names[0] + ' was' if len(names) == 1 else 'the mounts ' + ', '.join(names) + ' were'}"
-                    " ended (ceph-fuse killed), and what waited on them gets an error instead of waiting for ever")
-        msg += ". Stop this cluster and start a new one (the lesson's start(), or Cluster.start)."
-        self.failure = DaemonDied(msg)
-        self.failure_seconds = round(time.monotonic() - self._t0, 2)
+            one = len(names) == 1
+            msg += (f"; so {'the mount ' + names[0] + ' was' if one else 'the mounts ' + ', '.join(names) + ' were'}"
+                    f" ended (ceph-fuse killed), and what waited on {'it' if one else 'them'} gets an error instead "
+                    "of waiting for ever")
+        if kind in ("osd", "mds", "mon"):
+            msg += ". Stop this cluster and start a new one (the lesson's start(), or Cluster.start)."
+            self.failure = DaemonDied(msg)
+        else:
+            msg += "; the file system goes on without it."
+        self.deaths.append(msg)
         try:
             sys.stderr.write(f"iolab: {msg}\n")
             sys.stderr.flush()
@@ -488,7 +497,10 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
                             os.killpg(fuse.pid, signal.SIGKILL)   # type: ignore[arg-type]
                         except OSError:
                             pass
-                for n in list(self.fuse):
+                for n, fuse in list(self.fuse.items()):
+                    mnt = self.mounts.get(n)
+                    if mnt is not None:          # its daemon given: dead, so nothing is left to abort
+                        guard.release_mount(mnt, daemons=(fuse.pid,), grace=0.5)   # type: ignore[arg-type]
                     self._unmount(n)
 
     def raise_failure(self) -> None:
@@ -593,7 +605,7 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
         for name in list(self.fuse):
             self.unmount(name)
         self.timings["teardown: unmounted"] = round(time.monotonic() - t, 2)
-        order = ["mds.a", *self.osd_names, "mgr.x", "mon.a"]
+        order = [*(n for n in self.services if n.startswith("rgw.")), "mds.a", *self.osd_names, "mgr.x", "mon.a"]
         for name in order:                     # all at once: each stop below then waits for one already ending
             svc = self.services.get(name)
             if svc is not None and svc.alive():

@@ -1,4 +1,4 @@
-"""Object storage for lesson 06 (:mod:`iolab.labs.object_storage`): local stores, a slow link, FUSE
+"""Object storage for lesson 06 (:mod:`iolab.lessons.l06_object_storage.stores`): local stores, a slow link, FUSE
 mounts and fsspec caches; :mod:`.store` puts them together (a store behind the link, its objects, the
 bytes counted).
 

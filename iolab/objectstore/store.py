@@ -7,7 +7,7 @@ link counted around a block; cache directories for the FUSE clients, on local di
         with metered(store) as moved:                      # moved["link_down"], moved["link_up"]
             ...
 
-Lesson 06 (:mod:`iolab.labs.object_storage`) is built on it.
+Lesson 06 (:mod:`iolab.lessons.l06_object_storage.stores`) is built on it.
 """
 from __future__ import annotations
 
