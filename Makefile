@@ -82,11 +82,12 @@ test-fast: setup
 	$(BIN)/mypy
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 -m "not slow" tests
 
-# one lesson: make test-lesson L=03 runs its tests (LESSON_TESTS in tests/conftest.py), notebook and solution
+# one lesson: make test-lesson L=03 runs its tests (the folder tests/lessons/l03/), notebook and solution
 test-lesson: setup
 	@test -n "$(L)" || { echo "which lesson? make test-lesson L=03"; exit 2; }
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 --lesson=$(L) \
-	  tests notebooks/$(L)-*.ipynb exercises/solutions/$(L)-*.ipynb $(PYTEST_NB)
+	@test -d tests/lessons/l$(L) || { echo "no lesson $(L): the lessons are $$(ls tests/lessons | sed -n 's/^l//p' | tr '\n' ' ')"; exit 2; }
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 \
+	  tests/lessons/l$(L) notebooks/$(L)-*.ipynb exercises/solutions/$(L)-*.ipynb $(PYTEST_NB)
 
 lint: $(STAMP)/venv
 	$(BIN)/ruff check --no-cache .
