@@ -41,12 +41,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
 
 from .. import guard, runner
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed, ToolMissing
-from ..objectstore._proc import Service
+from ..service import Owned, Service
 from ..units import format_size, parse_size
 from . import ports as _ports
 from .ports import PortTaken
@@ -114,7 +113,7 @@ def asok(path: str | os.PathLike[str], command: str, timeout: float = 20.0, **ar
     return body.decode()
 
 
-class Cluster:
+class Cluster(Owned):
     """A private Ceph cluster with CephFS, owned by a context manager.
 
     ``osds`` OSDs of ``osd_size`` sparse bytes each with a fixed BlueStore cache of ``osd_cache``;
@@ -637,14 +636,9 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
         return (f"Ceph cluster: {self.n_osds} OSDs, started in {self.timings.get('cluster healthy', float('nan')):.1f} s; "
                 f"resident memory {format_size(total)} ({parts})")
 
-    def __enter__(self) -> "Cluster":
-        if self.dir is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def running(self) -> bool:
+        """Started: its directory is made (``with`` starts it otherwise, :class:`iolab.service.Owned`)."""
+        return self.dir is not None
 
     def __repr__(self) -> str:
         return f"Cluster({str(self.dir)!r}, osds={self.n_osds}, mounts={sorted(self.mounts)})"

@@ -27,12 +27,11 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator
-from types import TracebackType
 
 from .. import runner
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed, ToolMissing
-from ..objectstore._proc import Service, http_ok
+from ..service import Owned, Service, http_ok
 from ..objectstore.endpoint import Endpoint, write_secret_file
 from ..tools import ceph as cephtools
 from . import ports as _ports
@@ -50,7 +49,7 @@ def missing() -> list[str]:
     return [t for t in ("radosgw", "radosgw-admin") if runner.which(t) is None]
 
 
-class Gateway:
+class Gateway(Owned):
     """A RADOS Gateway on ``cluster``, a context manager; ``endpoint`` once started, ``timings``."""
 
     def __init__(self, cluster: Cluster, *, pgs: int = PGS):
@@ -176,14 +175,9 @@ class Gateway:
         raw["index_osd_map"] = {o: c.ceph("osd", "map", INDEX_POOL, o, "--format", "json").stdout for o in shards}
         return raw
 
-    def __enter__(self) -> "Gateway":
-        if self.endpoint is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def running(self) -> bool:
+        """Started: it has its endpoint (``with`` starts it otherwise, :class:`iolab.service.Owned`)."""
+        return self.endpoint is not None
 
 
 @contextlib.contextmanager
