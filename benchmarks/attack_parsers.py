@@ -57,7 +57,11 @@ if str(ROOT) not in sys.path:
 
 from iolab import fsinfo, pagecache, recordings, slurm, units  # noqa: E402
 from iolab.errors import ParseError  # noqa: E402
-from iolab.labs import darshan_mpiio, page_cache_writes, parallel_fs_ior, parallel_fs_rgw  # noqa: E402
+from iolab.lessons.l07_darshan import mpiio as darshan_mpiio  # noqa: E402
+from iolab.lessons.l01_page_cache import writes as page_cache_writes
+from iolab.lessons.l08_parallel_fs import ior_runs as parallel_fs_ior
+from iolab.lessons.l08_parallel_fs import rgw as parallel_fs_rgw
+from iolab.lessons.l08_parallel_fs import sections as parallel_fs_sections
 from iolab.objectstore import slowlink  # noqa: E402
 from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, seaweedfs, snakemake, strace  # noqa: E402
 
@@ -176,11 +180,11 @@ def _darshan_view(data: bytes) -> dict:
 
 
 def lesson(name: str) -> Callable[[str], Any]:
-    """A parser of lesson 05's traces: in iolab.tools.mdtest, or in iolab.labs.metadata_strace where the
+    """A parser of lesson 05's traces: in iolab.tools.mdtest, or in iolab.lessons.l05_mdtest.calls where the
     lesson code moves (issues 15, 23). Named mdtest.<name> in the tables either way."""
     f = getattr(mdtest, name, None)
     if f is None:
-        from iolab.labs import metadata_strace
+        from iolab.lessons.l05_mdtest import calls as metadata_strace
         f = getattr(metadata_strace, name)
     return f
 
@@ -204,6 +208,22 @@ def _rgw_texts(cephs: list[str], *fields: str) -> list[tuple[str, str]]:
 def _rgw_units(d: dict) -> list[str]:
     """parallel_fs_rgw.parse_rgw: its RADOS objects and reads, one unit each, then its manifest and bucket."""
     return _records(d["objects"]) + _records(d["reads"]) + [_canon(d["manifest"]), _canon(d["bucket"])]
+
+
+def _section_units(x: Any) -> list[str]:
+    """A lesson 08 section's parse: a frame (one unit per row), or a dict of frames, lists and facts
+    (one unit per row of each, prefixed by its key, and one per other item)."""
+    import pandas as pd
+
+    if isinstance(x, pd.DataFrame):
+        return _records(x)
+    out = []
+    for k, v in x.items():
+        if isinstance(v, (pd.DataFrame, list)):
+            out += [_canon([k, u]) for u in _records(v)]
+        else:
+            out.append(_canon([k, v]))
+    return out
 
 
 def _command_lines() -> list[tuple[str, str]]:
@@ -465,11 +485,14 @@ def targets() -> list[Target]:
                key='    "bucket": "'),
         Target("ceph.parse_object_stat", ceph.parse_object_stat, _whole, _rgw_texts(cephs, "object_stat"),
                key='    "name": "'),
-        Target("parallel_fs_rgw.parse_rgw", parallel_fs_rgw.parse_rgw, _rgw_units,
+        Target("rgw.parse_rgw", parallel_fs_rgw.parse_rgw, _rgw_units,
                texts(r for r in cephs if r.endswith("/rgw")), key=' "bucket": "'),
-        Target("parallel_fs_ior.parse_ior", parallel_fs_ior.parse_ior, rec,
+        *[Target(f"sections.parse_{name}", getattr(parallel_fs_sections, f"parse_{name}"), _section_units,
+                 texts(r for r in cephs if r.endswith(f"/{name}")), key='{"trials": [', ordered=False)
+          for name in ("layouts", "caches", "metadata", "coherence", "shared", "replication")],
+        Target("ior_runs.parse_ior", parallel_fs_ior.parse_ior, rec,
                texts(r for r in cephs if r.endswith("/ior")), key='{"block_per_rank": '),
-        Target("parallel_fs_ior.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,
+        Target("ior_runs.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,
                texts(r for r in cephs if r.endswith("/ior-cephfs")), key='{"block_per_rank": '),
         Target("darshan.read_log", _darshan_view, _whole,
                [(r, recordings.load(r).path.read_bytes()) for r in logs], binary=True, special=_darshan_special,
@@ -478,11 +501,11 @@ def targets() -> list[Target]:
                suffix=" 4 3 0"),
         Target("slowlink.parse_metrics", slowlink.parse_metrics, _traffic, _toxiproxy_texts(refs), ordered=False,
                lenient=True, key='toxiproxy_proxy_sent_bytes_total{direction="downstream",proxy="store"} '),
-        Target("page_cache_writes.parse_hdparm", page_cache_writes.parse_hdparm, rec, _hdparm_texts(),
+        Target("writes.parse_hdparm", page_cache_writes.parse_hdparm, rec, _hdparm_texts(),
                key=" Timing cached reads:   ", suffix=" MB in  1.99 seconds = 7244.01 MB/sec"),
         Target("units.parse_size", units.parse_size, _whole, _sizes(refs), cuts=False, key="1",
                suffix="MiB", concat="free"),
-        Target("darshan_mpiio.implementations", darshan_mpiio.implementations, _names, texts(
+        Target("mpiio.implementations", darshan_mpiio.implementations, _names, texts(
             r for r in by_tool["darshan"] if r.endswith("-stderr")), ordered=False, lenient=True,
                key="[vm:1] io:base:file_select: Selected io component ", concat="free"),
         Target("seaweedfs.parse", seaweedfs.parse, rec,

@@ -8,7 +8,7 @@ is "As predicted: …" or "Not this time: … Why it can happen: …". The relat
 guards it cannot drift apart: a Claim keeps its evidence and can re-check itself
 (:meth:`Claim.consistent`).
 
-Lesson functions (``iolab.labs.*``) return their claims; tests feed them numbers from recordings
+Lesson functions (``iolab.lessons.*``) return their claims; tests feed them numbers from recordings
 of different filesystems and machines and assert that every claim is consistent.
 """
 from __future__ import annotations

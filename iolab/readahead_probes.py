@@ -1,6 +1,6 @@
 """Readahead probes: the instruments lessons 01-03 (and the widgets) measure readahead and small reads
 with; why small reads are slow, and how much the kernel reads for you. Lesson 02's experiments and
-the claims they support are :mod:`iolab.labs.readahead`.
+the claims they support are :mod:`iolab.lessons.l02_readahead.readahead`.
 
 * :func:`read_size_sweep` reads a whole file with unbuffered ``read()`` calls of each size, cold or
   warm, and counts the calls: the cost of a 1-byte read is the system call, not the disk.

@@ -141,10 +141,10 @@ class Trials:
         s = self.summary()
         f = self.frame
         how = "interleaved with the other settings" if len(self.settings) > 1 else "in a row"
-        out = {}
+        out: dict[str, str] = {}
         for name, r in s.iterrows():
             warm = int(f.loc[f["setting"] == name, "warmup"].astype(bool).sum()) if "warmup" in f.columns else 0
-            out[name] = (f"median {_num(r['median'])} {self.unit}, range {_num(r['min'])}–{_num(r['max'])} "
+            out[str(name)] = (f"median {_num(r['median'])} {self.unit}, range {_num(r['min'])}–{_num(r['max'])} "
                          f"(spread {r['spread']:.0%} of the median), quartiles {_num(r['q1'])}–{_num(r['q3'])}, "
                          f"over {r['trials']} trials {how}" + (f", after {warm} warm-up run(s)" if warm else ""))
         return out

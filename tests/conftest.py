@@ -19,44 +19,9 @@ from iolab import guard, workspace
 
 TESTS = Path(__file__).resolve().parent
 
-# make test-lesson L=NN: a lesson's own tests (its claims, the modules it teaches with); the Makefile
-# adds the lesson's notebook and exercise solution. tests/test_house.py keeps this table whole.
-LESSON_TESTS = {
-    "00": ["test_claims_00.py", "test_fsinfo.py", "test_doctor.py"],
-    "01": ["test_claims_01.py", "test_lessons_01_02.py", "test_pagecache.py", "test_measure.py",
-           "test_measure_witness.py", "test_witness.py", "test_dd.py", "test_fio.py", "test_tools_witness.py"],
-    "02": ["test_claims_02.py", "test_lessons_01_02.py", "test_readahead_probes.py", "test_bpftrace.py",
-           "test_readahead_order.py"],
-    "03": ["test_claims_03.py", "test_strace.py", "test_syscalls.py"],
-    "04": ["test_claims_04.py", "test_ior.py", "test_ior_pitfalls.py", "test_mpi.py"],
-    "05": ["test_claims_05.py", "test_mdtest.py", "test_metadata.py"],
-    "06": ["test_claims_06.py", "test_objectstore.py", "test_objectstore_isolation.py", "test_objectstore_live.py",
-           "test_objectstore_netns.py"],
-    "07": ["test_claims_07.py", "test_darshan.py", "test_darshan_checks.py", "test_darshan_golden.py",
-           "test_darshan_recordings.py"],
-    "08": ["test_claims_08.py", "test_ceph_live.py", "test_ceph_parsers.py", "test_ceph_faults.py", "test_ceph_rgw.py"],
-}
-
-
-def pytest_addoption(parser):
-    parser.addoption("--lesson", metavar="NN", default=None,
-                     help="only lesson NN's test files in tests/ (LESSON_TESTS in tests/conftest.py)")
-
-
-def pytest_configure(config):
-    lesson = config.getoption("--lesson")
-    if lesson is not None and lesson not in LESSON_TESTS:
-        raise pytest.UsageError(f"--lesson {lesson!r}: the lessons are {', '.join(LESSON_TESTS)}")
-
-
-def pytest_ignore_collect(collection_path, config):
-    """With --lesson NN, the test files of tests/ that are not lesson NN's are not even imported."""
-    lesson = config.getoption("--lesson")
-    if lesson and collection_path.parent == TESTS and collection_path.name.startswith("test_"):
-        return collection_path.name not in LESSON_TESTS[lesson]
-    if lesson and collection_path.parent == TESTS / "lessons" and collection_path.name.startswith("l"):
-        return collection_path.name != f"l{lesson}"          # a lesson's own folder, tests/lessons/lNN
-    return None
+# make test-lesson L=NN runs tests/lessons/lNN/ (the folder is the index of a lesson's tests), the
+# lesson's notebook and its exercise solution; tests/test_house.py keeps every lesson's folder there.
+LESSONS = TESTS / "lessons"
 
 
 def needs(*tools: str) -> pytest.MarkDecorator:

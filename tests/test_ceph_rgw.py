@@ -22,7 +22,7 @@ from unix_users import made, needs_users
 
 from iolab import ParseError, recordings, workspace
 from iolab.ceph import TOOLS, Cluster, ports, rgw
-from iolab.labs import parallel_fs_rgw
+from iolab.lessons.l08_parallel_fs import rgw as parallel_fs_rgw
 from iolab.tools import ceph as cephtools
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,8 +140,12 @@ def test_the_gateway_serves_s3_with_its_own_keys_on_a_port_in_no_argv(gateway):
     ep = gateway.endpoint
     fs = ep.filesystem()
     fs.mkdir("test-one")
+    before = gateway.counters()
     fs.pipe("test-one/x", b"hello")
     assert fs.cat("test-one/x") == b"hello"
+    after = gateway.counters()
+    assert after["rgw.put_b"] - before["rgw.put_b"] == 5 and after["rgw.put"] - before["rgw.put"] >= 1
+    assert after["rgw.get"] - before["rgw.get"] >= 1 and after["rgw.get_b"] > before["rgw.get_b"]
     svc = gateway.service
     assert ports.listening_of(svc.pid) == {gateway.port} and ep.port == gateway.port
     argv = Path(f"/proc/{svc.pid}/cmdline").read_bytes().decode()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from iolab import check
+from iolab.lessons.l04_ior import check as check_04
+from iolab.lessons.l00_start_here import check as check_00
 from iolab.check import CheckFailed
 
 
@@ -33,16 +35,16 @@ def test_no_slip_gets_the_plain_hint_and_a_right_answer_passes():
 
 def test_the_seed_000_rate_hint_names_mb_against_mib():
     with pytest.raises(CheckFailed, match="MiB and MB"):
-        check.check_00_rate(10.2 * 1.048576)          # multiplied where it should divide
+        check_00.check_00_rate(10.2 * 1.048576)          # multiplied where it should divide
     with pytest.raises(CheckFailed, match="MiB and MB"):
-        check.check_00_rate(10.2)                     # no conversion at all
+        check_00.check_00_rate(10.2)                     # no conversion at all
 
 
 def test_the_storage_node_hint_names_per_node_against_aggregate():
-    read_mib = check._seed001_fpp_read_mib()
+    read_mib = check_04._seed001_fpp_read_mib()
     total_gb = read_mib * 2**20 / 1e9
     with pytest.raises(CheckFailed, match="that is the total"):
-        check.check_04_storage_node_rate(total_gb)
+        check_04.check_04_storage_node_rate(total_gb)
 
 
 def test_check_04_faster_with_confidence_names_the_mistake():
@@ -51,23 +53,23 @@ def test_check_04_faster_with_confidence_names_the_mistake():
                                unit="MiB/s", higher=True)
     overlap = trials.from_values({"big": [300.0, 950.0, 1000.0], "small": [300.0, 320.0, 400.0]},
                                  unit="MiB/s", higher=True)
-    assert check.check_04_faster_with_confidence(clear, "big")
-    assert check.check_04_faster_with_confidence(overlap, "too close")
+    assert check_04.check_04_faster_with_confidence(clear, "big")
+    assert check_04.check_04_faster_with_confidence(overlap, "too close")
     with pytest.raises(check.CheckFailed, match="spreads overlap.*big's worst trial"):
-        check.check_04_faster_with_confidence(overlap, "big")
+        check_04.check_04_faster_with_confidence(overlap, "big")
     with pytest.raises(check.CheckFailed, match="beyond the spread: name it"):
-        check.check_04_faster_with_confidence(clear, "too close")
+        check_04.check_04_faster_with_confidence(clear, "too close")
     with pytest.raises(check.CheckFailed, match="upside down"):
-        check.check_04_faster_with_confidence(clear, "small")
+        check_04.check_04_faster_with_confidence(clear, "small")
     with pytest.raises(check.CheckFailed, match="not answered yet"):
-        check.check_04_faster_with_confidence(clear, ...)
+        check_04.check_04_faster_with_confidence(clear, ...)
     few = trials.from_values({"big": [900.0, 950.0], "small": [300.0, 320.0]}, unit="MiB/s", higher=True)
     with pytest.raises(check.CheckFailed, match="at least 3 trials"):
-        check.check_04_faster_with_confidence(few, "big")
+        check_04.check_04_faster_with_confidence(few, "big")
     secs = trials.from_values({"fast": [1.0, 1.1, 1.2], "slow": [3.0, 3.1, 3.5]}, unit="s", higher=False)
-    assert check.check_04_faster_with_confidence(secs, "fast")
+    assert check_04.check_04_faster_with_confidence(secs, "fast")
     with pytest.raises(check.CheckFailed, match="fewer seconds is faster"):
-        check.check_04_faster_with_confidence(secs, "slow")
+        check_04.check_04_faster_with_confidence(secs, "slow")
 
 
 # --- issue 32: hints for numbers name the likely slip, never a generic "redo the arithmetic" ------------

@@ -13,8 +13,8 @@ import pytest
 from conftest import needs
 
 from iolab import ParseError, recordings
-from iolab.labs import darshan as lab, darshan_mpiio as mpiio
-from iolab.labs.syscalls import expected_reads
+from iolab.lessons.l07_darshan import profile as lab, mpiio
+from iolab.lessons.l03_strace.syscalls import expected_reads
 from iolab.tools import darshan
 
 RUNTIME = darshan.find_runtime(refresh=True)

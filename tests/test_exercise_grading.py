@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from iolab import check, measure, units, witness
+from iolab.lessons.l01_page_cache import check as check_01
+from iolab.lessons.l04_ior import check as check_04
 from iolab.units import MiB
 
 PAGES = 16 * MiB // 4096
@@ -25,7 +27,7 @@ def _pages(monkeypatch, dirty: int | None, writeback: int = 0) -> None:
 
 
 def _ok(r, reached, path="/nowhere/witnessed.bin"):
-    return check.check_01_witnessed_write(r, path, 16 * MiB, reached)
+    return check_01.check_01_witnessed_write(r, path, 16 * MiB, reached)
 
 
 # --- exercise 01, task 4: witness a write --------------------------------------------------------------
@@ -95,7 +97,7 @@ def test_01_4_no_device_below_the_workspace(monkeypatch):
 # --- exercise 04, task 4: the neighbour's read, judged ----------------------------------------------------
 
 def _neighbour():
-    from iolab.labs import ior_pitfalls as lab
+    from iolab.lessons.l04_ior import pitfalls as lab
     return lab.experiment(lab.runs()["neighbour"], recording=lab.recording("neighbour", "4.0.0", "ext4"),
                           name="neighbour", quiet=True, trace=True)
 
@@ -120,7 +122,7 @@ def test_04_4_the_right_verdict_passes():
     right = measure.judge(e.best("read") * units.MiB, device_bps=e.cache.device_bps,
                           resident_fraction=e.cache.resident_fraction, witness=e.witness,
                           nbytes=e.bytes_moved("read"))
-    assert check.check_04_reorder_verdict(e, right)
+    assert check_04.check_04_reorder_verdict(e, right)
 
 
 @TODAY
@@ -129,7 +131,7 @@ def test_04_4_every_plausible_wrong_verdict_fails_even_with_the_right_label(k):
     e = _neighbour()
     slip, wrong = list(_wrong_verdicts(e))[k]
     with pytest.raises(check.CheckFailed, match=slip):
-        check.check_04_reorder_verdict(e, wrong)
+        check_04.check_04_reorder_verdict(e, wrong)
 
 
 @TODAY
@@ -140,4 +142,4 @@ def test_04_4_a_hand_made_verdict_with_the_right_label_fails():
                           nbytes=e.bytes_moved("read"))
     forged = measure.Verdict(right.label, "because", right.ground)
     with pytest.raises(check.CheckFailed, match="measure.judge"):
-        check.check_04_reorder_verdict(e, forged)
+        check_04.check_04_reorder_verdict(e, forged)

@@ -287,9 +287,10 @@ def parse_object_stat(text: str) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("manifest"), dict):
         raise ParseError(f"{tool}: expected an object with a manifest")
     man = data["manifest"]
-    rec = {"name": _str(data, "name", tool), "size": _int(data, "size", tool),
-           "head_size": _int(man, "head_size", tool), "max_head_size": _int(man, "max_head_size", tool),
-           "obj_size": _int(man, "obj_size", tool)}
+    rec: dict[str, Any] = {
+        "name": _str(data, "name", tool), "size": _int(data, "size", tool),
+        "head_size": _int(man, "head_size", tool), "max_head_size": _int(man, "max_head_size", tool),
+        "obj_size": _int(man, "obj_size", tool)}
     prefix = man.get("prefix")
     if not isinstance(prefix, str):
         raise ParseError(f"{tool}: the manifest's 'prefix' is missing")

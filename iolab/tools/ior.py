@@ -2,8 +2,8 @@
 
 One way through: :class:`Options` -> :func:`run` (mpirun/srun, test files in the workspace, JSON
 summary file) -> :func:`parse` (text or JSON, IOR 3.x and 4.x) -> :func:`to_frame` ->
-``iolab.plot.ior_bandwidth``. Lesson 04's experiments (live or replayed, witnessed, each row with
-the verdict on which layer served it) are in :mod:`iolab.labs.ior_pitfalls`.
+``iolab.lessons.l04_ior.plots.ior_bandwidth``. Lesson 04's experiments (live or replayed, witnessed, each row with
+the verdict on which layer served it) are in :mod:`iolab.lessons.l04_ior.pitfalls`.
 
 What differs between versions, and is handled here:
 

@@ -2,7 +2,7 @@
 
 :class:`Options` -> :func:`run` (mpirun/srun, the test tree inside a private workspace on the
 filesystem being measured, removed afterwards) -> :func:`parse` -> :func:`to_frame` ->
-``iolab.plot.mdtest_rates``.
+``iolab.lessons.l05_mdtest.plots.mdtest_rates``.
 
 What the versions print (all handled by :func:`parse`):
 
