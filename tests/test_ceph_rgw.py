@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -155,6 +157,13 @@ def test_the_gateway_serves_s3_with_its_own_keys_on_a_port_in_no_argv(gateway):
     assert oct(conf.stat().st_mode & 0o777) == "0o600" and f"127.0.0.1:{gateway.port}" in conf.read_text()
     keyring = gateway.cluster.dir / "keyring.client.rgw.a"
     assert oct(keyring.stat().st_mode & 0o777) == "0o600"
+    # no key: anyone on the node reaches the port, but not the buckets (anonymous has none) nor the data
+    with urllib.request.urlopen(ep.url + "/", timeout=30) as r:
+        assert b"test-one" not in r.read()
+    for path in ("/test-one", "/test-one/x"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(ep.url + path, timeout=30)
+        assert e.value.code == 403, (path, e.value.code)
     wrong = type(ep)("s3", ep.url, ep.access_key, "not-the-secret")
     with pytest.raises((PermissionError, OSError)):
         wrong.filesystem().cat("test-one/x")
