@@ -1,6 +1,6 @@
 """Record lesson 09's Slurm part: the workflow's jobs as Slurm jobs on the private 2-node Slurm.
 
-    .venv/bin/python -m recorders.workflows_slurm [--trials 2] [--only grouped,ungrouped,plugin,before]
+    .venv/bin/python -m recorders.workflows_slurm [--trials 2] [--first 1] [--only accounting,grouped,plugin,ungrouped,before]
 
 Needs root (the private Slurm), slurm-wlm and munge, bwa samtools bcftools, snakemake with the lesson's
 executor plugins (``pip install -e '.[workflows]'``) and SeaweedFS (``make setup``). Writes
@@ -105,6 +105,7 @@ def before(ws, ep, cluster) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--first", type=int, default=1, help="the first trial's number (more trials beside earlier ones)")
     ap.add_argument("--only", default="accounting,grouped,plugin,ungrouped,before")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -124,7 +125,7 @@ def main() -> None:
                           "AccountingStorageType=accounting_storage/none")
                 executors = ["cluster-generic"] + (["slurm"] if "plugin" in only else [])
                 if "grouped" in only:
-                    for n in range(1, a.trials + 1):
+                    for n in range(a.first, a.first + a.trials):
                         for ex in executors:
                             one_run(ws, ep, cluster, ex, True, n)
                 if "ungrouped" in only:

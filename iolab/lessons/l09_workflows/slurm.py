@@ -24,7 +24,10 @@ unless an ``srun`` wrapper puts SLURM_CONF back (:func:`srun_wrapper`).
 
 ``snakemake-executor-plugin-cluster-generic`` 1.0.9 submits with the command it is given (``sbatch``)
 and asks the status command it is given (:data:`STATUS_SCRIPT`: ``scontrol show job -o``, which needs
-no database) — no wrapper, no sacct. It is the lesson's executor.
+no database) — no wrapper, no sacct. It is the lesson's executor. Its job scripts carry the store's keys (snakemake
+writes ``export SNAKEMAKE_STORAGE_S3_...=...`` into them): they live in snakemake's ``.snakemake/tmp.*``,
+made by ``tempfile.mkdtemp`` (0700), and sbatch keeps its copy in the controller's state directory
+(root's); no key is on a command line.
 
 Why the result is uploaded more than once (snakemake 9.27.1): a Slurm job runs a nested snakemake in
 remote mode, whose jobs' ``postprocess(store_in_storage=False)`` defer the upload to
