@@ -426,7 +426,7 @@ def _runtime(text: str) -> int | None:
     return ((d * 24 + h) * 60 + mi) * 60 + s
 
 
-def byte_accounting(r: SlurmRun) -> dict[str, int]:
+def byte_accounting(r: SlurmRun) -> dict[str, int | None]:
     """The bytes each side moved, from the logs and the object sizes, beside the store's own counters:
     'fetched by submit host', 'fetched on nodes', 'stored by submit host', 'stored from nodes',
     'store sent', 'store received' (the last two None without counters)."""
@@ -459,14 +459,23 @@ def _job_logs(workdir: Path, executor: str) -> dict[str, str]:
     return out
 
 
-def _queue(slurm_env: dict[str, str]) -> list[str]:
-    r = runner.run(["squeue", "-h", "-o", "%i"], timeout=15, env=slurm_env, check=False)
-    return r.stdout.split() if r.returncode == 0 else []
+def _queue(slurm_env: dict[str, str], workdir: Path) -> list[str]:
+    """This user's jobs still queued or running whose working directory is ``workdir`` (the run's own:
+    on a shared cluster nobody else's job, and none of this user's other jobs, is ever touched)."""
+    r = runner.run(["squeue", "--me", "-h", "-o", "%i %Z"], timeout=15, env=slurm_env, check=False)
+    if r.returncode != 0:
+        return []
+    mine = []
+    for line in r.stdout.splitlines():
+        job, _, where = line.strip().partition(" ")
+        if job and Path(where.strip()) == workdir.resolve():
+            mine.append(job)
+    return mine
 
 
 def _leave_nothing(workdir: Path, slurm_env: dict[str, str], proc: subprocess.Popen[str] | None) -> list[str]:
-    """Cancel every job still queued or running (the private cluster runs only ours), end snakemake's
-    process group, release its locks. Returns the job ids it had to cancel."""
+    """End snakemake's process group, cancel the run's jobs still queued or running, release its
+    locks. Returns the job ids it had to cancel."""
     if proc is not None and proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGINT)           # snakemake cancels its jobs (scancel) and unlocks
@@ -477,7 +486,7 @@ def _leave_nothing(workdir: Path, slurm_env: dict[str, str], proc: subprocess.Po
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
-    left = _queue(slurm_env)
+    left = _queue(slurm_env, workdir)
     if left:
         runner.run(["scancel", *left], timeout=15, env=slurm_env, check=False)
     locks = workdir / ".snakemake" / "locks"
@@ -594,7 +603,7 @@ def leftovers(workdir: str | os.PathLike[str], slurm_env: dict[str, str]) -> dic
     w = Path(workdir) / ".snakemake"
     def names(d: Path) -> list[str]:
         return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
-    return {"jobs": _queue(slurm_env), "locks": names(w / "locks"), "incomplete": names(w / "incomplete")}
+    return {"jobs": _queue(slurm_env, w.parent), "locks": names(w / "locks"), "incomplete": names(w / "incomplete")}
 
 
 # --- the seed's "before": three sbatch jobs chained with afterok ---------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab import recordings, slurm_cluster
+from iolab import recordings, runner, slurm_cluster
 from iolab.errors import ParseError, ToolFailed
 from iolab.lessons.l09_workflows import slurm as s
 
@@ -187,6 +187,11 @@ def test_a_recording_that_is_not_one_is_refused():
 
 # --- live, on the private Slurm -------------------------------------------------------------------
 
+def _queued(cluster) -> list[str]:
+    """Every job the private cluster still holds as pending or running, anybody's."""
+    return runner.run(["squeue", "-h", "-o", "%i"], timeout=15, env=cluster.env).stdout.split()
+
+
 @pytest.fixture(scope="module")
 def cluster():
     reason = slurm_cluster.why_not()
@@ -229,6 +234,7 @@ def test_a_job_that_fails_on_a_node_says_so_and_leaves_nothing(cluster, tmp_path
     said = str(e.value) + (e.value.stderr or "")
     assert "FAILED on n" in said and "about to fail on n" in said and "exit 3" in said
     assert s.leftovers(tmp_path, cluster.env) == {"jobs": [], "locks": [], "incomplete": []}
+    assert _queued(cluster) == []
     assert not (tmp_path / "bad.txt").exists()
 
 
@@ -261,6 +267,7 @@ def test_a_workflow_runs_as_slurm_jobs_without_accounting(cluster, tmp_path):
     assert len(ran_on) == 2 and set(ran_on) <= {"n1", "n2"}
     assert sorted(ran_on) == sorted(df["node"])
     assert s.leftovers(tmp_path, cluster.env) == {"jobs": [], "locks": [], "incomplete": []}
+    assert _queued(cluster) == []
 
 
 
@@ -285,7 +292,7 @@ def test_the_seeds_before_is_three_jobs_chained_with_afterok(cluster, tmp_path):
         assert [j["dependency"] for j in chain.jobs] == ["", f"afterok:{ids[0]}", f"afterok:{ids[1]}"]
         assert all(set(j["nodes"].split(",")) <= {"n1", "n2"} for j in chain.jobs)
         assert (stage / "results" / "all.vcf").read_text().startswith("##fileformat=VCF")
-        assert s.leftovers(stage, cluster.env)["jobs"] == []
+        assert _queued(cluster) == []
         assert os.path.exists(stage / "sorted_reads" / "A.bam.bai")     # the seed's way leaves it all there
 
 
@@ -321,3 +328,15 @@ def test_the_recorded_runs_side_by_side():
     assert set(df[df["executor"] == "cluster-generic"]["PUT"]) == {2}
     assert set(df[df["executor"] == "slurm"]["PUT"]) == {3}
     assert (df["from store"] == df["from store"].iloc[0]).all()
+
+
+@pytest.mark.live
+@pytest.mark.slow
+def test_a_run_cut_short_cancels_its_jobs_and_releases_its_lock(cluster, tmp_path):
+    if shutil.which("snakemake") is None:
+        pytest.skip("snakemake is not installed (the lesson's extra)")
+    (tmp_path / "Snakefile").write_text('rule all:\n    output: "x.txt"\n    shell: "sleep 600; touch {output}"\n')
+    with pytest.raises(s.ToolTimeout, match="cancelled"):
+        s.run(tmp_path, env={}, slurm_env=cluster.env, grouped=False, timeout=25)
+    assert _queued(cluster) == []
+    assert s.leftovers(tmp_path, cluster.env) == {"jobs": [], "locks": [], "incomplete": []}
