@@ -1,6 +1,6 @@
 """Record lesson 09's Slurm part: the workflow's jobs as Slurm jobs on the private 2-node Slurm.
 
-    .venv/bin/python -m recorders.workflows_slurm [--trials 2] [--first 1] [--only accounting,grouped,plugin,ungrouped,before]
+    .venv/bin/python -m recorders.workflows_slurm [--trials 2] [--first 1] [--only accounting,grouped,plugin,nodes,ungrouped,before]
 
 Needs root (the private Slurm), slurm-wlm and munge, bwa samtools bcftools, snakemake with the lesson's
 executor plugins (``pip install -e '.[workflows]'``) and SeaweedFS (``make setup``). Writes
@@ -10,6 +10,8 @@ executor plugins (``pip install -e '.[workflows]'``) and SeaweedFS (``make setup
 * ``<executor>-<grouped|ungrouped>-<n>.json``: one run each (snakemake's log, every Slurm job's output,
   scontrol's line for each ended job, the bucket's object sizes, the store's /metrics before and after),
   the grouped runs of both executors interleaved (cluster-generic, slurm, cluster-generic, slurm ...);
+* ``cluster-generic-grouped-nodes-1.json``: grouped, without a shared filesystem assumed (each job fetches
+  its inputs on its node, the intermediates go through the bucket; their sizes listed while it runs);
 * ``before-chain.json``: the seed's "before" as three sbatch jobs chained with afterok.
 """
 from __future__ import annotations
@@ -57,22 +59,25 @@ def _save(text: str, name: str, argv: list[str], notes: str) -> None:
     print("wrote", path)
 
 
-def one_run(ws, ep, cluster, executor: str, grouped: bool, n: int) -> None:
+def one_run(ws, ep, cluster, executor: str, grouped: bool, n: int, nodes_fetch: bool = False) -> None:
     c = _client(ep)
     c.delete_object(Bucket="training", Key="results/all.vcf")
-    wd = ws.mkdir(f"run-{executor}-{'g' if grouped else 'u'}-{n}")
+    wd = ws.mkdir(f"run-{executor}-{'g' if grouped else 'u'}-{'n' if nodes_fetch else 's'}-{n}")
     shutil.copy(SNAKEFILE, wd / "Snakefile")
     sizes = _sizes(c, "training")
+    extra = l09slurm.no_shared_fs(wd) if nodes_fetch else None
     r = l09slurm.run(wd, env=_store_env(ep), slurm_env=cluster.env, executor=executor, grouped=grouped,
-                     metrics_url=ep.metrics_url, sizes=sizes, timeout=900)
+                     metrics_url=ep.metrics_url, sizes=sizes, timeout=900, extra=extra,
+                     lister=(lambda: _sizes(c, "training")) if nodes_fetch else None)
     r.sizes.update(_sizes(c, "training"))         # the result's size, now that it exists
     left = l09slurm.leftovers(wd, cluster.env)
     acc = l09slurm.byte_accounting(r)
     print(executor, "grouped" if grouped else "ungrouped", n, f"{r.seconds:.1f} s load {r.load}", acc, left)
-    name = f"{executor}-{'grouped' if grouped else 'ungrouped'}-{n}"
+    name = f"{executor}-{'grouped' if grouped else 'ungrouped'}{'-nodes' if nodes_fetch else ''}-{n}"
     _save(r.to_json(), name, r.argv,
           f"lesson 09's workflow on the private 2-node Slurm (nodes n1, n2, 2 CPUs each, no accounting "
-          f"database), {executor} executor, {'grouped per sample' if grouped else 'one Slurm job per rule'}; "
+          f"database), {executor} executor, {'grouped per sample' if grouped else 'one Slurm job per rule'}"
+          f"{', no shared filesystem assumed: each job fetches its inputs on its node' if nodes_fetch else ''}; "
           f"{r.seconds:.1f} s wall at load {r.load[0]:.1f}->{r.load[1]:.1f} (1-min average, 2-core VM shared "
           f"with other work); left afterwards: {left}")
     shutil.rmtree(wd)
@@ -106,7 +111,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--first", type=int, default=1, help="the first trial's number (more trials beside earlier ones)")
-    ap.add_argument("--only", default="accounting,grouped,plugin,ungrouped,before")
+    ap.add_argument("--only", default="accounting,grouped,plugin,nodes,ungrouped,before")
     a = ap.parse_args()
     only = set(a.only.split(","))
     with workspace.Workspace(budget="600MiB") as ws:
@@ -128,6 +133,8 @@ def main() -> None:
                     for n in range(a.first, a.first + a.trials):
                         for ex in executors:
                             one_run(ws, ep, cluster, ex, True, n)
+                if "nodes" in only:
+                    one_run(ws, ep, cluster, "cluster-generic", True, 1, nodes_fetch=True)
                 if "ungrouped" in only:
                     one_run(ws, ep, cluster, "cluster-generic", False, 1)
                 if "before" in only:

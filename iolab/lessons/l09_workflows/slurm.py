@@ -47,6 +47,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,6 +261,16 @@ def argv(executor: str = EXECUTOR, *, grouped: bool = True, jobs: int = 3, statu
     return a
 
 
+def no_shared_fs(workdir: Path, bucket: str = "training", prefix: str = "work") -> list[str]:
+    """snakemake's options for a cluster whose nodes share no filesystem with the submit host: each job
+    fetches its own storage inputs into a node-local prefix (``<workdir>/node-$SLURMD_NODENAME`` here,
+    the fake nodes being one host), and every file that is not a storage file (the BAMs) goes through the
+    bucket under ``s3://<bucket>/<prefix>/`` (the default storage provider), deleted again when temporary."""
+    return ["--shared-fs-usage", "persistence", "software-deployment", "sources", "source-cache",
+            "--default-storage-provider", "s3", "--default-storage-prefix", f"s3://{bucket}/{prefix}",
+            "--remote-job-local-storage-prefix", str(workdir / "node-$SLURMD_NODENAME")]
+
+
 @dataclass
 class SlurmRun:
     """One run of the workflow on Slurm: what it cost and what each job did."""
@@ -321,6 +332,11 @@ class SlurmRun:
     @property
     def jobs(self):
         return jobs_frame(self)
+
+    @property
+    def shared_fs(self) -> bool:
+        """Whether snakemake assumed a filesystem shared by the submit host and the nodes (its default)."""
+        return "--shared-fs-usage" not in self.argv
 
     def puts(self, key: str) -> dict[str, int]:
         """Who uploaded ``key`` how many times, from the logs: {'submit host': n, 'node jobs': m}."""
@@ -500,13 +516,15 @@ def _leave_nothing(workdir: Path, slurm_env: dict[str, str], proc: subprocess.Po
 def run(workdir: str | os.PathLike[str], *, env: dict[str, str], slurm_env: dict[str, str],
         executor: str = EXECUTOR, grouped: bool = True, jobs: int = 3, metrics_url: str = "",
         bucket: str = "training", sizes: dict[str, int] | None = None, timeout: float = 600,
-        extra: list[str] | None = None) -> SlurmRun:
+        extra: list[str] | None = None, lister: Any = None) -> SlurmRun:
     """Run the workflow in ``workdir`` (its Snakefile there) with its jobs as Slurm jobs.
 
     env: the store's variables for snakemake (SNAKEMAKE_STORAGE_S3_*); slurm_env: the cluster's
     (SLURM_CONF, :attr:`iolab.slurm_cluster.SlurmCluster.env`); metrics_url: the store's counters,
     read before and after; sizes: the bucket's object sizes (key -> bytes; the result's is added by
-    the caller once it exists). A job that fails raises ToolFailed naming the job, its node and the
+    the caller once it exists); lister: a function giving {key: bytes} of the bucket, asked every
+    second while the run lasts, for the objects a run without a shared filesystem puts and deletes
+    again (its intermediates: their sizes are gone by the end). A job that fails raises ToolFailed naming the job, its node and the
     tail of its output; a run past ``timeout`` raises ToolTimeout. Either way, and on an interrupt,
     no job is left in the queue, no snakemake is left running and no lock is left in .snakemake.
     """
@@ -524,8 +542,13 @@ def run(workdir: str | os.PathLike[str], *, env: dict[str, str], slurm_env: dict
     if executor == "slurm":
         full["PATH"] = f"{srun_wrapper(workdir)}{os.pathsep}{full.get('PATH', '')}"
         full["IOLAB_PRIVATE_SLURM_CONF"] = slurm_env.get("SLURM_CONF", "")
+    sizes = dict(sizes or {})
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_sizes, args=(lister, sizes, stop), daemon=True) if lister else None
     counters_before = _scrape(metrics_url)
     load0 = os.getloadavg()[0]
+    if watcher:
+        watcher.start()
     t0 = time.perf_counter()
     proc = None
     try:
@@ -540,18 +563,31 @@ def run(workdir: str | os.PathLike[str], *, env: dict[str, str], slurm_env: dict
     except BaseException:
         _leave_nothing(workdir, slurm_env, proc)
         raise
+    finally:
+        stop.set()
+        if watcher:
+            watcher.join(timeout=30)
     seconds = time.perf_counter() - t0
     load1 = os.getloadavg()[0]
     metrics_after = _scrape(metrics_url)
     submitted = list(parse_main_log(err)["submitted"]) if "Building DAG of jobs" in err else []
     r = SlurmRun(a, executor, grouped, proc.returncode, seconds, (load0, load1), err,
-                 _job_logs(workdir, executor), _ended(submitted, slurm_env), dict(sizes or {}), bucket,
+                 _job_logs(workdir, executor), _ended(submitted, slurm_env), sizes, bucket,
                  (counters_before, metrics_after), acc, acc_texts)
     left = _leave_nothing(workdir, slurm_env, None)
     if proc.returncode != 0:
         head, detail = _failure(r, left)
         raise ToolFailed(a, proc.returncode, detail, head)
     return r
+
+
+def _watch_sizes(lister: Any, sizes: dict[str, int], stop: threading.Event) -> None:
+    while not stop.wait(1.0):
+        try:
+            for k, n in lister().items():
+                sizes[k] = max(n, sizes.get(k, 0))
+        except Exception:        # a listing that failed once is asked again in a second
+            continue
 
 
 def _ended(job_ids: list[str], slurm_env: dict[str, str]) -> list[str]:
@@ -827,6 +863,7 @@ def recorded_runs():
         c = r.counters
         j = r.jobs
         rows.append({"executor": r.executor, "grouped": r.grouped, "trial": name.rsplit("-", 1)[-1],
+                     "inputs fetched by": "submit host" if r.shared_fs else "each job, on its node",
                      "slurm jobs": len(j), "wall s": round(r.seconds, 1),
                      "load": f"{r.load[0]:.1f}->{r.load[1]:.1f}",
                      "from store": c.bytes_sent(r.bucket) if c else None,

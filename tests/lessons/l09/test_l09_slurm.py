@@ -325,9 +325,12 @@ def test_the_claims_turn_when_the_numbers_do():
 def test_the_recorded_runs_side_by_side():
     df = s.recorded_runs()
     assert {"cluster-generic", "slurm"} <= set(df["executor"])
-    assert set(df[df["executor"] == "cluster-generic"]["PUT"]) == {2}
-    assert set(df[df["executor"] == "slurm"]["PUT"]) == {3}
-    assert (df["from store"] == df["from store"].iloc[0]).all()
+    shared = df[df["inputs fetched by"] == "submit host"]
+    assert set(shared[shared["executor"] == "cluster-generic"]["PUT"]) == {2}
+    assert set(shared[shared["executor"] == "slurm"]["PUT"]) == {3}
+    assert (shared["from store"] == shared["from store"].iloc[0]).all()
+    on_nodes = df[df["inputs fetched by"] != "submit host"]
+    assert len(on_nodes) >= 1 and (on_nodes["from store"] > shared["from store"].iloc[0]).all()
 
 
 @pytest.mark.live
@@ -340,3 +343,22 @@ def test_a_run_cut_short_cancels_its_jobs_and_releases_its_lock(cluster, tmp_pat
         s.run(tmp_path, env={}, slurm_env=cluster.env, grouped=False, timeout=25)
     assert _queued(cluster) == []
     assert s.leftovers(tmp_path, cluster.env) == {"jobs": [], "locks": [], "incomplete": []}
+
+
+def test_without_a_shared_filesystem_each_job_fetches_on_its_node_and_the_bams_go_through_the_bucket():
+    r = _run("slurm-cluster-generic-grouped-nodes-1")
+    assert not r.shared_fs
+    acc = s.byte_accounting(r)
+    assert acc["fetched by submit host"] == 0 and acc["stored by submit host"] == 0
+    assert acc["fetched on nodes"] == acc["store sent"] > _data_bytes(r)      # the BAMs come back for the call
+    assert acc["stored from nodes"] == acc["store received"]
+    # per sample: its BAM, sorted BAM, index and log; then all.vcf and the call's log
+    assert acc["PUT"] == 3 * 4 + 2
+    assert r.counters.count("DELETE", bucket=r.bucket) == 9                 # the temporary() files, from the bucket
+    df = r.jobs
+    assert (df["fetched_on_node_bytes"] > 0).all()
+    # a second job on a node finds the genome the first fetched there: fetched less than it read
+    groups = df[df["kind"] == "group job"]
+    assert set(groups["node"]) == {"n1", "n2"}
+    for node, jobs in groups.groupby("node"):
+        assert jobs["fetched_on_node_bytes"].sum() <= jobs["inputs_from_storage_bytes"].sum()
