@@ -10,7 +10,7 @@ TOXIPROXY_VERSION := v2.12.0
 PYTEST_NB := --nbval-lax --nbval-current-env --nbval-cell-timeout=120
 LAB_PORT ?= 8888
 
-.PHONY: lab test test-fast test-lesson lint setup system exercises strip check-notebooks html doctor clean
+.PHONY: lab test test-fast test-lesson lint setup system exercises strip check-notebooks html site doctor clean
 
 setup: system $(STAMP)/venv $(STAMP)/kernel $(STAMP)/nbconvert $(STAMP)/gcsfuse $(STAMP)/toxiproxy
 
@@ -21,7 +21,7 @@ $(STAMP)/venv: pyproject.toml
 	@mkdir -p $(STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[lab,objectstore,grading,test]"
+	$(BIN)/python -m pip install -q -e ".[lab,objectstore,workflows,grading,test]"
 	@touch $@
 
 # the course's kernel (IPython without the debugger, whose debugpy port on 127.0.0.1 any user of the
@@ -70,24 +70,28 @@ lab: setup
 	  --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/00-start-here.ipynb \
 	  --IdentityProvider.token=$$token $$root
 
-test: setup
+test: setup $(STAMP)/site
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 \
 	  tests notebooks exercises/solutions $(PYTEST_NB)
 
 # the tests not marked slow, no notebooks: the subset to run while working (a few minutes)
 test-fast: setup
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 -m "not slow" tests
 
-# one lesson: make test-lesson L=03 runs its tests (LESSON_TESTS in tests/conftest.py), notebook and solution
+# one lesson: make test-lesson L=03 runs its tests (the folder tests/lessons/l03/), notebook and solution
 test-lesson: setup
 	@test -n "$(L)" || { echo "which lesson? make test-lesson L=03"; exit 2; }
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 --lesson=$(L) \
-	  tests notebooks/$(L)-*.ipynb exercises/solutions/$(L)-*.ipynb $(PYTEST_NB)
+	@test -d tests/lessons/l$(L) || { echo "no lesson $(L): the lessons are $$(ls tests/lessons | sed -n 's/^l//p' | tr '\n' ' ')"; exit 2; }
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider --timeout=900 \
+	  tests/lessons/l$(L) notebooks/$(L)-*.ipynb exercises/solutions/$(L)-*.ipynb $(PYTEST_NB)
 
 lint: $(STAMP)/venv
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 
 exercises: $(STAMP)/venv
 	$(BIN)/python -m iolab.nbtools exercises
@@ -102,6 +106,16 @@ check-notebooks: $(STAMP)/venv
 # executed without widget state, so every chart, the controls' too, is drawn offline (iolab/nbtools.py)
 html: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m iolab.nbtools html $(if $(L),notebooks/$(L)-*.ipynb) --out build/html
+
+# the whole course as one static site, build/site/index.html, that needs no kernel and no network: every
+# lesson executed in replay mode (from the recordings; cached in build/site-cache, so a second build executes
+# only what changed), the exercises, the instructor notebook, docs/ and the API reference (iolab/site.py)
+$(STAMP)/site: $(STAMP)/venv pyproject.toml
+	$(BIN)/python -m pip install -q -e ".[site]"
+	@touch $@
+
+site: setup $(STAMP)/site
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m iolab.site build
 
 doctor: setup
 	@PATH="$(abspath $(BIN)):$$PATH" $(BIN)/iolab doctor

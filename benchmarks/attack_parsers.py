@@ -57,9 +57,13 @@ if str(ROOT) not in sys.path:
 
 from iolab import fsinfo, pagecache, recordings, slurm, units  # noqa: E402
 from iolab.errors import ParseError  # noqa: E402
-from iolab.labs import darshan_mpiio, page_cache_writes, parallel_fs_ior  # noqa: E402
+from iolab.lessons.l07_darshan import mpiio as darshan_mpiio  # noqa: E402
+from iolab.lessons.l01_page_cache import writes as page_cache_writes
+from iolab.lessons.l08_parallel_fs import ior_runs as parallel_fs_ior
+from iolab.lessons.l08_parallel_fs import rgw as parallel_fs_rgw
+from iolab.lessons.l08_parallel_fs import sections as parallel_fs_sections
 from iolab.objectstore import slowlink  # noqa: E402
-from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, strace  # noqa: E402
+from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, seaweedfs, snakemake, strace  # noqa: E402
 
 OUTCOMES = ("correct", "ParseError", "unjudged", "WRONG", "FOREIGN", "timeout")
 GARBAGE_TOKENS = ("0.", "99.99000:", "-", "nan", "inf", "1e999", "-1", "0x", "x", "", "٣", "1,5", "+",
@@ -176,17 +180,50 @@ def _darshan_view(data: bytes) -> dict:
 
 
 def lesson(name: str) -> Callable[[str], Any]:
-    """A parser of lesson 05's traces: in iolab.tools.mdtest, or in iolab.labs.metadata_strace where the
+    """A parser of lesson 05's traces: in iolab.tools.mdtest, or in iolab.lessons.l05_mdtest.calls where the
     lesson code moves (issues 15, 23). Named mdtest.<name> in the tables either way."""
     f = getattr(mdtest, name, None)
     if f is None:
-        from iolab.labs import metadata_strace
+        from iolab.lessons.l05_mdtest import calls as metadata_strace
         f = getattr(metadata_strace, name)
     return f
 
 
 def _text(ref: str) -> str:
     return recordings.load(ref).text
+
+
+def _rgw_texts(cephs: list[str], *fields: str) -> list[tuple[str, str]]:
+    """The raw outputs kept in lesson 08's gateway document (data/recorded/ceph/rgw.json), by field (a
+    field that is a dict: each of its outputs)."""
+    out = []
+    for ref in (r for r in cephs if r.endswith("/rgw")):
+        placement = json.loads(_text(ref))["placement"]
+        for f in fields:
+            v = placement[f]
+            out += [(f"{ref}:{f}:{k}", t) for k, t in sorted(v.items()) if t] if isinstance(v, dict) else [(f"{ref}:{f}", v)]
+    return out
+
+
+def _rgw_units(d: dict) -> list[str]:
+    """parallel_fs_rgw.parse_rgw: its RADOS objects and reads, one unit each, then its manifest and bucket."""
+    return _records(d["objects"]) + _records(d["reads"]) + [_canon(d["manifest"]), _canon(d["bucket"])]
+
+
+def _section_units(x: Any) -> list[str]:
+    """A lesson 08 section's parse: a frame (one unit per row), or a dict of frames, lists and facts
+    (one unit per row of each, prefixed by its key, and one per other item)."""
+    import pandas as pd
+
+    if isinstance(x, pd.DataFrame):
+        return _records(x)
+    out = []
+    for k, v in x.items():
+        if isinstance(v, (pd.DataFrame, list)):
+            out += [_canon([k, u]) for u in _records(v)]
+        else:
+            out.append(_canon([k, v]))
+    return out
 
 
 def _command_lines() -> list[tuple[str, str]]:
@@ -324,6 +361,20 @@ def _sizes(refs: list[str]) -> list[tuple[str, str]]:
     return [(f"size {v!r}", v) for v in sorted(found)[:40]]
 
 
+def _workflow_texts(refs: list[str], stream: str, marker: str) -> list[tuple[str, str]]:
+    """The Snakemake logs (stderr) or dot texts (stdout) that lesson 09's run records hold, each as
+    Snakemake wrote it."""
+    out = []
+    for ref in refs:
+        if not ref.startswith("workflows/") or recordings.load(ref).path.suffix != ".json":
+            continue
+        for i, step in enumerate(json.loads(_text(ref)).get("steps") or []):
+            t = step.get(stream) or ""
+            if marker in t:
+                out.append((f"{ref} step {i} {stream}", t))
+    return out
+
+
 def _traffic(t: Any) -> list[str]:
     """parse_metrics' Traffic: each direction it counted (0: no line of it yet)."""
     return [_canon([k, v]) for k, v in (("down", t.down), ("up", t.up)) if v]
@@ -425,9 +476,23 @@ def targets() -> list[Target]:
                ordered=False, key='{"osd":{"op_w_in_bytes":'),
         Target("ceph.parse_sessions", ceph.parse_sessions, rec, texts(r for r in cephs if r.endswith("/session-ls")),
                key='[{"id":4164,"state":"'),
-        Target("parallel_fs_ior.parse_ior", parallel_fs_ior.parse_ior, rec,
+        Target("ceph.parse_rados_names", ceph.parse_rados_names, rec, _rgw_texts(cephs, "data_ls", "index_ls"),
+               key=".dir."),
+        Target("ceph.parse_rados_stat", ceph.parse_rados_stat, _whole, _rgw_texts(cephs, "stat"),
+               key="default.rgw.buckets.data/"),
+        Target("ceph.parse_omap_keys", ceph.parse_omap_keys, rec, _rgw_texts(cephs, "omap"), key="data-"),
+        Target("ceph.parse_bucket_stats", ceph.parse_bucket_stats, _whole, _rgw_texts(cephs, "bucket_stats"),
+               key='    "bucket": "'),
+        Target("ceph.parse_object_stat", ceph.parse_object_stat, _whole, _rgw_texts(cephs, "object_stat"),
+               key='    "name": "'),
+        Target("rgw.parse_rgw", parallel_fs_rgw.parse_rgw, _rgw_units,
+               texts(r for r in cephs if r.endswith("/rgw")), key=' "bucket": "'),
+        *[Target(f"sections.parse_{name}", getattr(parallel_fs_sections, f"parse_{name}"), _section_units,
+                 texts(r for r in cephs if r.endswith(f"/{name}")), key='{"trials": [', ordered=False)
+          for name in ("layouts", "caches", "metadata", "coherence", "shared", "replication")],
+        Target("ior_runs.parse_ior", parallel_fs_ior.parse_ior, rec,
                texts(r for r in cephs if r.endswith("/ior")), key='{"block_per_rank": '),
-        Target("parallel_fs_ior.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,
+        Target("ior_runs.parse_cephfs", parallel_fs_ior.parse_cephfs, rec,
                texts(r for r in cephs if r.endswith("/ior-cephfs")), key='{"block_per_rank": '),
         Target("darshan.read_log", _darshan_view, _whole,
                [(r, recordings.load(r).path.read_bytes()) for r in logs], binary=True, special=_darshan_special,
@@ -436,13 +501,20 @@ def targets() -> list[Target]:
                suffix=" 4 3 0"),
         Target("slowlink.parse_metrics", slowlink.parse_metrics, _traffic, _toxiproxy_texts(refs), ordered=False,
                lenient=True, key='toxiproxy_proxy_sent_bytes_total{direction="downstream",proxy="store"} '),
-        Target("page_cache_writes.parse_hdparm", page_cache_writes.parse_hdparm, rec, _hdparm_texts(),
+        Target("writes.parse_hdparm", page_cache_writes.parse_hdparm, rec, _hdparm_texts(),
                key=" Timing cached reads:   ", suffix=" MB in  1.99 seconds = 7244.01 MB/sec"),
         Target("units.parse_size", units.parse_size, _whole, _sizes(refs), cuts=False, key="1",
                suffix="MiB", concat="free"),
-        Target("darshan_mpiio.implementations", darshan_mpiio.implementations, _names, texts(
+        Target("mpiio.implementations", darshan_mpiio.implementations, _names, texts(
             r for r in by_tool["darshan"] if r.endswith("-stderr")), ordered=False, lenient=True,
                key="[vm:1] io:base:file_select: Selected io component ", concat="free"),
+        Target("seaweedfs.parse", seaweedfs.parse, rec,
+               texts(r for r in by_tool["workflows"] if "/metrics-" in r and kind(r) == ".txt"),
+               key='SeaweedFS_s3_request_total{bucket="', suffix='",code="200",type="GET"} 1'),
+        Target("snakemake.parse_log", snakemake.parse_log, rec,
+               _workflow_texts(refs, "stderr", "Building DAG of jobs..."), key="Retrieving from storage: s3://"),
+        Target("snakemake.parse_dot", snakemake.parse_dot, rec, _workflow_texts(refs, "stdout", "digraph "),
+               key='\t0[label = "', suffix='"];'),
         Target("recordings.load", _load_meta, _whole, _metas(refs), special=_meta_special, concat="refuse",
                key='{"argv": ["'),
     ]

@@ -17,7 +17,7 @@ import time
 
 from iolab import workspace
 from iolab.ceph import Cluster
-from iolab.labs import parallel_fs, parallel_fs_ior
+from iolab.lessons.l08_parallel_fs import sections as parallel_fs, ior_runs as parallel_fs_ior
 from iolab.units import format_size
 
 SECTIONS = (parallel_fs.where_bytes_live, parallel_fs.client_caches, parallel_fs_ior.ior_two_clients,

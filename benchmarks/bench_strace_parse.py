@@ -4,7 +4,7 @@ Usage: .venv/bin/python benchmarks/bench_strace_parse.py [--lines 600000] [--rep
                                                          [--vary] [--general] [--iter] [--memory]
 
 Each format is a real recording of the same workloads (data/recorded/strace/format-*, made by
-`python -m recorders.strace --formats`: `strace [-f|-ff] [-t|-tt|-ttt|-r|none] [-T] [-y]`, with -o
+`python -m recorders.l03_strace --formats`: `strace [-f|-ff] [-t|-tt|-ttt|-r|none] [-T] [-y]`, with -o
 and without it, `[pid N]` on stderr), repeated until it has --lines lines and written to a file in a
 private workspace (deleted at the end); the two older -f -tt -T -y mixes (trace-forks-reads: three
 processes reading; trace-threads: threads and a fork, futex/pread64, unfinished/resumed pairs,

@@ -1,99 +1,102 @@
-"""Benchmark: lesson 09's figures side by side. This part: local against Slurm.
+"""Lesson 09's figures side by side: seed 004's manual staging against the Snakemake workflow over S3
+(-c 1 and -c 3), each run repeated, the runs interleaved (before, -c 1, -c 3, before, ...), with what
+the store counted, the scratch high-water mark and the wall time's spread.
 
-Usage: .venv/bin/python benchmarks/bench_workflows.py [--slurm-live N]
+    .venv/bin/python benchmarks/bench_workflows.py [--repeat 3]
+    .venv/bin/python benchmarks/bench_workflows.py --slurm-recorded
 
-Without options it prints the recorded runs (data/recorded/workflows/): the local ``-c 1`` and ``-c 3``
-runs when their recordings are there, and every Slurm run (the private 2-node Slurm, both executors,
-grouped per sample and one job per rule). With ``--slurm-live N`` it first records N more interleaved
-grouped trials of each executor (``recorders.workflows_slurm``: root, Slurm, the lesson's tools).
-For each run: wall seconds with the 1-minute load beside them (they move with it), bytes from and to
-the store and its PUT and GET/HEAD requests (its own counters), and which node ran how many jobs.
-Wall times are compared only by ``explain.beyond`` over the trials (worst against best), never by one
-pair. Not a test: CI does not gate on it.
+Needs what the lesson needs live (make setup). Prints the machine's load before and after: on a
+shared machine the wall times move with it; the bytes, requests and peaks do not.
+
+Local against Slurm: where a private Slurm can start (root, slurm-wlm, munge), the rounds also run the
+workflow as Slurm jobs on a private 2-node Slurm (iolab.slurm_cluster, started for each run),
+grouped per sample, with cluster-generic and with the slurm plugin (its squeue status command), and
+without a shared filesystem (each job fetching its own inputs on its node). ``--slurm-recorded``
+prints the recorded Slurm runs (data/recorded/workflows/slurm-*) side by side instead, running nothing:
+executor, grouping, who fetched the inputs, wall time and load, bytes, PUTs and per-node placement,
+and the interleaved grouped trials of the two executors compared by their spreads.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
-from collections import Counter
-from pathlib import Path
+import os
+import statistics
+import time
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from iolab import explain, slurm_cluster, workspace
+from iolab.lessons.l09_workflows import experiments as ex
+from iolab.lessons.l09_workflows import slurm
+from iolab.lessons.l09_workflows.lab import open_lab
 
-from iolab import explain, recordings  # noqa: E402
-from iolab.lessons.l09_workflows import slurm as l09slurm  # noqa: E402
-
-
-def _local_rows() -> list[dict]:
-    rows = []
-    for ref in recordings.available("workflows"):
-        name = ref.split("/", 1)[1]
-        if not name.startswith("snakemake-c"):
-            continue
-        try:
-            from iolab.lessons.l09_workflows import experiments
-            w = experiments.workflow(None, cores=int(name.removeprefix("snakemake-c").split("-")[0]), recording=name)
-            m = w.moved
-            rows.append({"run": f"local {name}", "wall_s": w.seconds, "load": w.load, "sent": m.sent,
-                         "received": m.received, "PUT": m.puts, "GET": m.gets, "HEAD": m.heads, "nodes": "-"})
-        except Exception as e:          # the local recordings are lesson09's: say why one is not read
-            rows.append({"run": f"local {name}", "note": f"not read here: {e}"})
-    return rows
+WAYS = {
+    "before (stage, 3 chained jobs, copy back)": lambda lab: ex.before(lab),
+    "snakemake -c 1": lambda lab: ex.workflow(lab, cores=1),
+    "snakemake -c 3": lambda lab: ex.workflow(lab, cores=3),
+}
+# local against Slurm (issue 29, section 4): each run starts its own private 2-node Slurm
+SLURM: dict = {} if slurm_cluster.why_not() else {
+    "Slurm, cluster-generic, grouped": lambda lab: slurm.bench_run(lab, executor="cluster-generic"),
+    "Slurm, slurm plugin (squeue), grouped": lambda lab: slurm.bench_run(lab, executor="slurm"),
+    "Slurm, cluster-generic, grouped, no shared fs": lambda lab: slurm.bench_run(lab, nodes_fetch=True),
+}
 
 
-def _slurm_rows() -> list[dict]:
-    rows = []
-    for ref in recordings.available("workflows"):
-        name = ref.split("/", 1)[1]
-        if not name.startswith("slurm-") or name in ("slurm-accounting", "slurm-before-chain"):
-            continue
-        r = l09slurm.SlurmRun.from_json(recordings.load(ref).text)
-        c = r.counters
-        placed = Counter(r.jobs["node"])
-        rows.append({"run": name.removeprefix("slurm-"), "executor": r.executor, "grouped": r.grouped,
-                     "wall_s": r.seconds, "load": f"{r.load[0]:.1f}->{r.load[1]:.1f}",
-                     "sent": c.bytes_sent(r.bucket), "received": c.bytes_received(r.bucket),
-                     "PUT": c.count("PUT", bucket=r.bucket), "GET": c.gets_with_body(r.bucket),
-                     "HEAD": c.heads(r.bucket), "jobs": len(r.jobs),
-                     "nodes": " ".join(f"{n}:{k}" for n, k in sorted(placed.items()))})
-    return rows
+def slurm_recorded() -> None:
+    """The recorded Slurm runs side by side, and the grouped trials of the two executors compared."""
+    import pandas as pd
+
+    pd.set_option("display.width", 200)
+    df = slurm.recorded_runs()
+    print(df.to_string(index=False))
+    shared = df[(df["inputs fetched by"] == "submit host") & df["grouped"]]
+    walls = {e: list(shared[shared["executor"] == e]["wall s"]) for e in slurm.EXECUTORS}
+    rel = explain.beyond("cluster-generic", walls["cluster-generic"], "slurm plugin", walls["slurm"], higher=False,
+                         unit="s")
+    print()
+    explain.expect("cluster-generic finishes sooner than the slurm plugin (grouped, interleaved trials)", rel)
 
 
-def _before_row() -> dict | None:
-    try:
-        doc = json.loads(recordings.load("workflows/slurm-before-chain").text)
-    except FileNotFoundError:
-        return None
-    return {"run": "before: 3 sbatch, afterok", "wall_s": doc["stage_seconds"] + doc["chain_seconds"]
-            + doc["copy_back_seconds"], "load": f"{doc['load']:.1f}", "left_on_scratch": doc["left_on_scratch_bytes"],
-            "nodes": " ".join(f"{j['job']}:{j['nodes']}" for j in doc["jobs"])}
+def spread(xs: list[float]) -> str:
+    return f"median {statistics.median(xs):6.1f} s ({min(xs):.1f}-{max(xs):.1f}, {len(xs)} runs)"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--slurm-live", type=int, default=0, help="record N more interleaved grouped trials first")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--slurm-recorded", action="store_true", help="print the recorded Slurm runs, run nothing")
     a = ap.parse_args()
-    if a.slurm_live:
-        subprocess.run([sys.executable, "-m", "recorders.workflows_slurm", "--trials", str(a.slurm_live),
-                        "--only", "grouped,plugin"], cwd=ROOT, check=True)
-    import pandas as pd
-
-    pd.set_option("display.width", 200)
-    rows = _local_rows() + _slurm_rows()
-    b = _before_row()
-    if b:
-        rows.append(b)
-    print(pd.DataFrame(rows).to_string(index=False))
-    slurm = _slurm_rows()
-    walls = {ex: [r["wall_s"] for r in slurm if r["executor"] == ex and r["grouped"]] for ex in l09slurm.EXECUTORS}
-    rel = explain.beyond("cluster-generic", walls["cluster-generic"], "slurm plugin", walls["slurm"], higher=False,
-                         unit="s")
-    verdict = {True: "cluster-generic is faster beyond the spread", False: "the slurm plugin is faster beyond the spread",
-               None: "too close to call here"}[rel.holds()]
-    print(f"\ngrouped wall, cluster-generic vs slurm plugin: {verdict} ({explain.spread_text(rel)})")
+    if a.slurm_recorded:
+        slurm_recorded()
+        return
+    n = a.repeat
+    ways = {**WAYS, **SLURM}
+    runs: dict[str, list] = {k: [] for k in ways}
+    load0 = os.getloadavg()
+    t0 = time.time()
+    with workspace.Workspace(budget="1GiB") as ws, open_lab(ws) as lab:
+        for i in range(n):
+            for name, fn in ways.items():             # interleaved: one of each, then again
+                runs[name].append(fn(lab))
+    load1 = os.getloadavg()
+    print(f"{n} rounds in {time.time() - t0:.0f} s; load {load0[0]:.2f} -> {load1[0]:.2f} "
+          f"(1-min), {os.cpu_count()} cpus\n")
+    print(f"{'way':<44} {'from store':>12} {'to store':>10} {'GET':>4} {'HEAD':>5} {'req':>5} "
+          f"{'scratch peak':>13} {'left':>11}  wall time")
+    for name, rs in runs.items():
+        r = rs[-1]
+        same = len({x.moved.sent for x in rs}) == 1
+        print(f"{name:<44} {r.moved.sent:>12,} {r.moved.received:>10,} {r.moved.gets:>4} "
+              f"{statistics.median(x.moved.heads for x in rs):>5.0f} {statistics.median(x.moved.requests for x in rs):>5.0f} "
+              f"{statistics.median(x.peak for x in rs) / 1e6:>10.1f} MB {r.left_bytes / 1e6:>8.2f} MB  "
+              f"{spread([x.seconds for x in rs])}{'' if same else '  (bytes differ between runs!)'}")
+    names = list(runs)
+    print()
+    pairs = [(names[1], names[0]), (names[2], names[1])] + ([(names[2], names[3])] if SLURM else [])
+    for a, b in pairs:
+        rel = explain.beyond(a, [x.seconds for x in runs[a]], b, [x.seconds for x in runs[b]], higher=False, unit="s")
+        explain.expect(f"{a} finishes sooner than {b}", rel)
+    if not SLURM:
+        print(f"\nlocal vs Slurm: not measured here ({slurm_cluster.why_not()}); recorded: --slurm-recorded")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ Every missing item says what the course does without it.
 Probing the tools is the slow part (a process per tool, IOR's and mdtest's banners through MPI): the
 probes run at once in threads, and what they found is kept per user in
 ``$XDG_CACHE_HOME/iolab/doctor-tools.json`` (``~/.cache`` by default), keyed by each tool's file
-(path, size, modification time), so a lesson's first cell answers from it while no tool changed.
+(path, size, modification time) and by where it was probed (:func:`context`: the host, the Slurm job,
+step and node, PATH and the MPI settings), so a lesson's first cell answers from it while neither
+changed. A verdict made in one Slurm job (a server of batchspawner's, say) is not shown in another: the
+same IOR that an srun step cannot start runs under mpirun in a job's batch step.
 ``iolab doctor`` and :func:`checks` probe afresh; :func:`summary` uses the cache.
 """
 from __future__ import annotations
@@ -17,12 +20,13 @@ import os
 import re
 import resource
 import shutil
+import socket
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import fsinfo, runner
+from . import fsinfo, recordings, runner
 from .pagecache import parse_meminfo
 from .readahead_probes import read_ahead_kb
 from .tools import darshan, ior, mdtest
@@ -55,6 +59,8 @@ PACKAGES = {
     "gcsfs": "lesson 06 skips fsspec over GCS", "boto3": "lesson 06 cannot create buckets",
     "moto": "lesson 06 uses SeaweedFS or a recording", "nbval": "make test cannot execute notebooks",
     "darshan": "lesson 07 cannot read Darshan logs (PyDarshan)",
+    "snakemake": "lesson 09 replays its recorded workflow runs (pip install -e .[workflows]; Python >= 3.11)",
+    "snakemake-storage-plugin-s3": "lesson 09 replays its recorded workflow runs",
 }
 
 # tool -> (argv that prints its version, what the course does without it); argv None: the version
@@ -78,6 +84,11 @@ TOOLS: dict[str, tuple[list[str] | None, str]] = {
     "s3cmd": (["s3cmd", "--version"], "lesson 06 stages with fsspec instead of s3cmd"),
     "chromium": (["chromium", "--version"], "the browser test of lesson 00 is skipped"),
     "ceph-mon": (["ceph-mon", "--version"], "lesson 08 replays its recorded Ceph cluster"),
+    # bwa has no version flag: its usage (no arguments, exit status 1) names it on a line of its own
+    "bwa": (["bwa"], "lesson 09 replays its recorded workflow runs"),
+    "samtools": (["samtools", "--version"], "lesson 09 replays its recorded workflow runs (wgsim comes with it)"),
+    "bcftools": (["bcftools", "--version"], "lesson 09 replays its recorded workflow runs"),
+    "dot": (["dot", "-V"], "lesson 09 draws its workflow's DAG with plotly alone (it never needs dot)"),
 }
 
 def _first_version_line(text: str) -> str:
@@ -143,6 +154,20 @@ def _identity(path: str) -> list[object]:
     return [os.path.realpath(path), st.st_size, st.st_mtime_ns]
 
 
+# what decides whether a tool runs here, beside its file: the host, the Slurm job, step and node it runs
+# in (an Open MPI singleton inside an srun step aborts without Slurm's PMI; the same build runs in the
+# batch step), the search paths, and the MPI and PMIx settings of the environment
+CONTEXT_VARS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "PATH", "LD_LIBRARY_PATH")
+CONTEXT_PREFIXES = ("OMPI_", "PMIX_", "PRTE_", "I_MPI_", "MPICH_")
+
+
+def context() -> dict[str, str]:
+    """Where the tools are probed: the host and what of the environment changes their verdicts."""
+    ctx = {"host": socket.gethostname()}
+    ctx.update({k: v for k, v in os.environ.items() if k in CONTEXT_VARS or k.startswith(CONTEXT_PREFIXES)})
+    return dict(sorted(ctx.items()))
+
+
 def _load_cache() -> dict[str, dict]:
     try:
         data = json.loads(cache_path().read_text())
@@ -166,9 +191,11 @@ def _save_cache(entries: dict[str, dict]) -> None:
 
 def tool_checks(*, cached: bool = False) -> list[Check]:
     """Every tool's check. The probes run concurrently; ``cached=True`` takes a tool's check from
-    :func:`cache_path` when its file is the one probed then (same path, size and mtime)."""
+    :func:`cache_path` when its file is the one probed then (same path, size and mtime) and it was
+    probed in this :func:`context`."""
     found = {tool: shutil.which(tool) for tool in TOOLS}
     store = _load_cache() if cached else {}
+    here = context()
     out: dict[str, Check] = {}
     todo = {}
     for tool, (argv, without) in TOOLS.items():
@@ -181,7 +208,8 @@ def tool_checks(*, cached: bool = False) -> list[Check]:
             ident = _identity(path)
         except OSError:
             ident = None
-        if hit and ident is not None and hit.get("identity") == ident and hit.get("fallback") == without:
+        if (hit and ident is not None and hit.get("identity") == ident and hit.get("fallback") == without
+                and hit.get("context") == here):
             out[tool] = Check(**{k: hit[k] for k in ("group", "name", "status", "detail", "without")})
         else:
             todo[tool] = (path, argv, without, ident)
@@ -195,7 +223,7 @@ def tool_checks(*, cached: bool = False) -> list[Check]:
         for tool, c in fresh.items():
             ident = todo[tool][3]
             if ident is not None:
-                entries[tool] = {**asdict(c), "identity": ident, "fallback": todo[tool][2]}
+                entries[tool] = {**asdict(c), "identity": ident, "fallback": todo[tool][2], "context": here}
         _save_cache(entries)
     return [out[tool] for tool in TOOLS] + [darshan_check()]
 
@@ -227,7 +255,7 @@ def package_checks() -> list[Check]:
         try:
             out.append(Check("python", pkg, OK, importlib.metadata.version(pkg)))
         except importlib.metadata.PackageNotFoundError:
-            out.append(Check("python", pkg, MISSING, "pip install -e .[lab,objectstore,test]", without))
+            out.append(Check("python", pkg, MISSING, "pip install -e .[lab,objectstore,workflows,test]", without))
     return out
 
 
@@ -338,3 +366,6 @@ def summary(*, skip: tuple[str, ...] = ()) -> None:
     ``iolab doctor`` probes them all again. ``skip``: groups left out (lesson 00 leaves out
     "filesystems", which its learner predicts first)."""
     print(table([c for c in checks(cached=True) if c.group not in skip]))
+    note = recordings.mode_note()
+    if note:
+        print(f"\n{note}")

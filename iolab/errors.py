@@ -53,3 +53,9 @@ class BudgetExceeded(IolabError, OSError):
 
 class OutsideWorkspace(IolabError, ValueError):
     """A path resolves to a place outside the workspace."""
+
+
+class BadValue(IolabError, ValueError, TypeError):
+    """A value given to iolab (a trial's number, a factor, a setting's name) is not one it can use: the
+    message names the value and what was expected. A ValueError and a TypeError as well, so that code
+    catching either of those catches it."""

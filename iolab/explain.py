@@ -8,15 +8,18 @@ is "As predicted: …" or "Not this time: … Why it can happen: …". The relat
 guards it cannot drift apart: a Claim keeps its evidence and can re-check itself
 (:meth:`Claim.consistent`).
 
-Lesson functions (``iolab.labs.*``) return their claims; tests feed them numbers from recordings
+Lesson functions (``iolab.lessons.*``) return their claims; tests feed them numbers from recordings
 of different filesystems and machines and assert that every claim is consistent.
 """
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from .errors import BadValue
 
 AS_PREDICTED = "As predicted:"
 NOT_THIS_TIME = "Not this time:"
@@ -29,13 +32,13 @@ MIN_TRIALS = 3          # fewer trials of a side than this: its spread is not kn
 class Relation:
     """A comparison of measured numbers that can be evaluated again from its evidence."""
 
-    kind: str                       # "greater" | "within" | "true"
-    evidence: Mapping[str, float]
+    kind: str                       # "greater" | "within" | "true" | "beyond" | "alike"
+    evidence: Mapping[str, float]   # NaN: a number that was not measured
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def holds(self) -> bool | None:
         ev = self.evidence
-        if any(v is None or math.isnan(v) for v in ev.values()):
+        if any(math.isnan(v) for v in ev.values()):
             return None
         if self.kind == "greater":
             a, b = ev[self.params["a"]], ev[self.params["b"]]
@@ -60,8 +63,12 @@ class Relation:
             if min(ev["a trials"], ev["b trials"]) < MIN_TRIALS:
                 return None
             low, high = self.ratio_range()
-            by = self.params.get("by", 1.0)
-            return not (low > by or high * by < 1)      # neither beats the other beyond the spreads
+            by = max(self.params.get("by", 1.0), 1.0)
+            if high <= by and low * by >= 1:            # every pair of trials within the factor: shown
+                return True
+            if low > by or high * by < 1:               # every trial of one beats every trial of the other
+                return False
+            return None                                 # overlapping spreads: this run cannot tell
         raise ValueError(f"unknown relation {self.kind!r}")
 
     def ratio_range(self) -> tuple[float, float]:
@@ -79,7 +86,7 @@ class Relation:
         if self.kind not in ("beyond", "alike"):
             return False
         ev = self.evidence
-        return not any(v is None or math.isnan(v) for v in ev.values()) and self.holds() is None
+        return not any(math.isnan(v) for v in ev.values()) and self.holds() is None
 
 
 def greater(a: str, a_value: float | None, b: str, b_value: float | None, *, by: float = 1.0) -> Relation:
@@ -101,6 +108,7 @@ def beyond(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool 
     trials of a side. ``higher``: a larger value is better (a rate); False for seconds.
     The evidence keeps the medians under the names ``a`` and ``b`` (for templates), and each side's
     min, max and number of trials."""
+    by = factor(by)
     av = [float(v) for v in (a_values or ()) if v is not None and not math.isnan(float(v))]
     bv = [float(v) for v in (b_values or ()) if v is not None and not math.isnan(float(v))]
     nan = math.nan
@@ -110,14 +118,23 @@ def beyond(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool 
     return Relation("beyond", ev, {"a": a, "b": b, "by": by, "higher": higher, "unit": unit})
 
 
+def factor(by: Any, what: str = "by") -> float:
+    """``by`` as a float, or :class:`iolab.errors.BadValue` naming it: a factor is a finite number above 0
+    (not a bool, not a string)."""
+    if isinstance(by, bool) or not isinstance(by, numbers.Real) or not math.isfinite(by) or by <= 0:
+        raise BadValue(f"{what}={by!r}: a factor must be a finite number above 0 (2.0: twice; 1.0: merely more)")
+    return float(by)
+
+
 def alike(a: str, a_values, b: str, b_values, *, by: float = 1.0, higher: bool = True,
           unit: str = "") -> Relation:
-    """``a`` and ``b`` "perform alike", by the same rule as :func:`beyond`: it holds when NEITHER side
-    beats the other beyond the spreads (by the factor ``by``), i.e. when ``beyond(a, b)`` and
-    ``beyond(b, a)`` would both be too close to call; it is refuted when one of them would hold (every
-    trial of one side beats every trial of the other). Fewer than :data:`MIN_TRIALS` trials of a side:
-    nothing is called. Overlapping spreads say only that this run cannot tell the two apart: the
-    sentence says so with the spreads (:func:`spread_text`)."""
+    """``a`` and ``b`` "perform alike" (within a factor ``by``), by the same pairs of trials as
+    :func:`beyond`: it is SHOWN only when every trial of each side lies within ``by`` of every trial of
+    the other (the least and the most favourable ratio both within); it is refuted when every trial of
+    one side beats every trial of the other by more than ``by``. Otherwise the spreads overlap, and
+    overlapping spreads say only that this run cannot tell the two apart, which is not a result:
+    "Too close to call here", with the spreads and the widest pair. Fewer than :data:`MIN_TRIALS` trials
+    of a side: nothing is called. ``by`` below 1 is taken as 1 (identical trials only)."""
     r = beyond(a, a_values, b, b_values, by=by, higher=higher, unit=unit)
     return Relation("alike", r.evidence, r.params)
 
@@ -150,14 +167,52 @@ def spread_text(relation: Relation) -> str:
     return f"{side(p['a'], 'a')} against {side(p['b'], 'b')}"
 
 
+def _x(v: float) -> str:
+    """A factor as the sentences print it: 2x, 1.58x, 3.2x."""
+    return f"{v:.3g}x"
+
+
+def _widest(relation: Relation) -> float:
+    """The factor between the two trials, one of each side, that differ most (>= 1)."""
+    low, high = relation.ratio_range()
+    return max(high, 1 / low if low > 0 else math.inf)
+
+
+def why_not_called(relation: Relation) -> str:
+    """Why :func:`beyond` or :func:`alike` calls nothing over trials that are all there, in words that
+    the numbers beside them bear out: too few trials; the spreads overlap; or (beyond with a factor)
+    the ranges do not overlap and what is not shown is the factor the claim asks for."""
+    ev, p = relation.evidence, relation.params
+    if min(ev["a trials"], ev["b trials"]) < MIN_TRIALS:
+        # with too few trials the spreads are unknown, whether or not the ranges seen so far overlap
+        return f"too few trials to know their spreads (fewer than {MIN_TRIALS} trials of a side)"
+    low, high = relation.ratio_range()
+    by = p.get("by", 1.0)
+    if relation.kind == "alike":
+        by = max(by, 1.0)
+        widest = _widest(relation)
+        ask = f"within {_x(by)} of each other" if by > 1 else "the same"
+        return (f"the spreads overlap, so this run cannot tell them apart, and that does not show them alike: "
+                f"'alike' asks every pair of trials to be {ask}, and the widest pair here differs by "
+                f"{_x(widest)}")
+    if low <= 1 <= high:
+        return "the spreads overlap"
+    first, second = (p["a"], p["b"]) if low > 1 else (p["b"], p["a"])
+    return (f"the ranges do not overlap (every trial of {first} beats every trial of {second}), but the claim "
+            f"asks for a factor of {_x(by)} ({p['a']} against {p['b']}) and the pairs of trials give "
+            f"{_x(low)} to {_x(high)}: what is not shown is the factor")
+
+
 def fact(name: str, value: bool | None) -> Relation:
     """A yes/no observation (a page resident, a file opened), kept as evidence."""
-    return Relation("true", {name: None if value is None else float(bool(value))}, {"a": name})
+    return Relation("true", {name: math.nan if value is None else float(bool(value))}, {"a": name})
 
 
-def _num(value: Any) -> float | None:
+def _num(value: Any) -> float:
+    """A measured number as a float; NaN for one not measured (None), as :func:`beyond` keeps a side
+    without trials."""
     if value is None:
-        return None
+        return math.nan
     if isinstance(value, bool):
         return float(value)
     return float(value)
@@ -213,24 +268,24 @@ def expect(predicted: str, relation: Relation, *, yes: str | Callable = "", no: 
 
     A :func:`beyond` relation whose trials overlap gives "Too close to call here: …" with both
     spreads and ``close`` (what would separate them; :data:`SEPARATE` by default), never "As
-    predicted" nor "Not this time". An :func:`alike` relation holds when the spreads overlap; with
-    fewer than :data:`MIN_TRIALS` trials of a side it is too close to call as well.
+    predicted" nor "Not this time"; the sentence says what was not shown (:func:`why_not_called`). An
+    :func:`alike` relation holds only when every pair of trials lies within its factor; overlapping
+    spreads are too close to call, as are fewer than :data:`MIN_TRIALS` trials of a side.
     """
     held = relation.holds()
     ev = relation.evidence
     if held is None and relation.too_close():
-        n = min(ev["a trials"], ev["b trials"])
-        # with too few trials the spreads are unknown, whether or not the ranges seen so far overlap
-        why_not = (f"too few trials to know their spreads (fewer than {MIN_TRIALS} trials of a side)"
-                   if n < MIN_TRIALS else "the spreads overlap")
         text = (f"{TOO_CLOSE} we expected that {predicted}, but {spread_text(relation)}: "
-                f"{why_not}; {close or SEPARATE}.")
+                f"{why_not_called(relation)}; {close or SEPARATE}.")
     elif held is None:
         text = f"{CANNOT_TELL} we expected that {predicted}, but {missing or 'a number it needs was not measured.'}"
     elif held:
         text = f"{AS_PREDICTED} {predicted}" + (f" — {_fill(yes, ev)}" if yes else "")
         if relation.kind in ("beyond", "alike") and not yes:
             text += f" — {spread_text(relation)}"
+        if relation.kind == "alike" and not yes:
+            text = (text.rstrip(".") + f": every pair of trials within {_x(max(relation.params.get('by', 1.0), 1.0))} "
+                    f"of each other (the widest {_x(_widest(relation))})")
         text += "" if text.endswith((".", "!", "?")) else "."
     else:
         text = f"{NOT_THIS_TIME} we expected that {predicted}, but " + (_fill(no, ev) if no else

@@ -61,8 +61,14 @@ def enabled() -> bool:
     return os.environ.get("IOLAB_GUARD", "1").strip().lower() not in ("0", "off", "no", "false")
 
 
+def _pipe() -> int | None:
+    """The write end of the pipe to this process's guard, or None when it has none (never started,
+    or this is a child forked after the start: the guard is its parent's)."""
+    return _fd if _owner == os.getpid() else None
+
+
 def running() -> bool:
-    return _fd is not None and _owner == os.getpid()
+    return _pipe() is not None
 
 
 def pid() -> int | None:
@@ -98,11 +104,12 @@ def ensure() -> bool:
 
 
 def _send(*message: object) -> None:
-    if not running():
+    fd = _pipe()
+    if fd is None:
         return
     line = (json.dumps(message) + "\n").encode()
     try:
-        os.write(_fd, line)       # one write of less than PIPE_BUF bytes: never interleaved
+        os.write(fd, line)       # one write of less than PIPE_BUF bytes: never interleaved
     except OSError:
         pass                      # the guard is gone; the exit handlers still do the work
 

@@ -30,8 +30,9 @@ import mmap
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from . import fsinfo, pagecache, workspace
@@ -64,6 +65,10 @@ class Verdict:
     label: str      # one of LABELS
     reason: str
     ground: str = INFERENCE     # "witness": the kernel's counts decided it; "inference": residency and rate
+    # what judge / judge_write were given (bytes_per_s, device_bps, resident_fraction, nbytes, witness...),
+    # so that an exercise check can compare the numbers, not only the label (issue 32); empty when a
+    # Verdict is made by hand. Not part of equality.
+    given: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.label not in LABELS:
@@ -101,12 +106,14 @@ def judge(bytes_per_s: float, *, device_bps: float | None, resident_fraction: fl
     None when unknown. ``resident_fraction``: the part of the file in the page cache *before* the
     read (0..1), or None when unknown. A rate above ``tolerance`` x the device's cannot come from it.
     """
+    given = dict(bytes_per_s=bytes_per_s, device_bps=device_bps, resident_fraction=resident_fraction,
+                 tolerance=tolerance, witness=witness, nbytes=nbytes)
     inferred = _infer_read(bytes_per_s, device_bps=device_bps, resident_fraction=resident_fraction,
                            tolerance=tolerance)
     if witness is None:
-        return _as_inference(inferred, NOT_WITNESSED)
+        return replace(_as_inference(inferred, NOT_WITNESSED), given=given)
     n = _nbytes(nbytes)
-    return _witnessed_read(witness, n, bytes_per_s, device_bps, tolerance, inferred)
+    return replace(_witnessed_read(witness, n, bytes_per_s, device_bps, tolerance, inferred), given=given)
 
 
 def _nbytes(nbytes: Any) -> int:
@@ -536,6 +543,17 @@ def judge_write(bytes_per_s: float, *, fsync: bool, device_bps: float | None = N
     and writeback pages). Without a witness, or without a block device, the verdict says so and
     infers from ``fsync`` (and ``dirty_growth``, the machine's Dirty, and the rate). ``fstype``: the
     filesystem written to, when known (a memory filesystem has no device for fsync to wait for)."""
+    given = dict(bytes_per_s=bytes_per_s, fsync=fsync, device_bps=device_bps, dirty_growth=dirty_growth,
+                 nbytes=nbytes, witness=witness, cache_after=cache_after, fstype=fstype)
+    return replace(_judge_write(bytes_per_s, fsync=fsync, device_bps=device_bps, dirty_growth=dirty_growth,
+                                nbytes=nbytes, witness=witness, cache_after=cache_after, fstype=fstype),
+                   given=given)
+
+
+def _judge_write(bytes_per_s: float, *, fsync: bool, device_bps: float | None = None,
+                 dirty_growth: int | None = None, nbytes: int | None = None, witness: Witnessed | None = None,
+                 cache_after: CacheStat | None = None, fstype: str = "") -> Verdict:
+    """The body of :func:`judge_write` (which keeps what it was given in the Verdict)."""
     inferred = _infer_write(bytes_per_s, fsync=fsync, device_bps=device_bps, dirty_growth=dirty_growth,
                             nbytes=nbytes, fstype=fstype)
     if witness is None:

@@ -71,9 +71,10 @@ def client(nb, cwd: str | os.PathLike[str], *, timeout: int = CELL_TIMEOUT, kern
                                    resources={"metadata": {"path": str(cwd)}}, **kwargs)
 
 
-def execute(nb, cwd: str | os.PathLike[str], **kwargs: Any):
-    """Execute the notebook node ``nb`` in place in ``cwd`` (see :func:`client`); returns it."""
-    client(nb, cwd, **kwargs).execute()
+def execute(nb, cwd: str | os.PathLike[str], *, env: dict[str, str] | None = None, **kwargs: Any):
+    """Execute the notebook node ``nb`` in place in ``cwd`` (see :func:`client`); returns it. ``env``:
+    the kernel's environment (default: this process's), e.g. with IOLAB_MODE=replay for it alone."""
+    client(nb, cwd, **kwargs).execute(**({"env": env} if env is not None else {}))
     return nb
 
 

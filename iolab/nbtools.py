@@ -13,7 +13,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -192,24 +195,111 @@ def exercise_problems(root: Path | None = None) -> list[str]:
     return found
 
 
-def export_html(notebook: Path, out_dir: Path, *, timeout: int = nbexec.CELL_TIMEOUT) -> Path:
-    """Execute a notebook (in its own directory, in this environment's IOLAB_MODE) and write it as one
-    HTML file that shows every chart without a kernel or the internet.
+# plotly 7's HTML renderer puts this before every chart (``include_mathjax="cdn"``, hard-coded): a request
+# to a CDN that no chart of the course needs (none uses LaTeX), which stalls a page on a network that
+# drops packets. Removed from every executed output (make html, make site).
+MATHJAX_CDN = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"<>]*"></script>')
+#: the executed notebook's own record of how it was made (nb.metadata["iolab"]["executed"])
+EXECUTED = "executed"
 
-    Exported WITHOUT widget state (nbclient stores it in the notebook's metadata by default): with the
+
+def offline_outputs(nb) -> int:
+    """Remove plotly's MathJax CDN ``<script>`` from every ``text/html`` output; returns how many."""
+    removed = 0
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) or []:
+            data = out.get("data") or {}
+            html = data.get("text/html")
+            if html is None:
+                continue
+            html = "".join(html) if isinstance(html, list) else html
+            new, n = MATHJAX_CDN.subn("", html)
+            if n:
+                data["text/html"] = new
+                removed += n
+    return removed
+
+
+def execution_key(notebook: Path, root: Path | None = None) -> str:
+    """What an execution's outputs depend on, as one digest: the notebook's bytes, every file of the
+    iolab package and of data/ (the recordings a replay reads) and the plotly that draws the charts.
+    Any change of one of them is a new key (but of iolab/site.py, which builds the site around the
+    executions and runs in none). (Not the mode: a cache holds the executions of one mode,
+    ``make site``'s replays.)"""
+    import plotly
+
+    root = root or project_root()
+    h = hashlib.sha256()
+    h.update(f"plotly {plotly.__version__}\0".encode())
+    h.update(Path(notebook).read_bytes())
+    for top in ("iolab", "data"):
+        for f in sorted((root / top).rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts and f != root / "iolab" / "site.py":  # the builder
+                h.update(f"\0{f.relative_to(root)}\0".encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def executed(notebook: Path, *, cache: Path | None = None, timeout: int = nbexec.CELL_TIMEOUT,
+             env: dict[str, str] | None = None):
+    """The notebook executed (in its own directory, in this environment's IOLAB_MODE), WITHOUT widget
+    state and with plotly's MathJax CDN tag removed (:func:`offline_outputs`): the one execution
+    behind ``make html`` and ``make site``.
+
+    ``env``: the kernel's environment (default: this process's). With ``cache`` (a directory: one per
+    mode, its executions all made in the same one), an execution is kept there as ``NAME-KEY.ipynb`` (:func:`execution_key`)
+    and taken from there while nothing it depends on changed (the older ones of that notebook are removed).
+
+    Why without widget state (nbclient stores it in the notebook's metadata by default): with the
     state, nbconvert's templates choose each control box's widget view
     (application/vnd.jupyter.widget-view+json), which draws only with the widget libraries fetched from
     a CDN, an empty box offline; without it they fall back to the box's text/html, the chart as first
     drawn (iolab.rendering.add_static_figures, widgets.Explorer). plotly.js is embedded once
     (iolab.setup()'s notebook renderer). The state is dropped after execution, not left unrecorded:
     nbclient 0.11 raises KeyError on an Output widget's output (interact's) when it records none."""
-    import nbconvert
+    import platform
+    import time
+    from datetime import datetime, timezone
+
     import nbformat
 
     notebook = Path(notebook)
+    target = None
+    if cache is not None:
+        key = execution_key(notebook)
+        target = Path(cache) / f"{notebook.stem}-{key}.ipynb"
+        if target.exists():
+            return nbformat.read(target, as_version=4)
     nb = nbformat.read(notebook, as_version=4)
-    nbexec.execute(nb, notebook.resolve().parent, timeout=timeout)
+    started = time.monotonic()
+    nbexec.execute(nb, notebook.resolve().parent, timeout=timeout, env=env)
     nb.metadata.pop("widgets", None)
+    offline_outputs(nb)
+    nb.metadata.setdefault("iolab", {})[EXECUTED] = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "host": f"{os.cpu_count()}-core {platform.machine()} host, Linux {platform.release()}",
+        "seconds": round(time.monotonic() - started, 1),
+        "load": round(os.getloadavg()[0], 1)}
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for old in target.parent.glob(f"{notebook.stem}-*.ipynb"):
+            if old.stem[len(notebook.stem) + 1:].isalnum():
+                old.unlink()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")   # two builds at once
+        with os.fdopen(fd, "w") as f:
+            nbformat.write(nb, f)
+        os.replace(tmp, target)
+    return nb
+
+
+def export_html(notebook: Path, out_dir: Path, *, timeout: int = nbexec.CELL_TIMEOUT,
+                cache: Path | None = None) -> Path:
+    """Execute a notebook (:func:`executed`) and write it as one HTML file that shows every chart
+    without a kernel: DIR/NAME.html."""
+    import nbconvert
+
+    notebook = Path(notebook)
+    nb = executed(notebook, cache=cache, timeout=timeout)
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

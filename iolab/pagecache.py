@@ -130,7 +130,7 @@ def mincore_fd(fd: int, size: int, keep_map: bool) -> tuple[int, np.ndarray | No
     """Resident page count (and the per-page map) of an open file, chunk by chunk."""
     pages = -(-size // PAGE_SIZE)
     out = np.empty(pages, dtype=np.uint8) if keep_map else None
-    scratch = None if keep_map else np.empty(min(pages, _CHUNK // PAGE_SIZE), dtype=np.uint8)
+    scratch = np.empty(0 if keep_map else min(pages, _CHUNK // PAGE_SIZE), dtype=np.uint8)   # (without a map)
     resident = 0
     offset = 0
     while offset < size:

@@ -1,6 +1,6 @@
 """Readahead probes: the instruments lessons 01-03 (and the widgets) measure readahead and small reads
 with; why small reads are slow, and how much the kernel reads for you. Lesson 02's experiments and
-the claims they support are :mod:`iolab.labs.readahead`.
+the claims they support are :mod:`iolab.lessons.l02_readahead.readahead`.
 
 * :func:`read_size_sweep` reads a whole file with unbuffered ``read()`` calls of each size, cold or
   warm, and counts the calls: the cost of a 1-byte read is the system call, not the disk.
@@ -192,6 +192,7 @@ GROWTH_WINDOW_COLUMNS = ["window", "ms", "trigger", "start", "size", "async_size
 def growth_frames(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The parsed trace (:func:`iolab.tools.bpftrace.parse`) as two tables.
 
+    The events are taken in time order (by ``ns``), not in the order bpftrace printed them.
     folios: one row per folio added (ms since the first event, page index, order, pages, and the
     window it belongs to: the last ``window`` event before it, 0 when the trace has none).
     windows: one row per readahead window (what triggered it: the sync miss or the async marker;
@@ -199,6 +200,9 @@ def growth_frames(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     if not records:
         raise ValueError("no trace records")
+    # bpftrace prints each CPU's buffer in turn: on a busy machine its lines are not in time order, so
+    # the events are taken by their timestamps (stable: one CPU's events keep their order)
+    records = sorted(records, key=lambda r: r["ns"])
     t0 = records[0]["ns"]
     folios, windows = [], []
     trigger = ""

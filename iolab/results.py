@@ -30,7 +30,11 @@ In a directory the whole class can write, nobody may speak for someone else:
 * a save never writes more than ``MAX_BYTES`` into the directory (:class:`BudgetExceeded`); when
   ``<user>.json`` was created by someone else, it goes to a private name (``<user>.<random>.json``)
   instead; its lock is used only when it is the user's own regular file, and waited for at most
-  ``LOCK_TIMEOUT`` seconds.
+  ``LOCK_TIMEOUT`` seconds;
+* one member of the class counts once: :func:`load` reads at most ``MAX_FILES_PER_OWNER`` files of
+  each other owner and ``MAX_ROWS_PER_USER`` rows of each user, with one warning per cut (never one
+  per file or row), and :func:`summary` / :func:`outliers` take their centre from each student's own
+  median, so many rows of one student cannot become the class's median.
 """
 from __future__ import annotations
 
@@ -64,6 +68,11 @@ ENV = "IOLAB_RESULTS"
 
 #: the largest results file save writes and load reads (a class's mdtest exercise is about 90 KB)
 MAX_BYTES = 2 * MiB
+# what one member of a class counts for, however many valid files they write into the shared directory:
+# a save writes <user>.json, or <user>.<random>.json when someone else made that name first, so a
+# student has one file or two; and a student's own measurements are a few hundred rows
+MAX_FILES_PER_OWNER = 4
+MAX_ROWS_PER_USER = 5000
 #: how long a save waits for another kernel of the same user to finish its own
 LOCK_TIMEOUT = 30.0
 
@@ -428,16 +437,16 @@ def _rows(doc: dict[str, Any], source: Path, owner: str | None = None) -> list[d
     """The rows of a results file; with owner (a file of another user's), only the measurements that
     say they are owner's, all as owner's."""
     out = []
+    malformed: list[str] = []
+    foreign: list[str] = []
     for i, m in enumerate(doc["measurements"]):
         why = _valid_measurement(m)
         if why:
-            warnings.warn(f"{source.name}: measurement {i} is malformed ({why}); skipped", ResultsWarning,
-                          stacklevel=3)
+            malformed.append(f"measurement {i} ({why})")
             continue
         claimed = m.get("user") or doc.get("user")
         if owner is not None and claimed != owner:
-            warnings.warn(f"{source.name}: measurement {i} says it is {claimed}'s, but the file belongs to "
-                          f"{owner}: nobody may speak for someone else; skipped", ResultsWarning, stacklevel=3)
+            foreign.append(f"measurement {i} says it is {claimed}'s")
             continue
         fs = m.get("filesystem") or {}
         prov = {"user": claimed, "filesystem": fs.get("label") or fs.get("path"),
@@ -453,7 +462,43 @@ def _rows(doc: dict[str, Any], source: Path, owner: str | None = None) -> list[d
             # never over whose it is
             row.update({k: v for k, v in r.items() if not (k in prov and v is None) and k != "user"})
             out.append(row)
+    # one warning per file and kind, however many measurements it holds
+    if malformed:
+        warnings.warn(f"{source.name}: {len(malformed)} malformed measurement(s) skipped, the first: "
+                      f"{malformed[0]}", ResultsWarning, stacklevel=3)
+    if foreign:
+        warnings.warn(f"{source.name}: {len(foreign)} measurement(s) skipped that claim to be someone else's "
+                      f"(the file belongs to {owner}: nobody may speak for someone else), the first: "
+                      f"{foreign[0]}", ResultsWarning, stacklevel=3)
     return out
+
+
+def _capped_files(d: Path) -> list[tuple[Path, os.stat_result]]:
+    """The results files of d to read, with their lstat: every file of the loader's and root's, and at
+    most MAX_FILES_PER_OWNER of each other owner (their own <user>.json first), so that one member of the
+    class cannot outweigh the rest by writing many valid files; one warning per owner cut."""
+    trusted = {0, os.geteuid()}
+    by_owner: dict[int, list[tuple[Path, os.stat_result]]] = {}
+    for p in sorted(d.glob("*.json")):
+        if p.name.startswith("."):
+            continue
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        by_owner.setdefault(st.st_uid, []).append((p, st))
+    keep: list[tuple[Path, os.stat_result]] = []
+    for uid, found in by_owner.items():
+        if uid in trusted or len(found) <= MAX_FILES_PER_OWNER:
+            keep.extend(found)
+            continue
+        name = _owner(uid)
+        found.sort(key=lambda f: (f[0].stem != name, f[0].name))
+        keep.extend(found[:MAX_FILES_PER_OWNER])
+        warnings.warn(f"{name} owns {len(found)} results files here; only {MAX_FILES_PER_OWNER} are read "
+                      f"({', '.join(f[0].name for f in found[:MAX_FILES_PER_OWNER])}): one member of the class "
+                      f"counts once", ResultsWarning, stacklevel=3)
+    return sorted(keep, key=lambda f: f[0].name)
 
 
 def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str] | None = None):
@@ -470,7 +515,9 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
     d = results_dir(directory)
     trusted = {0, os.geteuid()}
     rows: list[dict[str, Any]] = []
-    files = sorted(p for p in d.glob("*.json") if not p.name.startswith(".")) if d.is_dir() else []
+    per_user: dict[Any, int] = {}
+    cut: dict[Any, int] = {}
+    files = [p for p, _st in _capped_files(d)] if d.is_dir() else []
     for p in files:
         try:
             data, st = _read_bounded(p)
@@ -482,8 +529,18 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
         if owner is not None and p.stem != owner and not p.stem.startswith(owner + "."):
             warnings.warn(f"{p.name} belongs to {owner}: a file under someone else's name; only rows of "
                           f"{owner}'s in it are read, as {owner}'s", ResultsWarning, stacklevel=2)
-        got = _rows(doc, p, owner)
-        rows.extend(r for r in got if users is None or r["user"] in users)
+        for r in _rows(doc, p, owner):
+            if users is not None and r["user"] not in users:
+                continue
+            n = per_user.get(r["user"], 0)
+            if n >= MAX_ROWS_PER_USER:
+                cut[r["user"]] = cut.get(r["user"], 0) + 1
+                continue
+            per_user[r["user"]] = n + 1
+            rows.append(r)
+    for user, n in cut.items():
+        warnings.warn(f"{user}: {n} rows beyond the first {MAX_ROWS_PER_USER} were not read (MAX_ROWS_PER_USER: "
+                      f"one member of the class counts once)", ResultsWarning, stacklevel=2)
     if not rows:
         return pd.DataFrame(columns=list(PROVENANCE))
     df = pd.DataFrame(rows)
@@ -493,15 +550,28 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
 
 # --- what a discussion starts from --------------------------------------------------------------
 
+def _per_user(df: Any, value: str, by: Sequence[str]):
+    """Each student's median of value per group: one vote each, however many rows a student saved."""
+    if "user" not in df.columns:
+        return df[[*by, value]]
+    return df.groupby([*by, "user"], dropna=False)[value].median().reset_index()
+
+
 def summary(df: Any, value: str, by: Sequence[str] = ("filesystem",)):
-    """Per group: how many measurements and students, median, min, max and the max/min spread."""
+    """Per group: how many measurements and students, the median, min, max and the max/min spread.
+
+    The median is the median over students of each student's own median: every student counts once,
+    however many rows they saved (a student who saved 50,000 rows does not move it more than one who
+    saved 5). min and max are over all rows."""
     import pandas as pd
 
     if df.empty:
         return pd.DataFrame(columns=[*by, "n", "users", "median", "min", "max", "spread"])
-    g = df.dropna(subset=[value]).groupby(list(by), dropna=False)
-    out = g[value].agg(["count", "median", "min", "max"]).rename(columns={"count": "n"})
+    d = df.dropna(subset=[value])
+    g = d.groupby(list(by), dropna=False)
+    out = g[value].agg(["count", "min", "max"]).rename(columns={"count": "n"})
     out.insert(1, "users", g["user"].nunique() if "user" in df.columns else 1)
+    out.insert(2, "median", _per_user(d, value, by).groupby(list(by), dropna=False)[value].median())
     out["spread"] = out["max"] / out["min"].where(out["min"] > 0)
     return out.reset_index()
 
@@ -522,11 +592,14 @@ def outliers(df: Any, value: str, by: Sequence[str] = ("filesystem",), *, thresh
     parts = []
     for _, g in df.dropna(subset=[value]).groupby(list(by), dropna=False):
         g = g[g[value] > 0]
-        if len(g) < min_group:
-            continue
+        # the centre and its spread from each student's median (one vote each), so that a student who
+        # saved many rows cannot become the class's centre
         logv = np.log10(g[value].astype(float))
-        med = logv.median()
-        mad = (logv - med).abs().median()
+        votes = np.log10(_per_user(g, value, [])[value].astype(float)) if "user" in g.columns else logv
+        if len(votes) < min_group:
+            continue
+        med = votes.median()
+        mad = (votes - med).abs().median()
         if mad == 0:
             continue
         z = 0.6745 * (logv - med) / mad

@@ -50,6 +50,12 @@ INSTALL_HINTS: dict[str, str] = {
     "moto_server": "Install it: `pip install 'moto[server]'` (part of `pip install -e .[objectstore]`).",
     "bpftrace": "Install it: `apt-get install bpftrace` (tracing needs root; lesson 02 replays a recording otherwise).",
     "hdparm": "Install it: `apt-get install hdparm` (needs root to read a device).",
+    **{t: (f"Install it: `apt-get install {'samtools' if t == 'wgsim' else t}` (Debian/Ubuntu; wgsim ships inside "
+           "samtools; `make setup` does it). Lesson 09 replays recorded runs without it.")
+       for t in ("bwa", "samtools", "bcftools", "wgsim")},
+    "dot": "Install Graphviz: `apt-get install graphviz` (lesson 09 draws its workflow's DAG with it).",
+    "snakemake": ("Install it: `pip install -e .[workflows]` (snakemake 9 and its S3 storage plugin; Python >= 3.11; "
+                  "`make setup` does it). Lesson 09 replays recorded runs without it."),
     "darshan": ("The Darshan runtime (libdarshan.so) is in no package registry: `module load darshan` on a "
                 "cluster (or `spack install darshan-runtime`); elsewhere build the source release whose tag matches "
                 "`pip show darshan` (https://github.com/darshan-hpc/darshan) as its documentation says, e.g. "

@@ -213,6 +213,10 @@ def batch_script(steps: Step | Sequence[Step], *, nodes: int | None = None, task
     for s in steps:
         L.append(f"{MANIFEST}{s.name} {json.dumps(s.manifest(), sort_keys=True, default=str)}")
     L.append("")
+    # A job started from inside another job (a notebook server that batchspawner runs as a job) inherits
+    # SLURM_EXPORT_ENV=<names> from it (batchspawner submits with --export=<names>), and srun reads that
+    # variable: every step would get only those names, not what the lines below load and export.
+    L += ["unset SLURM_EXPORT_ENV", ""]
     if modules or setup or env:
         L.append("# --- environment ---")
         L += [f"module load {shlex.quote(m)}" for m in modules]

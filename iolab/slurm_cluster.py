@@ -78,7 +78,7 @@ class SlurmCluster:
     """A private Slurm cluster of ``nodes`` fake nodes (1 → the host's short name, 2 → n1, n2)."""
 
     def __init__(self, nodes: int = 1, *, cpus: int | None = None, base: str | os.PathLike[str] | None = None,
-                 start_timeout: float = 30.0):
+                 start_timeout: float = 30.0, epilog: str | os.PathLike[str] | None = None):
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
         self.nnodes = nodes
@@ -91,6 +91,8 @@ class SlurmCluster:
         self.dir: Path | None = None
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.startup_seconds: float | None = None
+        # a program slurmd runs as root on the node after each job (Epilog=), e.g. iolab.hubslurm's
+        self.epilog = os.fspath(epilog) if epilog is not None else None
 
     # -- paths and environment ------------------------------------------------------------------
     @property
@@ -168,6 +170,7 @@ MinJobAge=600
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
+{f"Epilog={self.epilog}" if self.epilog else "# no Epilog"}
 {nodes}
 PartitionName={self.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """

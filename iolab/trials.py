@@ -22,6 +22,7 @@ again at once, at most ``reruns`` times over the whole run; the disturbed trial 
 from __future__ import annotations
 
 import math
+import numbers
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,21 +31,51 @@ from typing import Any
 import pandas as pd
 
 from . import explain
+from .errors import BadValue
 from .units import MiB
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and type(v).__name__ != "bool_"
+
+
+def value(v: Any, what: str, *, nan: bool = False) -> float:
+    """``v`` as a trial's value, or :class:`iolab.errors.BadValue` naming it and ``what`` it was: a trial
+    is a time, a rate or a count, so a finite number at least 0; never a bool, a string (not even "1.5"
+    or "1e400"), None or infinity. ``nan``: NaN is taken (a trial not measured; the rule leaves it out)."""
+    if not _is_number(v):
+        raise BadValue(f"{what}: {v!r} ({type(v).__name__}) is not a number (a trial is a number: seconds, "
+                       "a rate or a count)")
+    f = float(v)
+    if math.isnan(f) and nan:
+        return f
+    if not math.isfinite(f) or f < 0:
+        raise BadValue(f"{what}: {v!r} is not a trial's value (a time, a rate or a count is finite and at "
+                       "least 0)")
+    return f
+
+
+def _attr(result: Any, name: str, metric: str) -> float:
+    if _is_number(result) or result is None or isinstance(result, (str, bytes, bool)):
+        raise BadValue(f"{metric}({result!r}): give a number or a result with .{name} "
+                       "(a measure.Measurement)")
+    if not hasattr(result, name):
+        raise BadValue(f"{metric}: {type(result).__name__} {result!r:.80} has no .{name}")
+    return value(getattr(result, name), f"{metric}: its .{name}")
 
 
 def seconds(result: Any) -> float:
     """The default metric: a number as it is, else the result's ``seconds``."""
-    if isinstance(result, (int, float)) and not isinstance(result, bool):
-        return float(result)
-    return float(result.seconds)
+    if _is_number(result):
+        return value(result, f"seconds({result!r})")
+    return _attr(result, "seconds", "seconds")
 
 
 def mib_per_s(result: Any) -> float:
     """A measure.Measurement's rate in MiB/s (or a number taken as bytes per second)."""
-    if isinstance(result, (int, float)) and not isinstance(result, bool):
-        return float(result) / MiB
-    return float(result.bytes_per_s) / MiB
+    if _is_number(result):
+        return value(result, f"mib_per_s({result!r})") / MiB
+    return _attr(result, "bytes_per_s", "mib_per_s") / MiB
 
 
 def witness_disturbed(result: Any) -> bool | None:
@@ -71,6 +102,9 @@ class Trials:
         return list(dict.fromkeys(self.frame["setting"]))
 
     def values(self, setting: str) -> list[float]:
+        if setting not in self.settings:
+            raise BadValue(f"no setting {setting!r} in these trials; there are "
+                           + ", ".join(repr(s) for s in self.settings))
         f = self.frame
         return [float(v) for v in f.loc[(f["setting"] == setting) & f["kept"], "value"]]
 
@@ -106,11 +140,11 @@ class Trials:
         interquartile range, over how many trials, and how they ran. Never one number alone."""
         s = self.summary()
         f = self.frame
-        warm = int(f["warmup"].sum()) if "warmup" in f.columns else 0
         how = "interleaved with the other settings" if len(self.settings) > 1 else "in a row"
-        out = {}
+        out: dict[str, str] = {}
         for name, r in s.iterrows():
-            out[name] = (f"median {_num(r['median'])} {self.unit}, range {_num(r['min'])}–{_num(r['max'])} "
+            warm = int(f.loc[f["setting"] == name, "warmup"].astype(bool).sum()) if "warmup" in f.columns else 0
+            out[str(name)] = (f"median {_num(r['median'])} {self.unit}, range {_num(r['min'])}–{_num(r['max'])} "
                          f"(spread {r['spread']:.0%} of the median), quartiles {_num(r['q1'])}–{_num(r['q3'])}, "
                          f"over {r['trials']} trials {how}" + (f", after {warm} warm-up run(s)" if warm else ""))
         return out
@@ -156,10 +190,11 @@ def run(settings: Mapping[str, Callable[[], Any]], *, repeat: int = 5, warmup: i
     :func:`mib_per_s`), ``higher`` says whether larger is better. A trial that ``disturbed`` says was
     disturbed is run again at once, at most ``reruns`` times in all (default: ``repeat``).
     ``between``: called before every trial (e.g. evict a file), outside what is timed."""
-    if len(settings) < 2:
-        raise ValueError("give two settings or more to compare")
-    if repeat < 1 or warmup < 0:
-        raise ValueError("repeat must be at least 1 and warmup at least 0")
+    if not isinstance(settings, Mapping) or len(settings) < 2:
+        raise BadValue(f"give two settings or more to compare, as {{name: function}}; got {settings!r:.120}")
+    for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < least:
+            raise BadValue(f"{what}={n!r}: a whole number at least {least}")
     budget = repeat if reruns is None else reruns
     rows: list[dict[str, Any]] = []
     every: list[Any] = []
@@ -173,8 +208,12 @@ def run(settings: Mapping[str, Callable[[], Any]], *, repeat: int = 5, warmup: i
         result = settings[name]()
         d = disturbed(result)
         row = dict(result.row()) if hasattr(result, "row") else {}
+        try:
+            v = value(metric(result), f"setting {name!r}: the metric of its result {result!r:.80}")
+        except BadValue as e:
+            raise BadValue(f"setting {name!r}: {e}") from None
         row.update(setting=name, position=len(rows) + 1, trial=0 if is_warmup else count[name] + 1,
-                   value=metric(result), warmup=is_warmup, disturbed=d, rerun=rerun, kept=not is_warmup)
+                   value=v, warmup=is_warmup, disturbed=d, rerun=rerun, kept=not is_warmup)
         rows.append(row)
         every.append(result)
         if not is_warmup:
@@ -210,6 +249,9 @@ def from_values(values: Mapping[str, Sequence[float]], *, unit: str = "s", highe
                 notes: Sequence[str] = ()) -> Trials:
     """A :class:`Trials` from numbers measured elsewhere (a recording's repeated runs, a class's
     results), in the order given per setting, interleaved as they would have run; all counted."""
+    values = _per_setting(values, "from_values")
+    values = {name: [value(v, f"from_values: setting {name!r}, trial {i + 1}", nan=True) for i, v in enumerate(vals)]
+              for name, vals in values.items()}
     rows, pos = [], 0
     longest = max((len(v) for v in values.values()), default=0)
     for i in range(longest):
@@ -231,6 +273,7 @@ def from_results(results: Mapping[str, Sequence[Any]], *, metric: Callable[[Any]
     each side), all counted, in the order given per setting, interleaved as :func:`run` would have run
     them; each result's ``row()`` and witness kept as :func:`run` keeps them. One result of a side is
     one trial: the rule of :func:`iolab.explain.beyond` then calls nothing."""
+    results = _per_setting(results, "from_results")
     rows: list[dict[str, Any]] = []
     longest = max((len(v) for v in results.values()), default=0)
     for i in range(longest):
@@ -238,10 +281,27 @@ def from_results(results: Mapping[str, Sequence[Any]], *, metric: Callable[[Any]
             if i < len(res):
                 r = res[i]
                 row = dict(r.row()) if hasattr(r, "row") else {}
-                row.update(setting=name, trial=i + 1, position=len(rows) + 1, value=metric(r), warmup=False,
+                v = value(metric(r), f"from_results: setting {name!r}, result {i + 1}", nan=True)
+                row.update(setting=name, trial=i + 1, position=len(rows) + 1, value=v, warmup=False,
                            disturbed=disturbed(r), rerun=False, kept=True)
                 rows.append(row)
     cols = ["setting", "trial", "position", "value", "warmup", "disturbed", "rerun", "kept"]
     frame = pd.DataFrame(rows, columns=cols + [c for c in (rows[0] if rows else {}) if c not in cols])
     return Trials(frame, unit=unit, higher=higher, results={s: list(v) for s, v in results.items()},
                   notes=list(notes))
+
+
+def _per_setting(given: Any, fn: str) -> dict[str, list[Any]]:
+    """``{setting: [trial, ...]}`` as given to :func:`from_values` / :func:`from_results`, checked: a
+    mapping of one setting or more, each to a list (a string is not a list of trials)."""
+    if not isinstance(given, Mapping):
+        raise BadValue(f"{fn}: give {{setting: [trial, ...]}}, got {given!r:.120}")
+    if not given:
+        raise BadValue(f"{fn}({{}}): no setting given; give {{setting: [trial, ...]}}")
+    out = {}
+    for name, vals in given.items():
+        if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, pd.Series)) and \
+                not hasattr(vals, "__array__"):
+            raise BadValue(f"{fn}: setting {name!r} has {vals!r:.80}, not a list of trials")
+        out[name] = list(vals)
+    return out

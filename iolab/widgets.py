@@ -1,7 +1,10 @@
 """ipywidgets controls that re-run a small measurement and update a plotly FigureWidget."""
 from __future__ import annotations
 from . import plot, readahead_probes, recordings, rendering
-from .labs import first_look, ior_sweeps, syscalls
+from .lessons.l00_start_here import first_look, plots as plots_00
+from .lessons.l03_strace import plots as plots_03, syscalls
+from .lessons.l04_ior import plots as plots_04, sweeps as ior_sweeps
+from .lessons.l06_object_storage import plots as plots_06
 from .tools import ior
 from .units import format_size
 
@@ -42,13 +45,13 @@ def repeat_reads_explorer(ws, sizes_mib=(8, 16, 32, 64, 128), times: int = 4):
     slider = w.SelectionSlider(options=list(sizes_mib), value=sizes_mib[len(sizes_mib) // 2],
                                description="file (MiB)", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.repeat_reads(first_look.repeat_reads(
+    fig = go.FigureWidget(plots_00.repeat_reads(first_look.repeat_reads(
         ws.make_file("explorer.bin", f"{slider.value}MiB"), times)))
 
     def update(change=None):
         path = ws.make_file("explorer.bin", f"{slider.value}MiB")
         frame = first_look.repeat_reads(path, times)
-        new = plot.repeat_reads(frame)
+        new = plots_00.repeat_reads(frame)
         with fig.batch_update():
             for trace, fresh in zip(fig.data, new.data):
                 trace.x, trace.y, trace.customdata = fresh.x, fresh.y, fresh.customdata
@@ -150,7 +153,7 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
     slider = w.SelectionSlider(options=[(_size_label(s), s) for s in sizes], value=4096,
                                description="read size", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.syscall_counts_vs_read_size(
+    fig = go.FigureWidget(plots_03.syscall_counts_vs_read_size(
         pd.DataFrame({"read_size": list(sizes), "calls": [None] * len(sizes)}), file_size=n_file))
 
     def update(change=None):
@@ -176,7 +179,7 @@ def read_calls_explorer(path, sizes=STRACE_READ_SIZES, recording_prefix: str | N
 def ior_sweep_explorer(version: str = "4.0.0"):
     """Pick which IOR parameter to vary (transfer size, tasks, segments) and its value.
 
-    The chart shows the recorded sweep (real runs, see ``iolab.labs.ior_sweeps.sweep_frame``); when IOR and mpirun
+    The chart shows the recorded sweep (real runs, see ``iolab.lessons.l04_ior.sweeps.sweep_frame``); when IOR and mpirun
     are here, choosing a value also runs that point live and adds it (ringed); without them the
     control picks among the recorded runs and says so.
     """
@@ -192,7 +195,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
                                      ("segments", "segments")], value="transfer_size", description="vary")
     value = w.SelectionSlider(options=[0], description="value", continuous_update=False)
     status = w.Label()
-    fig = go.FigureWidget(plot.ior_sweep(ior_sweeps.sweep_slice(recorded, "transfer_size"), "transfer_size",
+    fig = go.FigureWidget(plots_04.ior_sweep(ior_sweeps.sweep_slice(recorded, "transfer_size"), "transfer_size",
                                                 device_mib=device_mib))
     live_points: list = []
 
@@ -205,7 +208,7 @@ def ior_sweep_explorer(version: str = "4.0.0"):
         import pandas as pd
         if extra:
             part = pd.concat([part] + [p["frame"] for p in extra], ignore_index=True)
-        new = plot.ior_sweep(part, by, highlight=highlight, device_mib=device_mib)
+        new = plots_04.ior_sweep(part, by, highlight=highlight, device_mib=device_mib)
         with fig.batch_update():
             fig.data = []
             for trace in new.data:
@@ -261,7 +264,7 @@ def fuse_reads_explorer(df, *, link_mb_per_s: float | None = None):
     fig.add_scatter(x=[], y=[], customdata=[], mode="markers", marker=dict(size=12),
                     hovertemplate="%{y}<br>%{x:,.1f} MB/s<br>%{customdata}<extra></extra>")
     fig.data[0].showlegend = False
-    plot.link_line(fig, link_mb_per_s, vertical=True)          # the dashed cap, named in the legend
+    plots_06.link_line(fig, link_mb_per_s, vertical=True)          # the dashed cap, named in the legend
     lo, hi = max(float(df["mb_per_s"].min()), 1e-3), max(float(df["mb_per_s"].max()), 1e-3)
     ticks = [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
     fig.update_layout(title="One read per client configuration", height=140 + 40 * df["label"].nunique())

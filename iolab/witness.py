@@ -244,11 +244,16 @@ class Witnessed:
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"witness {key} must be a byte count or null, got {v!r}")
             return v
-        notes = d.get("notes") or ()
+        device = d.get("device")
+        if device is not None and not isinstance(device, str):
+            raise ValueError(f"witness device must be a device's name or null, got {device!r}")
+        notes = d.get("notes") or []
         if isinstance(notes, str):
-            notes = (notes,)
-        return cls(count("own_read_bytes"), count("own_write_bytes"), d.get("device"),  # type: ignore[arg-type]
-                   count("device_read_bytes"), count("device_write_bytes"), tuple(str(n) for n in notes))
+            notes = [notes]
+        if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+            raise ValueError(f"witness notes must be a list of sentences, got {notes!r}")
+        return cls(count("own_read_bytes"), count("own_write_bytes"), device,
+                   count("device_read_bytes"), count("device_write_bytes"), tuple(notes))
 
     def __str__(self) -> str:
         parts = []

@@ -248,7 +248,7 @@ def owner_of(name: str, prefixes: tuple[str, ...] = PREFIXES + SCRATCH_PREFIXES)
 
 def ours(parent: str | os.PathLike[str], prefixes: tuple[str, ...] = PREFIXES + SCRATCH_PREFIXES) -> list[Path]:
     """This user's workspace directories of this host directly under parent (hidden ones included)."""
-    found = []
+    found: list[Path] = []
     try:
         entries = list(os.scandir(parent))
     except OSError:

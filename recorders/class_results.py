@@ -38,7 +38,7 @@ from iolab.slurm_cluster import SlurmCluster
 HERE = RECORDED / "class"
 
 from iolab import recordings, results, runner, slurm, workspace
-from iolab.labs import metadata
+from iolab.lessons.l05_mdtest import metadata
 from iolab.tools import mdtest
 from iolab.objectstore import mounts, servers
 

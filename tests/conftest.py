@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
 import os
 import shutil
 import signal
@@ -18,47 +19,62 @@ from iolab import guard, workspace
 
 TESTS = Path(__file__).resolve().parent
 
-# make test-lesson L=NN: a lesson's own tests (its claims, the modules it teaches with); the Makefile
-# adds the lesson's notebook and exercise solution. tests/test_house.py keeps this table whole.
-LESSON_TESTS = {
-    "00": ["test_claims_00.py", "test_fsinfo.py", "test_doctor.py"],
-    "01": ["test_claims_01.py", "test_lessons_01_02.py", "test_pagecache.py", "test_measure.py",
-           "test_measure_witness.py", "test_witness.py", "test_dd.py", "test_fio.py", "test_tools_witness.py"],
-    "02": ["test_claims_02.py", "test_lessons_01_02.py", "test_readahead_probes.py", "test_bpftrace.py"],
-    "03": ["test_claims_03.py", "test_strace.py", "test_syscalls.py"],
-    "04": ["test_claims_04.py", "test_ior.py", "test_ior_pitfalls.py", "test_mpi.py"],
-    "05": ["test_claims_05.py", "test_mdtest.py", "test_metadata.py"],
-    "06": ["test_claims_06.py", "test_objectstore.py", "test_objectstore_isolation.py", "test_objectstore_live.py",
-           "test_objectstore_netns.py"],
-    "07": ["test_claims_07.py", "test_darshan.py", "test_darshan_checks.py", "test_darshan_golden.py",
-           "test_darshan_recordings.py"],
-    "08": ["test_claims_08.py", "test_ceph_live.py", "test_ceph_parsers.py"],
-}
-
-
-def pytest_addoption(parser):
-    parser.addoption("--lesson", metavar="NN", default=None,
-                     help="only lesson NN's test files in tests/ (LESSON_TESTS in tests/conftest.py)")
-
-
-def pytest_configure(config):
-    lesson = config.getoption("--lesson")
-    if lesson is not None and lesson not in LESSON_TESTS:
-        raise pytest.UsageError(f"--lesson {lesson!r}: the lessons are {', '.join(LESSON_TESTS)}")
-
-
-def pytest_ignore_collect(collection_path, config):
-    """With --lesson NN, the test files of tests/ that are not lesson NN's are not even imported."""
-    lesson = config.getoption("--lesson")
-    if lesson and collection_path.parent == TESTS and collection_path.name.startswith("test_"):
-        return collection_path.name not in LESSON_TESTS[lesson]
-    return None
+# make test-lesson L=NN runs tests/lessons/lNN/ (the folder is the index of a lesson's tests), the
+# lesson's notebook and its exercise solution; tests/test_house.py keeps every lesson's folder there.
+LESSONS = TESTS / "lessons"
 
 
 def needs(*tools: str) -> pytest.MarkDecorator:
-    """Skip unless every tool is on PATH, naming the missing ones."""
-    missing = [t for t in tools if shutil.which(t) is None]
-    return pytest.mark.skipif(bool(missing), reason=f"not installed here: {', '.join(missing)}")
+    """Skip unless every tool is here, naming the missing ones: THE rule for a test that needs a tool,
+    a program on PATH or a Python package of PACKAGES (``needs("PyDarshan")``). On a test, a class, a
+    module (``pytestmark = needs(...)``) or a parameter (``pytest.param(..., marks=needs(...))``)."""
+    return pytest.mark.needs(*tools)
+
+
+# the tools that are Python packages, not programs: needs() looks for their module
+PACKAGES = {"PyDarshan": "darshan"}
+
+
+def missing(*tools: str) -> list[str]:
+    """Those of tools that are not here."""
+    return [t for t in tools
+            if (importlib.util.find_spec(PACKAGES[t]) is None if t in PACKAGES else shutil.which(t) is None)]
+
+
+def _needed(item: pytest.Item) -> set[str]:
+    return {t for mark in item.iter_markers("needs") for t in mark.args}
+
+
+_running: list[pytest.Item | None] = [None]     # the test being set up, run or torn down
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _running[0] = item
+    gone = missing(*sorted(_needed(item)))
+    if gone:
+        pytest.skip(f"not installed here: {', '.join(gone)}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pydarshan_only_where_declared() -> Iterator[None]:
+    """The rule's check, in every run where PyDarshan is here: a test (or a fixture it uses) that reads a
+    Darshan log through PyDarshan without needs("PyDarshan") fails, as it would fail, not skip, where
+    PyDarshan is missing (iolab.tools.darshan._ask_reader is the one way to PyDarshan's reader)."""
+    from iolab.tools import darshan
+
+    real = darshan._ask_reader
+
+    def ask(*args, **kwargs):
+        item = _running[0]
+        if item is not None and "PyDarshan" not in _needed(item):
+            pytest.fail(f"{item.nodeid} reads a Darshan log with PyDarshan: mark it needs(\"PyDarshan\") "
+                        "(tests/conftest.py), so that it skips where PyDarshan is not installed", pytrace=False)
+        return real(*args, **kwargs)
+
+    darshan._ask_reader = ask
+    yield
+    darshan._ask_reader = real
 
 
 # IOR and mdtest: the builds of each version at /tmp/ior-<version>/bin (built beside the course, see

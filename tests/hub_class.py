@@ -841,7 +841,9 @@ c.JupyterHub.load_roles = [
      "scopes": ["list:users", "read:users", "read:servers", "admin:servers"]}},
 ]
 c.JupyterHub.services = [{{"name": "iolab-test", "api_token": {service_token!r}}}]
+"""
 
+LOCAL_SPAWNER = """
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [{singleuser!r}]
 c.Spawner.default_url = "/lab"
@@ -882,6 +884,25 @@ c.Spawner.environment = {{
 """
 
 
+# the class on Slurm (docs/jupyterhub.md section 9): the course's one configuration, iolab.hubslurm's
+SLURM_SPAWNER = """
+from iolab import hubslurm
+hubslurm.configure(
+    c, venv={venv!r}, partition={partition!r}, runtime="00:30:00", profiles={profiles!r},
+    prologue={prologue!r},
+    # fake nodes are this host: the server listens on loopback, and the hub reaches it there
+    server_ip="127.0.0.1", exechost="127.0.0.1",
+    environment={{
+        "SLURM_CONF": {slurm_conf!r},
+        "IOLAB_BUDGET": {budget!r},
+        "JUPYTER_PATH": {jupyter_path!r},
+        "PATH": {path!r},
+        "{marker}": {marker_value!r},
+    }},
+    start_timeout={start_timeout!r}, poll_interval=5, dead_job_poll=2)
+"""
+
+
 class HubClass:
     """Students (and an instructor) on a real JupyterHub on 127.0.0.1; a context manager.
 
@@ -891,7 +912,8 @@ class HubClass:
     """
 
     def __init__(self, students: int = 2, *, instructor: bool = True, budget: str = "1GiB",
-                 env: ClassEnv | None = None, fuse: bool = True, log=print):
+                 env: ClassEnv | None = None, fuse: bool = True, log=print, slurm: Any = None,
+                 profiles: dict[str, str] | None = None, prologue: tuple[str, ...] = (), start_timeout: int = 120):
         self.n = students
         self.with_instructor = instructor
         self.budget = budget
@@ -909,6 +931,11 @@ class HubClass:
         self._group_made = False
         self.fuse = fuse
         self._fuse_mode: int | None = None
+        # a running iolab.slurm_cluster.SlurmCluster: each student's server a job (iolab.hubslurm)
+        self.slurm = slurm
+        self.profiles = profiles
+        self.prologue = tuple(prologue)
+        self.start_timeout = start_timeout
 
     # -- paths ------------------------------------------------------------------------------------
     @property
@@ -1049,11 +1076,24 @@ class HubClass:
             singleuser=str(self.env.bin / "jupyterhub-singleuser"), scratch=self.scratch, budget=self.budget,
             jupyter_path=str(self.dir / "jupyter" / "share" / "jupyter"), path=f"{self.env.bin}:{SYSTEM_PATH}",
             marker=MARKER, marker_value=str(self.dir))
+        if self.slurm is None:
+            config += LOCAL_SPAWNER.format(
+                run=str(self.runtime_root), singleuser=str(self.env.bin / "jupyterhub-singleuser"),
+                scratch=self.scratch, budget=self.budget, jupyter_path=str(self.dir / "jupyter" / "share" / "jupyter"),
+                path=f"{self.env.bin}:{SYSTEM_PATH}", marker=MARKER, marker_value=str(self.dir))
+        else:
+            config += SLURM_SPAWNER.format(
+                venv=str(self.env.venv), partition=self.slurm.partition, profiles=self.profiles,
+                prologue=list(self.prologue), slurm_conf=str(self.slurm.conf), budget=self.budget,
+                jupyter_path=str(self.dir / "jupyter" / "share" / "jupyter"), path=f"{self.env.bin}:{SYSTEM_PATH}",
+                marker=MARKER, marker_value=str(self.dir), start_timeout=self.start_timeout)
         (hubdir / "jupyterhub_config.py").write_text(config)
         os.chmod(hubdir / "jupyterhub_config.py", 0o600)
         env = {"PATH": f"{self.env.bin}:/usr/local/sbin:/usr/sbin:/sbin:{SYSTEM_PATH}", "LANG": "C.UTF-8",
                "HOME": str(hubdir), MARKER: str(self.dir),
                "CONFIGPROXY_AUTH_TOKEN": secrets.token_hex(32)}
+        if self.slurm is not None:
+            env["SLURM_CONF"] = str(self.slurm.conf)      # the hub's squeue and scancel inherit it
         if Path("/usr/share/nodejs").is_dir():
             env["NODE_PATH"] = "/usr/share/nodejs"      # Debian's proxy with a node from elsewhere
         log = open(hubdir / "hub.log", "wb")

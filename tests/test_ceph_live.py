@@ -22,7 +22,7 @@ from conftest import is_root, mpi_leftovers_in_tmp, needs
 
 from iolab import BudgetExceeded, IolabError, fsinfo, guard, witness, workspace
 from iolab.ceph import TOOLS, Cluster
-from iolab.labs import parallel_fs_ior
+from iolab.lessons.l08_parallel_fs import ior_runs as parallel_fs_ior
 from iolab.tools import ceph as cephtools
 
 pytestmark = [pytest.mark.live, needs(*TOOLS, "setfattr", "getfattr", "fusermount3")]

@@ -7,17 +7,20 @@ import signal
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from conftest import needs
 
 from iolab import ParseError, recordings
-from iolab.labs import darshan as lab, darshan_mpiio as mpiio
-from iolab.labs.syscalls import expected_reads
+from iolab.lessons.l07_darshan import profile as lab, mpiio
+from iolab.lessons.l03_strace.syscalls import expected_reads
 from iolab.tools import darshan
 
 RUNTIME = darshan.find_runtime(refresh=True)
 needs_runtime = pytest.mark.skipif(RUNTIME is None, reason="no Darshan runtime here (libdarshan.so: module load "
                                    "darshan, DARSHAN_RUNTIME, or a build at /tmp/darshan-<PyDarshan's version>)")
+reads_logs = needs("PyDarshan")
 
 
 def _log(name: str):
@@ -26,6 +29,7 @@ def _log(name: str):
 
 # --- reading --------------------------------------------------------------------------------------
 
+@reads_logs
 def test_a_recorded_log_reads_into_frames():
     log = darshan.read_log(_log("readloop-4k-16mib-ext4"))
     assert log.job["nprocs"] == 1 and log.job["lib_ver"] == "3.5.0" and log.job["log_ver"] == "3.41"
@@ -38,6 +42,7 @@ def test_a_recorded_log_reads_into_frames():
     assert darshan.counter(log, "POSIX_READS", file=data["file"]) == 4097
 
 
+@reads_logs
 def test_dxt_segments_and_mpiio_counters():
     log = darshan.read_log(_log("ior-posix-F-dxt-ext4"))
     seg = darshan.dxt_segments(log)
@@ -57,6 +62,7 @@ def test_buckets_are_darshans(size, label):
     assert darshan.bucket_of(size) == label
 
 
+@reads_logs
 def test_a_log_the_reader_refuses_is_a_parse_error_naming_it():
     path = _log("refused-newline-argv")
     with pytest.raises(ParseError) as e:
@@ -80,6 +86,7 @@ def _without_job_region(src, dst):
     return dst
 
 
+@reads_logs
 def test_a_log_with_an_empty_job_region_is_a_parse_error_not_an_abort(tmp_path):
     bad = _without_job_region(_log("dd-1m-16mib-tmpfs"), tmp_path / "nojob.darshan")
     assert darshan.check_header(bad).regions["job"][1] == 0            # the header check cannot see it
@@ -92,6 +99,7 @@ def test_a_log_with_an_empty_job_region_is_a_parse_error_not_an_abort(tmp_path):
     assert darshan.read_log(_log("dd-1m-16mib-tmpfs")).job["nprocs"] == 1     # the reader goes on
 
 
+@reads_logs
 def test_the_reader_stops_at_its_time_and_memory_limits():
     path = _log("both-read-4k-ext4")
     with pytest.raises(ParseError, match="did not finish reading the Darshan log .* in 0 s"):
@@ -216,6 +224,7 @@ def test_run_refuses_a_command_line_with_a_newline(tmp_path):
 
 @pytest.mark.live
 @needs_runtime
+@reads_logs
 def test_live_read_loop_under_darshan(ws):
     data = ws.make_file("data.bin", 100_000)
     p = lab.profile_read_loop(data, 4096, recording="readloop-4k-16mib", ws=ws, quiet=True)
@@ -226,6 +235,7 @@ def test_live_read_loop_under_darshan(ws):
 
 @pytest.mark.live
 @needs_runtime
+@reads_logs
 @pytest.mark.skipif(shutil.which("strace") is None, reason="not installed here: strace")
 def test_live_strace_and_darshan_count_the_same_reads(ws):
     data = ws.make_file("data.bin", "1MiB")
@@ -240,6 +250,7 @@ def test_live_strace_and_darshan_count_the_same_reads(ws):
 
 @pytest.mark.live
 @needs_runtime
+@reads_logs
 def test_live_read_loop_in_dev_shm_is_recorded():
     # /dev/shm lies under /dev/, which Darshan skips by default: the lesson's env keeps it
     from iolab import workspace
@@ -252,6 +263,7 @@ def test_live_read_loop_in_dev_shm_is_recorded():
 
 @pytest.mark.live
 @needs_runtime
+@reads_logs
 def test_live_independent_and_collective_write_counts(ws, ior_on_path):
     ior_on_path("4.0.0", mpirun=True, or_on_path=True)
     cases = [c for c in mpiio.CASES if c.name in ("independent", "collective")]
@@ -260,3 +272,39 @@ def test_live_independent_and_collective_write_counts(ws, ior_on_path):
     n = df.set_index("case")["posix_writes"]
     assert n["independent"] == mpiio.MPIIO_TASKS * mpiio.MPIIO.segments
     assert n["collective"] < n["independent"]
+
+
+# --- formats 3.10 and 3.21 (Darshan 3.1-3.3 runtimes, still common on sites) -------------------------
+
+def _example_logs() -> list[Path]:
+    """PyDarshan's own example logs (formats 3.10 and 3.21), from the installed package."""
+    examples = pytest.importorskip("darshan.examples")
+    logs = sorted(Path(examples.__file__).parent.glob("example_logs/*.darshan"))
+    if not logs:
+        pytest.skip("this PyDarshan ships no example logs")
+    return logs
+
+
+@reads_logs
+def test_older_formats_are_read_not_called_damaged():
+    # issue 32: every 3.10 and 3.21 log was refused as "damaged" (their header's maps start at byte 24)
+    logs = _example_logs()
+    formats = {}
+    for p in logs:
+        h = darshan.check_header(p)
+        formats.setdefault(h.format, []).append(p.name)
+        assert "job" in h.regions and "names" in h.regions and h.partial is False, (p.name, h)
+    assert {"3.10", "3.21"} <= set(formats), formats
+    log = darshan.read_log(next(p for p in logs if p.name == "example.darshan"))
+    assert log.job["log_ver"] == "3.10" and log.job["nprocs"] == 2048 and "MPI-IO" in log.modules
+
+
+def test_a_changed_byte_in_an_older_format_is_still_found(tmp_path):
+    p = next(p for p in _example_logs() if darshan.check_header(p).format == "3.21")
+    data = bytearray(p.read_bytes())
+    o, n = darshan.check_header(p).regions["names"]
+    data[o + n // 2] ^= 0xFF
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ParseError, match="damaged: its names region"):
+        darshan.check_header(bad)

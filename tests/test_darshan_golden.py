@@ -11,9 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 from iolab import recordings
 from iolab.tools import darshan
+
+pytestmark = needs("PyDarshan")
 from test_golden import _same
 
 FRAMES = Path(__file__).parent / "golden" / "darshan" / "frames"

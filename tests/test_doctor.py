@@ -91,6 +91,54 @@ def test_summary_answers_from_the_cache_while_no_tool_changed(monkeypatch, tmp_p
     assert len(probed) == 3
 
 
+def test_a_verdict_made_in_one_job_is_not_shown_in_another(monkeypatch, tmp_path):
+    """The cache is keyed by where the tool was probed too: a Slurm job, its step and node, PATH and the MPI
+    settings change whether IOR runs (an Open MPI singleton in an srun step aborts; in the batch step of
+    the next job the same build runs), with the same tool file."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tool = tmp_path / "bin" / "fake-tool"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho \"fake-tool 1.0 in job ${SLURM_JOB_ID:-none}\"\n")
+    tool.chmod(0o755)
+    path = f"{tool.parent}:{os.environ['PATH']}"
+    monkeypatch.setenv("PATH", path)
+    for k in ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "OMPI_MCA_btl"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(doctor, "TOOLS", {"fake-tool": (["fake-tool", "--version"], "the lesson replays")})
+    real, probed = doctor.runner.run, []
+
+    def counting(argv, **kw):
+        probed.append(argv[0])
+        return real(argv, **kw)
+    monkeypatch.setattr(doctor.runner, "run", counting)
+
+    def detail() -> str:
+        return doctor.tool_checks(cached=True)[0].detail
+
+    monkeypatch.setenv("SLURM_JOB_ID", "3")
+    monkeypatch.setenv("SLURM_STEP_ID", "0")
+    assert detail() == "fake-tool 1.0 in job 3" and len(probed) == 1
+    assert detail() == "fake-tool 1.0 in job 3" and len(probed) == 1          # same job and step: cached
+    monkeypatch.delenv("SLURM_STEP_ID")                                        # the batch step of job 3
+    assert detail() == "fake-tool 1.0 in job 3" and len(probed) == 2
+    monkeypatch.setenv("SLURM_JOB_ID", "4")                                    # the next job
+    assert detail() == "fake-tool 1.0 in job 4" and len(probed) == 3
+    monkeypatch.setenv("SLURMD_NODENAME", "n2")                                # another node
+    detail()
+    assert len(probed) == 4
+    monkeypatch.setenv("OMPI_MCA_btl", "self,tcp")                             # other MPI settings
+    detail()
+    assert len(probed) == 5
+    empty = tmp_path / "modules"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", f"{empty}:{path}")                             # a module loaded
+    detail()
+    assert len(probed) == 6
+    detail()
+    assert len(probed) == 6                                                    # nothing changed: cached
+    assert doctor.context()["SLURM_JOB_ID"] == "4" and "host" in doctor.context()
+
+
 def test_doctor_tells_what_lesson_08_needs(monkeypatch):
     from iolab import doctor, runner
     assert "lesson 08" in doctor.TOOLS["ceph-mon"][1]

@@ -107,3 +107,15 @@ def test_live_run_parses(ws):
     (rec,) = fio.parse(r.stdout)
     assert rec["direction"] == "write" and rec["io_bytes"] == 2**20 and rec["total_ios"] == 256
     assert r.tool_version and r.tool_version.startswith("fio-")
+
+
+def test_json_then_the_normal_report_is_read_and_a_second_document_is_not():
+    # issue 32: fio's own --output-format=json,normal was refused as "cut short"
+    text = recordings.load("fio/json-normal-write").text
+    assert "Run status group 0" in text.split("\n}\n", 1)[1]          # the normal report after the JSON
+    rows = fio.parse(text)
+    assert len(rows) == 1 and rows[0]["io_bytes"] == 4 * 1024 * 1024 and rows[0]["total_ios"] == 64
+    doc = text[text.index("{"):text.index("\n}\n") + 3]
+    with pytest.raises(ParseError, match="second JSON document") as e:
+        fio.parse(doc + doc)
+    assert e.value.line == "{"

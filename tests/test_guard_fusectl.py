@@ -76,6 +76,16 @@ def _wchan(pid: int) -> str:
         return ""
 
 
+def _all_stopped(pid: int) -> bool:
+    """Every thread of pid in the stopped state ('T' in /proc/PID/task/TID/stat)."""
+    try:
+        states = [Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for tid in os.listdir(f"/proc/{pid}/task")]
+    except (OSError, IndexError):
+        return False
+    return bool(states) and all(s in ("T", "t") for s in states)
+
+
 def _stopped_mount_removed(base: str, relative: bool, reader_wait: float = 30) -> dict:
     """In base: back/ (two files), ws/mnt an rclone mount of back/. Stop the daemon while a reader waits on
     a file it never looked up; then guard.remove_tree(ws). What happened, as a JSON-able dict."""
@@ -102,6 +112,11 @@ def _stopped_mount_removed(base: str, relative: bool, reader_wait: float = 30) -
         seen["served"] = (mnt / "keep.txt").read_text()
         seen["found"] = guard.fuse_daemons(str(mnt))
         os.kill(daemon.pid, signal.SIGSTOP)
+        # a signal reaches a process's threads one by one: on a busy machine a thread of rclone still
+        # running could answer the reader, which then ends before the test begins; wait until every
+        # thread is stopped
+        if not wait_until(lambda: _all_stopped(daemon.pid), 30):
+            return {**seen, "error": "rclone's threads did not all stop within 30 s of SIGSTOP"}
         reader = subprocess.Popen(["cat", str(mnt / "unseen.txt")], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
         seen["blocked"] = wait_until(lambda: _wchan(reader.pid) == "request_wait_answer", 30)

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from iolab import recordings
-from iolab.labs import darshan as lab07
-from iolab.labs import readahead as lab02
-from iolab.labs import syscalls as lab03
+from iolab.lessons.l07_darshan import profile as lab07
+from iolab.lessons.l02_readahead import readahead as lab02
+from iolab.lessons.l03_strace import syscalls as lab03
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "iolab"
@@ -155,7 +155,9 @@ def test_strace_of_a_learners_command_goes_through_the_door(monkeypatch, tmp_pat
 
 # --- one result shape ----------------------------------------------------------------------------------
 
-LESSON_MODULES = sorted(PACKAGE.glob("labs/*.py"))
+# a lesson's experiment modules: every module of iolab/lessons/<lesson>/ but its charts and checks
+LESSON_MODULES = sorted(p for p in PACKAGE.glob("lessons/*/*.py")
+                        if p.stem not in ("__init__", "plots", "check") and not p.stem.startswith("_"))
 # lesson modules that still hand results back in bags: none left (keep the set for one that must wait)
 BAG_EXCEPTIONS: set[str] = set()
 # functions and notebooks that may still read or write a bag: none left (lesson 04's cache_runs gives
@@ -250,7 +252,7 @@ def test_notebooks_and_solutions_read_no_bags():
 # claim) and takes show= (keyword); a lesson function names the recording it replays `recording`, the
 # one it makes `save_as`; one public name means one thing across the lesson modules.
 
-LABS = sorted(PACKAGE.glob("labs/*.py"))
+LABS = LESSON_MODULES
 RECORDING_SPELLINGS = {"recording", "save_as"}
 # claim functions not yet renamed to <what>_claims: none left (issue 23, 3: lessons 00-08 are); keep the
 # dict for a lesson that must wait. The test fails when one listed conforms (drop it) or a new one does not.
@@ -264,7 +266,7 @@ def lesson_functions(paths: list[Path] = LABS) -> list[tuple[str, ast.FunctionDe
     for path in paths:
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
-                out.append((path.stem, node))
+                out.append((f"{path.parent.name}.{path.stem}", node))
     return out
 
 
@@ -301,15 +303,25 @@ def test_the_recording_parameter_has_one_spelling():
                                      f"fixed since (drop them): {sorted(NOT_YET_RECORDING - off)}"
 
 
+# one name that still means two things: lesson 09 came under this rule with issue 31 (iolab/lessons/*/),
+# its lab.start gives a Lab where lesson 08's sections.start gives a Cluster; the test fails when it is
+# renamed (drop it here) or when another name joins it
+NOT_YET_ONE_THING: set[str] = {"start"}
+
+
 def test_one_public_name_means_one_thing_across_lessons():
     seen: dict[str, set[str]] = {}
     where: dict[str, list[str]] = {}
     for m, fn in lesson_functions():
-        seen.setdefault(fn.name, set()).add(ast.unparse(fn.returns) if fn.returns else "?")
+        # explain.Claim and Claim are one type, however a module imports it
+        seen.setdefault(fn.name, set()).add(re.sub(r"\bexplain\.", "", ast.unparse(fn.returns)) if fn.returns else "?")
         where.setdefault(fn.name, []).append(m)
     # the same name in two lessons must return the same kind of thing (record, start, overhead...)
     todo = set().union(*NOT_YET_CLAIMS.values())     # bare claim names (spread, sweep...) clash until renamed
     clash = {n: (where[n], sorted(r)) for n, r in seen.items() if len(where[n]) > 1 and len(r) > 1 and n not in todo}
-    assert not clash, f"one name, different things, in several lesson modules: {clash}"
+    assert set(clash) == NOT_YET_ONE_THING, (
+        f"one name, different things, in several lesson modules: "
+        f"{ {n: c for n, c in clash.items() if n not in NOT_YET_ONE_THING} }; "
+        f"one thing since (drop them from NOT_YET_ONE_THING): {sorted(NOT_YET_ONE_THING - set(clash))}")
     assert "block_device" not in where, "block_device is iolab.witness's (a /sys/class/block Path): name a lesson's " \
                                         "own by what it returns (device_name, device_path)"

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from iolab.labs import parallel_fs
+from iolab.lessons.l08_parallel_fs import sections as parallel_fs
 
 from hub_class import (ROOT, SYSTEM_PATH, CellRun, HubClass, NotebookRun, Sampler, Student, _cmdline, _listening,
                        _listening_uids, _pids, _socket_inodes, _uid_of, code_cells, processes_of, together, why_not)

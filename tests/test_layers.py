@@ -1,5 +1,5 @@
 """The package's layers (issue 15): a tool module wraps its tool and nothing more, lessons live in
-iolab/labs (lesson 06 too: iolab/objectstore is its servers, links and mounts), and what a notebook
+iolab/lessons, one package each (lesson 06 too: iolab/objectstore is its servers, links and mounts), and what a notebook
 calls is public."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ TOOLS_MAY_IMPORT = {"runner", "mpi", "workspace", "units", "errors", "safeio", "
 
 def iolab_imports(path: Path) -> set[str]:
     """The iolab modules a file imports, anywhere in it (inside functions too), as dotted names
-    below iolab ("runner", "tools.strace", "labs.metadata")."""
+    below iolab ("runner", "tools.strace", "lessons.l05_mdtest.metadata")."""
     package = path.relative_to(PACKAGE).parent.parts
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -88,7 +88,7 @@ def _modules() -> dict[str, Path]:
 
 @pytest.mark.slow
 def test_no_import_circle_among_iolab_modules():
-    # a package's __init__ is the package name ("tools", "labs"); "" is iolab's own __init__
+    # a package's __init__ is the package name ("tools", "lessons.l04_ior"); "" is iolab's own __init__
     modules = _modules()
     graph = {name: {m for m in iolab_imports(path) if m in modules and m != name} for name, path in modules.items()}
     circles, state = [], {}
@@ -130,7 +130,9 @@ def test_developers_md_lists_every_module():
         folder = str(path.parent.relative_to(ROOT)) + "/"
         if rel in layout or (path.name == "__init__.py" and folder in layout):
             continue
-        if path.parent.name in ("labs", "tools") and f"{folder}<" in layout:     # iolab/labs/<topic>.py
+        if path.parent.name == "tools" and f"{folder}<" in layout:     # iolab/tools/<tool>.py
+            continue
+        if path.parent.parent.name == "lessons" and "iolab/lessons/lNN_topic/" in layout:   # the folders are the index
             continue
         if path.parent.name == "objectstore" and (path.stem in layout and "iolab/objectstore/" in layout):
             continue
@@ -139,15 +141,46 @@ def test_developers_md_lists_every_module():
 
 
 def test_objectstore_is_servers_links_and_mounts_not_a_lesson():
-    """Issue 23: lesson 06's experiments and claims live in iolab/labs (object_storage, object_reads,
-    object_transfers); iolab/objectstore only starts, links, mounts and counts: none of its modules
+    """Issue 23: lesson 06's experiments and claims live in iolab/lessons/l06_object_storage (stores, reads,
+    transfers); iolab/objectstore only starts, links, mounts and counts: none of its modules
     words a claim, replays a recording or imports a lesson."""
     wrong = {}
     for path in sorted((PACKAGE / "objectstore").glob("*.py")):
-        bad = {m for m in iolab_imports(path) if m.split(".")[0] in ("explain", "recordings", "labs", "trials")}
+        bad = {m for m in iolab_imports(path) if m.split(".")[0] in ("explain", "recordings", "lessons", "trials")}
         claims = [n.name for n in ast.parse(path.read_text()).body
                   if isinstance(n, ast.FunctionDef) and re.search(r"_claims?$", n.name)]
         if bad or claims:
             wrong[path.name] = sorted(bad) + claims
     assert not wrong, f"lesson code in iolab/objectstore: {wrong}"
-    assert {"object_storage", "object_reads", "object_transfers"} <= {p.stem for p in (PACKAGE / "labs").glob("*.py")}
+    assert {"stores", "reads", "transfers"} <= {p.stem for p in (PACKAGE / "lessons" / "l06_object_storage").glob("*.py")}
+
+
+# what above the lessons may import them: the widgets (each drives one lesson's experiment and chart)
+ABOVE_THE_LESSONS = {"widgets"}
+
+
+def test_nothing_below_the_lessons_imports_one():
+    """iolab/plot.py and iolab/check.py keep what every lesson shares: no module outside
+    iolab/lessons imports a lesson, but the few that sit above them."""
+    wrong = {}
+    for name, path in _modules().items():
+        if name.startswith("lessons") or name in ABOVE_THE_LESSONS:
+            continue
+        bad = sorted(m for m in iolab_imports(path) if m.startswith("lessons"))
+        if bad:
+            wrong[name] = bad
+    assert not wrong, f"modules below the lessons that import one: {wrong}"
+
+
+def test_a_lesson_imports_only_earlier_lessons():
+    """A lesson builds on the ones before it (lesson 07 reads lesson 03's read loop), never on a later one;
+    the instructor's class results may read any."""
+    wrong = {}
+    for path in sorted((PACKAGE / "lessons").glob("l[0-9][0-9]_*/*.py")):
+        here = path.parent.name
+        for m in iolab_imports(path):
+            parts = m.split(".")
+            if parts[0] == "lessons" and len(parts) > 1 and parts[1] != here and \
+                    not (parts[1][:1] == "l" and parts[1][1:3].isdigit() and parts[1][1:3] < here[1:3]):
+                wrong.setdefault(f"{here}/{path.name}", []).append(m)
+    assert not wrong, f"lessons that import a later lesson (or the class's results): {wrong}"

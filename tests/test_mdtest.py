@@ -292,3 +292,22 @@ def test_parse_iterations_names_the_bad_line(version):
         mdtest.parse_iterations(one)
     with pytest.raises(ParseError):                      # cut short: parse's own check
         mdtest.parse_iterations("".join(lines[:second + 3]))
+
+
+def test_an_mdtest_1x_output_is_told_by_its_version():
+    # issue 32: mdtest 1.9.3's table was refused as "no SUMMARY table" though it has one. The layout of
+    # mdtest 1.9.3's output (before mdtest joined IOR), shortened; the values are placeholders
+    text = "\n".join([
+        "-- started at 05/27/2018 04:07:15 --", "",
+        "mdtest-1.9.3 was launched with 4 total task(s) on 1 node(s)",
+        "Command line used: mdtest -n 3", "Path: /tmp/dummy", "", "4 tasks, 12 files/directories", "",
+        "SUMMARY: (of 1 iterations)",
+        "   Operation                      Max            Min           Mean        Std Dev",
+        "   ---------                      ---            ---           ----        -------",
+        "   Directory creation:          1.000          1.000          1.000          0.000",
+        "   File creation     :          1.000          1.000          1.000          0.000", "",
+        "-- finished at 05/27/2018 04:07:15 --", ""])
+    with pytest.raises(ParseError) as e:
+        mdtest.parse(text)
+    assert "mdtest 1.9.3" in str(e.value) and "3.x and 4.x" in str(e.value)
+    assert e.value.line_no == 9 and e.value.line.startswith("SUMMARY: (of 1")

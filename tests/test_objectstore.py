@@ -8,9 +8,9 @@ import stat
 import pytest
 
 from iolab import check
-from iolab.labs import object_reads, object_storage, object_transfers
+from iolab.lessons.l06_object_storage import reads as object_reads, stores as object_storage, transfers as object_transfers, check as check_06
 from iolab.objectstore import CredentialsError, Endpoint, PortTaken, from_env, services_running, slowlink
-from iolab.objectstore import _proc
+from iolab import service as _proc
 
 SECRET = "s3cr3t-do-not-print"
 
@@ -140,24 +140,24 @@ def test_exercise_checks_pass_and_fail():
     reads = object_reads.recorded_reads().frame
     rates = reads[reads["label"] == "s3fs, use_cache"].set_index("read")["mb_per_s"]
     good = rates[object_reads.READS[1]] / rates[object_reads.READS[0]]
-    assert check.check_06_speedup(good, reads)
+    assert check_06.check_06_speedup(good, reads)
     with pytest.raises(check.CheckFailed, match="warm / cold"):
-        check.check_06_speedup(1 / good, reads)
+        check_06.check_06_speedup(1 / good, reads)
     last = reads[reads["read"] == object_reads.READS[2]]
-    answer = {r.label: check.SHORT_LAYERS[r.layer] for r in last.itertuples()}
-    assert check.check_06_layers(answer, reads)
+    answer = {r.label: check_06.SHORT_LAYERS[r.layer] for r in last.itertuples()}
+    assert check_06.check_06_layers(answer, reads)
     with pytest.raises(check.CheckFailed, match="look again"):
-        check.check_06_layers({**answer, "s3fs, use_cache": "network"}, reads)
+        check_06.check_06_layers({**answer, "s3fs, use_cache": "network"}, reads)
     with pytest.raises(check.CheckFailed):
-        check.check_06_layers({"s3fs, use_cache": "fuse cache"}, reads)
+        check_06.check_06_layers({"s3fs, use_cache": "fuse cache"}, reads)
     keepers = ["gcsfuse, no file cache", "gcsfuse, file cache", "s3fs, use_cache + kernel_cache"]
-    assert check.check_06_keep_cache(set(keepers), reads)
+    assert check_06.check_06_keep_cache(set(keepers), reads)
     with pytest.raises(check.CheckFailed, match="missing"):
-        check.check_06_keep_cache(keepers[:2], reads)
+        check_06.check_06_keep_cache(keepers[:2], reads)
     with pytest.raises(check.CheckFailed, match="does not belong"):
-        check.check_06_keep_cache(keepers + ["s3fs, use_cache"], reads)
+        check_06.check_06_keep_cache(keepers + ["s3fs, use_cache"], reads)
     with pytest.raises(check.CheckFailed, match="not a configuration"):
-        check.check_06_keep_cache(["gcsfuse"], reads)
+        check_06.check_06_keep_cache(["gcsfuse"], reads)
 
 
 def test_seed_figures_are_the_seed_s():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 import time
 
 import psutil
@@ -14,8 +15,9 @@ import pytest
 
 from iolab import workspace
 from iolab.errors import ToolFailed
-from iolab.labs import object_reads
-from iolab.objectstore import Endpoint, PortTaken, _proc, local_gcs, local_s3, mounts, servers, slowlink
+from iolab.lessons.l06_object_storage import reads as object_reads
+from iolab import service as _proc
+from iolab.objectstore import Endpoint, PortTaken, local_gcs, local_s3, mounts, servers, slowlink
 from iolab.objectstore import store as objstore
 from iolab.units import MiB
 
@@ -40,11 +42,15 @@ def lws(tmp_path):
     started_before = len(_proc.STARTED)
     shm_before = _shm_caches()
     tmp_before = _tmp_logs()
+    ours, stop = _watch_descendants(me)
     with workspace.Workspace(budget="1GiB", base=tmp_path) as w:
-        yield w
+        try:
+            yield w
+        finally:
+            stop()
         assert mounts.mounts_under(w.root) == [], "a mount was left behind"
     assert mounts.mounts_under(tmp_path) == []
-    assert not _proc._LIVE, f"services still registered: {_proc._LIVE}"
+    assert not _proc.LIVE, f"services still registered: {_proc.LIVE}"
     deadline = time.monotonic() + 5
     def new_children():
         return [p for p in me.children(recursive=True) if p.pid not in had]
@@ -55,7 +61,38 @@ def lws(tmp_path):
     left = [x for svc in _proc.STARTED[started_before:] for x in svc.leftovers()]
     assert left == [], f"left behind: {left}"
     assert _shm_caches() - shm_before == set()
-    assert _tmp_logs() - tmp_before == set(), "a server wrote its log outside the workspace"
+    # a glog file name ends in its writer's pid: another job's SeaweedFS on this node (run as the same
+    # user, too) writes its own weed.* logs into /tmp meanwhile; only those of our processes are the test's
+    ours |= {svc.pid for svc in _proc.STARTED[started_before:] if svc.pid}
+    mine = {p for p in _tmp_logs() - tmp_before if _log_pid(p) in ours}
+    assert mine == set(), "a server wrote its log outside the workspace"
+
+
+def _watch_descendants(me: psutil.Process):
+    """The pids of every descendant of ``me`` while the test runs (sampled every 0.1 s: a server lives
+    far longer), and a function that stops the sampling."""
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.1):
+            try:
+                seen.update(p.pid for p in me.children(recursive=True))
+            except psutil.Error:
+                pass
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+
+    def stop():
+        done.set()
+        t.join()
+    return seen, stop
+
+
+def _log_pid(path: str) -> int | None:
+    """The writer's pid at the end of a glog file name (weed.HOST.USER.log.LEVEL.DATE-TIME.PID)."""
+    tail = path.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def _shm_caches() -> set[str]:
@@ -257,7 +294,7 @@ def test_section_1_and_5_time_each_side_in_turn_and_keep_every_trial(lws):
     # interleaved, every one kept (no timing asserted: only what ran, in which order, moving what)
     import json
 
-    from iolab.labs import object_storage, object_transfers
+    from iolab.lessons.l06_object_storage import stores as object_storage, transfers as object_transfers
 
     with objstore.remote_store("s3", ws=lws, spec=slowlink.LinkSpec(latency_ms=5, rate_kbps=None)) as st:
         (key,) = objstore.put_files(st, "data", n=1, size="1MiB")
@@ -402,7 +439,7 @@ def test_server_dies_mid_read(lws):
         ep.filesystem().pipe("bucket1/f.bin", os.urandom(1 << 20))
         # few retries and short timeouts, or s3fs keeps trying for more than a minute
         with mounts.s3fs_fuse(ep, "bucket1", ws=lws, retries=1, connect_timeout=2, readwrite_timeout=2) as m:
-            (server,) = [s for s in _proc._LIVE if s.name in ("SeaweedFS", "moto_server")]
+            (server,) = [s for s in _proc.LIVE if s.name in ("SeaweedFS", "moto_server")]
             server.stop()
             with pytest.raises(OSError):
                 _read(m.path / "f.bin")
@@ -458,7 +495,8 @@ def test_closing_a_workspace_with_a_mount_inside_keeps_the_bucket(lws, tmp_path)
 KILLED_KERNEL = r"""
 import glob, json, os
 from iolab import workspace
-from iolab.objectstore import _proc, mounts
+from iolab import service as _proc
+from iolab.objectstore import mounts
 from iolab.objectstore import store as objstore
 ws = workspace.session()
 store = objstore.remote_store("s3", ws=ws)

@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 
 from iolab import plot, recordings, trials
-from iolab.labs import ior_sweeps as sweeps
+from iolab.lessons.class_results import plots as plots_class
+from iolab.lessons.l01_page_cache import plots as plots_01
+from iolab.lessons.l02_readahead import plots as plots_02
+from iolab.lessons.l03_strace import plots as plots_03
+from iolab.lessons.l04_ior import plots as plots_04, sweeps
+from iolab.lessons.l05_mdtest import plots as plots_05
+from iolab.lessons.l06_object_storage import plots as plots_06
+from iolab.lessons.l07_darshan import plots as plots_07
 
 
 def _rates() -> pd.DataFrame:
@@ -22,7 +29,7 @@ def _rates() -> pd.DataFrame:
 
 def test_mdtest_rates_panels_are_log_with_labelled_rows():
     df = _rates()
-    fig = plot.mdtest_rates(df)
+    fig = plots_05.mdtest_rates(df)
     layout = fig.layout.to_plotly_json()
     xaxes = [layout[k] for k in sorted((k for k in layout if k.startswith("xaxis")), key=lambda k: int(k[5:] or 1))
              if "ticktext" in layout[k]]
@@ -61,7 +68,7 @@ def test_trials_on_a_log_axis_label_minor_ticks_in_full():
 
 def test_cache_overflow_chart_marks_the_limit_and_draws_every_trial():
     df = sweeps.cache_runs(show=False).frame
-    fig = plot.cache_overflow(df)
+    fig = plots_04.cache_overflow(df)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     points = sum(len(tr.y) for tr in fig.data if tr.mode == "markers")
     assert points == len(df[df["run"].str.startswith("cache-s")])
@@ -78,7 +85,7 @@ def _class() -> pd.DataFrame:
 
 
 def test_class_strip_axis_is_in_words_with_full_tick_labels():
-    fig = plot.class_strip(_class(), "mib_per_s", unit="MiB/s")
+    fig = plots_class.class_strip(_class(), "mib_per_s", unit="MiB/s")
     y = fig.layout.yaxis
     assert "mib_per_s" not in y.title.text and y.title.text.startswith("throughput (MiB/s")
     assert y.type == "log" and y.ticktext and all(t not in ("2", "5") for t in y.ticktext)
@@ -87,7 +94,7 @@ def test_class_strip_axis_is_in_words_with_full_tick_labels():
 
 def test_class_heatmap_colorbar_never_prints_exponents():
     df = _class().rename(columns={"mib_per_s": "mean"})
-    fig = plot.class_heatmap(df, "mean", unit="ops/s")
+    fig = plots_class.class_heatmap(df, "mean", unit="ops/s")
     text = fig.data[0].colorbar.ticktext
     assert text and not any("e+" in t for t in text)
 
@@ -96,7 +103,7 @@ def test_readahead_windows_are_markers_inside_a_padded_log_axis():
     windows = pd.DataFrame({"window": [1, 2, 3, 4], "size": [4, 16, 512, 2048], "trigger": ["sync", "async", "async", "async"],
                             "start": [0, 4, 20, 532], "async_size": [0, 12, 256, 2048], "ms": [0.1, 0.2, 0.3, 0.4]})
     folios = pd.DataFrame({"index": [0, 4, 20], "order": [0, 2, 4], "pages": [1, 4, 16], "window": [1, 2, 3]})
-    fig = plot.readahead_trace(folios, windows)
+    fig = plots_02.readahead_trace(folios, windows)
     assert not any(tr.type == "bar" for tr in fig.data)
     y = fig.layout.yaxis
     assert y.type == "log" and y.range[0] < math.log10(4) and y.range[1] > math.log10(2048)
@@ -105,7 +112,7 @@ def test_readahead_windows_are_markers_inside_a_padded_log_axis():
 def test_syscall_time_has_room_for_its_bars_and_an_uncut_legend():
     df = pd.DataFrame({"syscall": ["write", "fsync"] * 2, "seconds": [0.014, 0.003, 0.0143, 0.0305],
                        "calls": [64, 1, 64, 1], "clock": ["system time (-c)"] * 2 + ["wall time (-c -w)"] * 2})
-    fig = plot.syscall_time(df, by="clock")
+    fig = plots_03.syscall_time(df, by="clock")
     lay = fig.layout
     assert lay.height >= 340
     # the legend sits under the plot, in a bottom margin large enough to hold it
@@ -120,7 +127,7 @@ def test_ior_bandwidth_labels_sit_off_the_device_line_each_over_its_own_diamond(
     rates = {"shared": (3000.0, 20000.0), "-F -C -e": (2300.0, 2350.0), "O_DIRECT": (2250.0, 2290.0)}
     rows = [{"run": run, "config": run, "access": access, "iteration": 0, "bw_mib": v, "verdict": "unclear",
              "reason": "DISTURBED"} for run, pair in rates.items() for access, v in zip(("write", "read"), pair)]
-    fig = plot.ior_bandwidth(pd.DataFrame(rows), device_mib=device)
+    fig = plots_04.ior_bandwidth(pd.DataFrame(rows), device_mib=device)
     best = {tr.legendgroup: tr for tr in fig.data if tr.mode == "markers+text"}
     for tr in best.values():
         assert list(tr.text) == ["unclear"] * 3
@@ -145,7 +152,7 @@ def test_ior_vs_published_panels_share_one_labelled_log_axis():
                          for c, (w, r) in {"shared": (3792.0, 22906.0), "-F": (11416.0, 35775.0),
                                            "-F -C -e": (2462.0, 15427.0)}.items()
                          for a, v in (("write", w), ("read", r))])
-    fig = plot.ior_vs_published(ours, orfeo)
+    fig = plots_04.ior_vs_published(ours, orfeo)
     lay = fig.layout
     values = list(ours["bw_mib"]) + list(orfeo["bw_mib"])
     for y in (lay.yaxis, lay.yaxis2):
@@ -163,7 +170,7 @@ def test_dirty_writeback_draws_the_change_so_a_small_step_shows_on_a_large_basel
     frame = pd.DataFrame({"t": t, "Dirty": [base, base + 64 * 2**20, base + 64 * 2**20, base],
                           "Writeback": [0, 0, 32 * 2**20, 0], "event": ["start", "", "write returned", "stop"],
                           "run": ["write, no fsync"] * 4})
-    fig = plot.dirty_writeback(frame)
+    fig = plots_01.dirty_writeback(frame)
     dirty = next(tr for tr in fig.data if tr.name == "Dirty")
     assert min(dirty.y) == 0 and max(dirty.y) == pytest.approx(64)       # the step, not 600 + 64
     assert "change" in fig.layout.yaxis.title.text
@@ -175,10 +182,10 @@ def test_dirty_writeback_puts_a_high_event_label_under_its_marker():
     t = [0.0, 0.1, 0.2, 0.3]
     frame = pd.DataFrame({"t": t, "Dirty": [0, 32 * 2**20, 64 * 2**20, 64 * 2**20], "Writeback": [0] * 4,
                           "event": ["start", "", "write returned", "stop"], "run": ["write, no fsync"] * 4})
-    ev = next(tr for tr in plot.dirty_writeback(frame).data if tr.name == "event")
+    ev = next(tr for tr in plots_01.dirty_writeback(frame).data if tr.name == "event")
     assert list(ev.textposition) == ["bottom right"]
     low = frame.assign(Dirty=[0, 64 * 2**20, 0, 0], event=["start", "", "fsync returned", "stop"])
-    ev = next(tr for tr in plot.dirty_writeback(low).data if tr.name == "event")
+    ev = next(tr for tr in plots_01.dirty_writeback(low).data if tr.name == "event")
     assert list(ev.textposition) == ["top right"]
 
 
@@ -198,7 +205,7 @@ def test_darshan_costs_marks_medians_with_no_label_a_chart_edge_can_clip():
     hows = ["plain", "under Darshan", "under strace -c"]
     df = pd.DataFrame([(h, s * k, i) for i, k in enumerate((0.9, 1.0, 1.3)) for h, s in zip(hows, (0.05, 0.06, 0.4))],
                       columns=["how", "seconds", "repeat"])
-    fig = plot.darshan_costs(df)
+    fig = plots_07.darshan_costs(df)
     assert not [t for t in fig.data if t.text is not None or "text" in (t.mode or "")]
     assert not fig.layout.annotations
     medians = {t.y[0]: t.x[0] for t in fig.data if t.marker.symbol == "line-ns"}
@@ -211,7 +218,7 @@ def test_darshan_costs_log_axis_keeps_plain_and_darshan_apart_beside_strace():
     hows = ["plain", "under Darshan", "under strace -c"]
     df = pd.DataFrame([(h, s * k, i) for i, k in enumerate((0.9, 1.0, 1.3)) for h, s in zip(hows, (0.0276, 0.0405, 0.635))],
                       columns=["how", "seconds", "repeat"])
-    x = plot.darshan_costs(df).layout.xaxis
+    x = plots_07.darshan_costs(df).layout.xaxis
     assert x.type == "log" and "log" in x.title.text
     lo, hi = x.range
     assert lo < math.log10(0.0276 * 0.9e3) and hi > math.log10(0.635 * 1.3e3)
@@ -230,19 +237,19 @@ def test_the_link_cap_is_named_in_the_legend_not_written_across_its_line_or_a_ba
     fio = pd.DataFrame({"configuration": ["no cache", "no cache", "use_cache"], "direction": "read",
                         "mb_per_s": [4.4, 10.2, 26.7], "source": ["measured here", "seed 000", "measured here"],
                         "position": [1, None, 2], "trial": [1, None, 1]})
-    _cap_named_in_the_legend(plot.fuse_fio_trials(fio, link_mb_per_s=12), 12)
+    _cap_named_in_the_legend(plots_06.fuse_fio_trials(fio, link_mb_per_s=12), 12)
     reads = pd.DataFrame({"label": ["s3fs", "s3fs"], "read": ["1st (cold)", "2nd (warm)"], "mb_per_s": [10.0, 800.0],
                           "layer": ["the link", "the page cache"]})
-    _cap_named_in_the_legend(plot.fuse_cold_warm(reads, link_mb_per_s=12), 12)
+    _cap_named_in_the_legend(plots_06.fuse_cold_warm(reads, link_mb_per_s=12), 12)
     copies = pd.DataFrame({"file": ["a.bin"], "nbytes": [1 << 20], "write_mb_per_s": [7.0], "read_mb_per_s": [600.0],
                            "reread_mb_per_s": [9.0]})
-    _cap_named_in_the_legend(plot.gcsfuse_copy(copies, link_mb_per_s=12), 12)
+    _cap_named_in_the_legend(plots_06.gcsfuse_copy(copies, link_mb_per_s=12), 12)
 
 
 def test_a_latency_histogram_legend_is_not_titled_with_a_column_name():
     calls = pd.DataFrame({"syscall": "read", "duration": [12e-6, 13e-6, 30e-6, 11e-6],
                           "label": ["cold (after DONTNEED)"] * 2 + ["warm (page cache)"] * 2})
-    fig = plot.syscall_latency_histogram(calls)
+    fig = plots_03.syscall_latency_histogram(calls)
     assert fig.layout.legend.title.text in (None, "")
     assert {t.name for t in fig.data} == {"cold (after DONTNEED)", "warm (page cache)"}
 
@@ -285,12 +292,12 @@ def test_fio_through_s3fs_shows_every_trial_with_its_median_not_one_bar():
     import json
 
     from iolab import recordings
-    from iolab.labs import object_storage
+    from iolab.lessons.l06_object_storage import stores as object_storage
 
     docs = {c: json.loads(recordings.load(r).text) for c, r in object_storage.FIO_RECORDINGS.items()}
     seed = object_storage.seed000_published().assign(source="seed 000")
     table = pd.concat([object_storage.fio_frame(docs).assign(source="measured here"), seed], ignore_index=True)
-    fig = plot.fuse_fio_trials(table, link_mb_per_s=12)
+    fig = plots_06.fuse_fio_trials(table, link_mb_per_s=12)
     assert not [t for t in fig.data if t.type == "bar"]
     boxes = [t for t in fig.data if t.type == "box"]
     assert len(boxes) == 3 and all(b.boxpoints == "all" for b in boxes)            # every trial a point
@@ -317,7 +324,7 @@ def test_verdicts_name_the_device_line_in_the_legend_not_on_the_cold_bar():
     frame = pd.DataFrame([
         {"label": "cold", "mib_per_s": 1488.0, "verdict": "unclear", "reason": "disturbed"},
         {"label": "warm", "mib_per_s": 25623.0, "verdict": "served from page cache", "reason": "memory"}])
-    fig = plot.verdicts(frame, device_bps=3193.3 * 2**20)
+    fig = plots_01.verdicts(frame, device_bps=3193.3 * 2**20)
     # the old figure wrote "device, uncached" on the line at the left, over the cold bar
     assert not [a for a in fig.layout.annotations if "device" in (a.text or "")]
     named = [t for t in fig.data if t.type == "scatter" and "device, uncached: 3,193 MiB/s" in (t.name or "")]
@@ -327,9 +334,9 @@ def test_verdicts_name_the_device_line_in_the_legend_not_on_the_cold_bar():
 
 def test_mdtest_rates_legend_is_titled_in_words_by_the_caller():
     df = _rates().assign(run=lambda d: d["filesystem"] + ", -y")
-    assert plot.mdtest_rates(df, by="run", legend_title="directory, mdtest options").layout.legend.title.text \
+    assert plots_05.mdtest_rates(df, by="run", legend_title="directory, mdtest options").layout.legend.title.text \
         == "directory, mdtest options"
-    assert plot.mdtest_rates(df.rename(columns={"filesystem": "mount_point"}), by="mount_point"
+    assert plots_05.mdtest_rates(df.rename(columns={"filesystem": "mount_point"}), by="mount_point"
                              ).layout.legend.title.text == "mount point"
 
 
@@ -338,7 +345,7 @@ def test_syscall_durations_log_axis_keeps_a_memory_filesystem_off_zero_and_rows_
     for fs, scale in (("/tmp", 1.0), ("/dev/shm", 0.01)):
         for step, (call, us) in enumerate((("openat", 53.0), ("fsync", 10528.0), ("close", 11.0), ("newfstatat", 10.0))):
             rows.append({"filesystem": fs, "step": step, "syscall": call, "duration": us * scale * 1e-6 + 1e-6})
-    fig = plot.syscall_durations(pd.DataFrame(rows))
+    fig = plots_05.syscall_durations(pd.DataFrame(rows))
     x = fig.layout.xaxis
     assert x.type == "log"                                   # was linear from 0: /dev/shm's calls all at zero
     lo, hi = x.range
@@ -360,10 +367,10 @@ def test_lessons_01_and_05_title_their_trials_and_run_legends_in_words():
 def test_class_charts_title_rows_and_legends_in_words_not_column_names():
     # instructor notebook: the heatmap's rows were titled "op" and "user", the strip's legend "user"
     df = _class().assign(op="file stat", mean=lambda d: d["mib_per_s"])
-    heat = plot.class_heatmap(df, "mean", unit="ops/s", rows="op")
+    heat = plots_class.class_heatmap(df, "mean", unit="ops/s", rows="op")
     assert heat.layout.yaxis.title.text == "mdtest operation"
-    assert plot.class_heatmap(df, "mean", unit="ops/s").layout.yaxis.title.text == "student"
-    strip = plot.class_strip(df, "mib_per_s", unit="MiB/s")
+    assert plots_class.class_heatmap(df, "mean", unit="ops/s").layout.yaxis.title.text == "student"
+    strip = plots_class.class_strip(df, "mib_per_s", unit="MiB/s")
     assert strip.layout.legend.title.text == "student" and strip.layout.xaxis.title.text == "filesystem"
 
 
@@ -372,7 +379,7 @@ def test_mdtest_rates_with_trials_draws_every_iteration():
     from iolab.tools import mdtest
     it = pd.concat([mdtest.iterations_frame(mdtest.parse_iterations(recordings.load(f"mdtest/rates-{n}-4.0.0").text),
                                             filesystem=n) for n in ("tmp", "shm")], ignore_index=True)
-    fig = plot.mdtest_rates(it, operations=["file creation", "file stat"], trials=True)
+    fig = plots_05.mdtest_rates(it, operations=["file creation", "file stat"], trials=True)
     dots = [t for t in fig.data if t.marker.symbol != "line-ns"]
     medians = [t for t in fig.data if t.marker.symbol == "line-ns"]
     assert len(dots) == 4 and all(len(t.x) == 10 for t in dots)       # 2 filesystems x 2 operations, 10 each
@@ -389,7 +396,7 @@ def test_fuse_cold_warm_keeps_the_slowest_read_off_the_axis_edge():
     reads = pd.DataFrame({"label": ["s3fs, no cache"] * 3 + ["gcsfuse, file cache"] * 3,
                           "read": ["1st (cold)", "2nd (warm)", "3rd (page cache dropped)"] * 2,
                           "mb_per_s": [10.1, 10.2, 10.0, 10.3, 7_500.0, 1_020.0], "layer": ["link"] * 6})
-    lo, hi = plot.fuse_cold_warm(reads, link_mb_per_s=12).layout.xaxis.range
+    lo, hi = plots_06.fuse_cold_warm(reads, link_mb_per_s=12).layout.xaxis.range
     assert lo < math.log10(10.0) - 0.05 and hi > math.log10(7_500.0) + 0.05
 
 
@@ -405,7 +412,7 @@ def test_read_calls_chart_labels_every_read_size_up_to_the_largest():
     # lesson 03's read-calls chart (and its static copy) labelled 1 B ... 1 MiB and 16 MiB on the size
     # axis: the slider's last size, 10 MiB, had no label, and 16 MiB lay outside the data
     sizes = [1, 16, 256, 4096, 65536, 1 << 20, 10 << 20]
-    fig = plot.syscall_counts_vs_read_size(pd.DataFrame({"read_size": sizes, "calls": [None] * len(sizes)}),
+    fig = plots_03.syscall_counts_vs_read_size(pd.DataFrame({"read_size": sizes, "calls": [None] * len(sizes)}),
                                            file_size=1 << 20)
     x = fig.layout.xaxis
     assert list(x.tickvals) == sizes and x.ticktext[-1] == "10 MiB" and "16 MiB" not in x.ticktext
@@ -416,9 +423,9 @@ def test_syscall_time_legend_says_what_its_colours_are():
     # lesson 03 titled the legend of system time against wall time "clock", the name of a column
     frame = pd.DataFrame({"syscall": ["write", "fsync"] * 2, "seconds": [0.02, 0.001, 0.03, 0.2], "calls": [64, 1] * 2,
                           "clock": ["system time (-c)"] * 2 + ["wall time (-c -w)"] * 2})
-    fig = plot.syscall_time(frame, by="clock", legend_title="what strace -c counted")
+    fig = plots_03.syscall_time(frame, by="clock", legend_title="what strace -c counted")
     assert fig.layout.legend.title.text == "what strace -c counted"
-    assert plot.syscall_time(frame, by="clock").layout.legend.title.text == "clock"     # the default: the column
+    assert plots_03.syscall_time(frame, by="clock").layout.legend.title.text == "clock"     # the default: the column
 
 
 @pytest.mark.parametrize("pages", [1, 256, 2048, 100_000])

@@ -31,7 +31,7 @@ def test_a_stat_is_not_answered_locally_whatever_the_filesystem():
     md = " ".join(text("05-mdtest-metadata.ipynb").split())
     assert "whatever filesystem is below" not in md
     assert "-N 1" in md and "glimpse" in md and "capabilities" in md
-    src = (ROOT / "iolab" / "labs" / "metadata_claims.py").read_text()
+    src = (ROOT / "iolab" / "lessons" / "l05_mdtest" / "claims.py").read_text()
     assert "revalidates attributes" in src and "glimpses" in src
 
 
@@ -54,7 +54,7 @@ def test_darshans_cost_is_not_a_percentage_that_shows():
 
 
 def test_ior_iterations_all_allocate_anew():
-    src = (ROOT / "iolab" / "labs" / "ior_pitfalls.py").read_text()
+    src = (ROOT / "iolab" / "lessons" / "l04_ior" / "pitfalls.py").read_text()
     assert "the only one that had to allocate" not in src and "unless -E" in src
 
 
@@ -88,6 +88,6 @@ def test_the_seeds_missing_840_s_is_an_inference():
 
 
 def test_lesson_06_does_not_blame_short_memory_unmeasured():
-    src = (ROOT / "iolab" / "labs" / "object_storage.py").read_text()
+    src = (ROOT / "iolab" / "lessons" / "l06_object_storage" / "stores.py").read_text()
     assert "and when memory is \"\n                \"short, the disk cache's pages are evicted" not in src
     assert "only \"\n                \"while memory is spare" in src or "while memory is spare" in src.replace('"\n                "', "")

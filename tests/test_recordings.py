@@ -186,6 +186,10 @@ _META_CASES = {
     "witness entry a string": b'{"witness": {"run": "x"}}',
     "witness count negative": b'{"witness": {"run": {"own_read_bytes": -1}}}',
     "witness count text": b'{"witness": {"run": {"own_read_bytes": "many"}}}',
+    # were loaded: a device 5 (a number where a device's name belongs), notes made of a dict's keys
+    "witness device a number": b'{"witness": {"run": {"device": 5}}}',
+    "witness notes an object": b'{"witness": {"run": {"notes": {"no block device": 1}}}}',
+    "witness notes of numbers": b'{"witness": {"run": {"notes": [1, 2]}}}',
     "a negative count": b'{"host": {"cpus": -27}}',
 }
 
@@ -225,3 +229,30 @@ def test_every_recording_still_loads():
     for ref in recordings.available():
         rec = recordings.load(ref)
         assert isinstance(rec.meta, dict) and rec.provenance.startswith("REPLAY of ")
+
+
+def test_replay_mode_says_what_it_replays_and_what_still_runs_here(monkeypatch, capsys):
+    """IOLAB_MODE=replay replays every run of a tool; what iolab measures itself in Python (lessons 00-02's
+    reads and writes of a file in the workspace) has no tool and no recording, and runs here: the mode's
+    one sentence says so, the doctor table of every lesson's first cell prints it, and the README and
+    lesson 00 say the same (they said "always replay", issue 32)."""
+    from pathlib import Path
+
+    from iolab import doctor
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    note = recordings.mode_note()
+    assert "replayed" in note and "still runs here" in note and "LIVE" in note
+    monkeypatch.setattr(doctor, "checks", lambda cached=True: [])
+    doctor.summary()
+    assert note in capsys.readouterr().out
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    doctor.summary()
+    assert "still runs here" not in capsys.readouterr().out     # the default needs no note
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `IOLAB_MODE`"))
+    assert "still runs here" in row or "still runs here" in readme
+    lesson00 = (root / "notebooks" / "00-start-here.ipynb").read_text()
+    for text in (readme, lesson00, (root / "DEVELOPERS.md").read_text()):
+        assert "always replay" not in text and "never run tools" not in text
+    assert "still runs here" in lesson00

@@ -446,3 +446,72 @@ def test_kernel_install_carries_class_settings(tmp_path):
     spec = json.loads((tmp_path / "share" / "jupyter" / "kernels" / "iolab-test" / "kernel.json").read_text())
     assert spec["env"] == {"IOLAB_RESULTS": "/shared/class/results"}
     assert spec["argv"][0] == sys.executable and "ipykernel_launcher" in spec["argv"]
+
+
+# --- one member of the class counts once (issue 32: 20,000 valid files made the class median theirs) ---
+
+def _flood(d: Path, uid: int, name: str, files: int, rows: int, rate: float) -> None:
+    """files valid results files owned by uid, each of rows measurements of one row each at rate."""
+    ms = [{"id": f"m{i}", "saved_at": "2026-01-01T00:00:00Z", "user": name, "host": "h", "node": None,
+           "filesystem": {"label": "/scratch", "fstype": "ext4"}, "tool": "mdtest", "tool_version": "t",
+           "options": [], "mode": "live", "recording": None, "notes": "", "columns": ["rate"],
+           "rows": [{"rate": rate}]} for i in range(rows)]
+    text = json.dumps({"schema_version": 1, "user": name, "measurements": ms})
+    for i in range(files):
+        p = d / f"{name}.{i:05d}.json"
+        p.write_text(text)
+        os.chown(p, uid, uid)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of another owner need root to make")
+def test_one_owner_with_many_valid_files_counts_once(tmp_path):
+    import pwd as _pwd
+    uid = 54321
+    while True:                                   # a uid nobody has here: its name is the number
+        try:
+            _pwd.getpwuid(uid)
+            uid += 1
+        except KeyError:
+            break
+    name = str(uid)
+    for i, user in enumerate(["ann", "bob", "cem", "dee", "eve"]):
+        # five honest students (files of the loader's own, as recorded class data), about 100 ops/s
+        (tmp_path / f"{user}.json").write_text(_doc(user, rows=[{"rate": 100.0 + i}]))
+    _flood(tmp_path, uid, name, files=2000, rows=50, rate=1e6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = results.load(tmp_path)
+    per_user = df.groupby("user").size()
+    assert per_user[name] <= results.MAX_FILES_PER_OWNER * 50, per_user
+    assert per_user[name] <= results.MAX_ROWS_PER_USER
+    assert len(caught) <= 3, [str(w.message) for w in caught][:5]   # one per cut, not one per file
+    assert any("owns 2000 results files" in str(w.message) for w in caught)
+    s = results.summary(df, "rate").set_index("filesystem")
+    assert 100 <= s.loc["/scratch", "median"] <= 104, s          # the class's median, not the flooder's
+    assert s.loc["/scratch", "users"] == 6
+    out = results.outliers(df, "rate", threshold=3.0)
+    assert set(out["user"]) == {name}, out[["user", "rate"]]
+
+
+def test_many_rows_of_one_user_are_capped_and_do_not_move_the_median(tmp_path):
+    rows = [{"rate": 1e6}] * (results.MAX_ROWS_PER_USER + 10)
+    (tmp_path / "mal.json").write_text(_doc("mal", rows=rows))
+    for i, user in enumerate(["ann", "bob", "cem"]):
+        (tmp_path / f"{user}.json").write_text(_doc(user, rows=[{"rate": 10.0 + i}]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = results.load(tmp_path)
+    assert (df["user"] == "mal").sum() == results.MAX_ROWS_PER_USER
+    assert [str(w.message) for w in caught if "mal" in str(w.message)] and len(caught) == 1
+    s = results.summary(df, "rate").set_index("filesystem")
+    assert s.loc["/scratch", "median"] == 11.5 and s.loc["/scratch", "n"] == results.MAX_ROWS_PER_USER + 3
+
+
+def test_many_malformed_measurements_give_one_warning(tmp_path):
+    doc = json.loads(_doc("ann"))
+    doc["measurements"] = doc["measurements"] + [{"id": i} for i in range(3000)]
+    (tmp_path / "ann.json").write_text(json.dumps(doc))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = results.load(tmp_path)
+    assert len(df) == 1 and len(caught) == 1 and "3000 malformed" in str(caught[0].message)

@@ -286,6 +286,23 @@ def test_two_node_fio_job_through_srun(slurm_two_nodes, tmp_path):
 
 
 @pytest.mark.live
+def test_a_job_submitted_from_inside_a_hub_job_gives_its_steps_the_scripts_environment(slurm_two_nodes, tmp_path,
+                                                                                        monkeypatch):
+    """A notebook server that batchspawner runs as a job carries SLURM_EXPORT_ENV=<the hub's names> (it
+    submits with --export=<names>). sbatch passes it on into a job the notebook submits, and srun reads it:
+    each step would see only those names, not what the script exports or a module loads."""
+    c = slurm_two_nodes
+    monkeypatch.setenv("SLURM_EXPORT_ENV", "PATH,HOME,USER,SLURM_CONF,JUPYTERHUB_API_URL")
+    step = slurm.Step(["printenv", "IOLAB_EXPORT_PROBE"], nodes=2, tasks_per_node=1)
+    script = slurm.batch_script(step, env={"IOLAB_EXPORT_PROBE": "set by the script"})
+    job = slurm.submit(script, directory=tmp_path, env=c.env)
+    job.wait(timeout=300)                    # printenv fails (ToolFailed) where the variable did not arrive
+    outs = sorted(job.outdir.glob("step-0.*.out"))
+    assert [p.read_text().strip() for p in outs] == ["set by the script"] * 2, outs
+    assert {p.name.split(".")[1] for p in outs} == {"0", "1"}        # one task on each node
+
+
+@pytest.mark.live
 def test_a_failing_job_is_tool_failed_with_its_state(slurm_two_nodes, tmp_path):
     c = slurm_two_nodes
     script = slurm.batch_script(slurm.Step(["ls", "/nonexistent-iolab-path"], nodes=2), job_name="iolab-fails")

@@ -16,6 +16,7 @@ from datetime import timezone
 import pytest
 
 from iolab import ParseError, ToolMissing, recordings
+from iolab.lessons.l03_strace import plots, check as check_03
 from iolab.tools import strace as st
 from iolab.tools import strace_calls as stc
 from conftest import needs
@@ -340,7 +341,7 @@ def test_fast_path_reads_seconds_stamps_as_float_does(fmt):
 
 
 # ------------------------------------------------------------------------------------------------
-# every format strace writes: real traces of the same workloads (python -m recorders.strace --formats)
+# every format strace writes: real traces of the same workloads (python -m recorders.l03_strace --formats)
 # ------------------------------------------------------------------------------------------------
 
 FORMATS = [ref for ref in recordings.available("strace") if ref.startswith("strace/format-")]
@@ -662,11 +663,11 @@ def test_traced_program_missing(tmp_path):
 def test_check_03_predict_hints():
     from iolab import check
 
-    assert check.check_03_predict(335, 1_000_000, 3_000)
+    assert check_03.check_03_predict(335, 1_000_000, 3_000)
     with pytest.raises(check.CheckFailed, match="end of the file"):
-        check.check_03_predict(334, 1_000_000, 3_000)
+        check_03.check_03_predict(334, 1_000_000, 3_000)
     with pytest.raises(check.CheckFailed):
-        check.check_03_predict("335", 1_000_000, 3_000)
+        check_03.check_03_predict("335", 1_000_000, 3_000)
 
 
 def test_check_03_storm_on_a_recording():
@@ -674,27 +675,26 @@ def test_check_03_storm_on_a_recording():
 
     df = st.summary_frame(st.parse_summary(recordings.load("strace/count-import-pandas").text))
     top = df.sort_values("calls", ascending=False).iloc[0]
-    assert check.check_03_storm(df, top["syscall"], int(top["errors"]))
+    assert check_03.check_03_storm(df, top["syscall"], int(top["errors"]))
     with pytest.raises(check.CheckFailed):
-        check.check_03_storm(df, "read", 0)
+        check_03.check_03_storm(df, "read", 0)
     with pytest.raises(check.CheckFailed):
-        check.check_03_storm(df, top["syscall"], int(top["errors"]) + 1)
+        check_03.check_03_storm(df, top["syscall"], int(top["errors"]) + 1)
 
 
 def test_lesson_03_charts_have_units_and_log_axes():
     import pandas as pd
 
-    from iolab import plot
 
     sweep = pd.DataFrame({"read_size": [1, 4096], "calls": [100_001, 26], "file_size": 100_000})
-    fig = plot.syscall_counts_vs_read_size(sweep)
+    fig = plots.syscall_counts_vs_read_size(sweep)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert "bytes" in fig.layout.xaxis.title.text
     calls = st.calls_frame(st.parse_calls(recordings.load("strace/trace-reads-warm").text))
-    hist = plot.syscall_latency_histogram(calls.assign(label="warm"))
+    hist = plots.syscall_latency_histogram(calls.assign(label="warm"))
     assert hist.layout.xaxis.type == "log" and "µs" in hist.layout.xaxis.title.text
     assert sum(sum(t.y) for t in hist.data) == (calls["syscall"] == "read").sum()
-    timeline = plot.reads_timeline(st.calls_frame(st.parse_calls(recordings.load("strace/trace-forks-reads").text)))
+    timeline = plots.reads_timeline(st.calls_frame(st.parse_calls(recordings.load("strace/trace-forks-reads").text)))
     assert len(timeline.data) == 3 and "ms" in timeline.layout.xaxis.title.text
 
 

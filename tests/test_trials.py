@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from iolab import explain, measure, plot, trials
+from iolab import errors, explain, measure, plot, trials
 
 
 # --- the rule, on synthetic trial lists --------------------------------------------------------------
@@ -138,6 +138,24 @@ def test_plot_shows_every_trial_not_one_bar():
     assert fig.layout.yaxis.title.text == "time (s)"          # in words, with its unit
 
 
+def _visible(color) -> bool:
+    return not (isinstance(color, str) and color.replace(" ", "").endswith(",0)"))
+
+
+def test_plot_of_three_trials_draws_the_points_and_the_median_no_quartiles():
+    """Three trials have no quartiles worth drawing: every trial a point (jittered, so equal ones show)
+    and the median as a mark of its own; no box, no whiskers (issue 32)."""
+    t = trials.from_values({"A": [1.0, 2.0, 3.0], "B": [10.0, 20.0, 30.0, 40.0]}, unit="s")
+    fig = plot.trials(t.frame, unit="s")
+    strips = [d for d in fig.data if d.type == "box"]
+    assert len(strips) == 2 and all(d.boxpoints == "all" and d.hoveron == "points" for d in strips)
+    assert not any(_visible(d.fillcolor) or _visible(d.line.color) for d in strips)   # no box drawn
+    assert all(d.marker.color and _visible(d.marker.color) for d in strips)            # but the points are
+    medians = [d for d in fig.data if d.type == "scatter" and "median" in (d.name or "")]
+    assert len(medians) == 1 and list(medians[0].x) == ["A", "B"] and list(medians[0].y) == [2.0, 25.0]
+    assert "quartile" not in fig.to_json()
+
+
 def test_fewer_than_two_settings_is_refused():
     with pytest.raises(ValueError):
         trials.run({"A": lambda: 1.0})
@@ -208,9 +226,9 @@ def test_rotated_order_puts_each_setting_once_in_each_place_of_a_round():
     assert trials.order(["A", "B"], 3, how="rotated") == ["A", "B", "B", "A", "A", "B"]
 
 
-def test_alike_holds_when_neither_side_beats_the_other_beyond_the_spreads():
-    same = explain.alike("ram", [28, 30, 31], "disk", [25, 29, 30], unit="MB/s")
-    assert same.holds() is True
+def test_alike_is_shown_within_its_factor_and_refuted_beyond_the_spreads():
+    same = explain.alike("ram", [30, 31, 32], "disk", [29.5, 30, 31], by=1.1, unit="MB/s")
+    assert same.holds() is True                         # every pair within 10 % (32 / 29.5 = 1.08)
     c = explain.expect("they perform alike", same, show=False)
     assert c.held is True and c.consistent() and c.text.startswith(explain.AS_PREDICTED) and "median of 3" in c.text
     apart = explain.alike("ram", [40, 41, 42], "disk", [25, 29, 30], unit="MB/s")
@@ -218,8 +236,131 @@ def test_alike_holds_when_neither_side_beats_the_other_beyond_the_spreads():
     c = explain.expect("they perform alike", apart, why="a reason", show=False)
     assert c.held is False and c.consistent() and c.text.startswith(explain.NOT_THIS_TIME)
     assert explain.alike("a", [40, 41, 42], "b", [25, 29, 30], higher=False).holds() is False   # either way round
-    assert explain.alike("a", [33, 34, 35], "b", [30, 30.5, 31], by=1.1).holds() is True          # within the tolerance
+    assert explain.alike("a", [33, 34, 35], "b", [30, 30.5, 31], by=1.1).holds() is None          # 35/30: not all within
     assert explain.alike("a", [35, 36, 37], "b", [30, 30.5, 31], by=1.1).holds() is False
     one = explain.alike("a", [30], "b", [30])           # one run of each: its spread is not known
     c = explain.expect("they perform alike", one, show=False)
     assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE) and "too few trials" in c.text
+
+
+# --- issue 32: sentences the numbers beside them deny ------------------------------------------------
+
+def test_disjoint_ranges_short_of_the_factor_say_the_factor_failed_not_that_the_spreads_overlap():
+    # 300-320 against 100-190: every trial of a beats every trial of b, but by 1.58x-3.2x, and the
+    # claim asks for 2x: what is not shown is the factor; the ranges do not overlap
+    r = explain.beyond("a", [300, 310, 320], "b", [100, 150, 190], by=2.0, higher=True, unit="MiB/s")
+    c = explain.expect("a is twice as fast as b", r, show=False)
+    assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE)
+    assert "the spreads overlap" not in c.text
+    assert "do not overlap" in c.text and "every trial of a beats every trial of b" in c.text
+    assert "2x" in c.text and "1.58x" in c.text and "3.2x" in c.text
+    # seconds (lower is better), and the other side ahead, with a factor below 1 (lesson 05's by=1/3)
+    r = explain.beyond("sync", [30, 31, 32], "plain", [10, 11, 12], by=1 / 3, higher=False, unit="s")
+    c = explain.expect("sync costs at most three times plain", r, show=False)
+    assert c.held is None and "the spreads overlap" not in c.text
+    assert "every trial of plain beats every trial of sync" in c.text
+
+
+def test_overlapping_ranges_still_say_the_spreads_overlap():
+    r = explain.beyond("a", [300, 310, 320], "b", [100, 150, 305], by=2.0)
+    c = explain.expect("a is twice as fast as b", r, show=False)
+    assert c.held is None and "the spreads overlap" in c.text and "do not overlap" not in c.text
+
+
+def test_alike_over_overlapping_spreads_is_too_close_to_call_not_as_predicted():
+    """Overlapping spreads say only that this run cannot tell the two apart: not that they perform alike.
+    "Alike within by" is shown when every pair of trials lies within that factor of each other."""
+    same = explain.alike("ram", [28, 30, 31], "disk", [25, 29, 30], by=1.1, unit="MB/s")
+    c = explain.expect("they perform alike", same, show=False)
+    assert c.held is None and c.consistent() and c.text.startswith(explain.TOO_CLOSE)
+    assert explain.AS_PREDICTED not in c.text and "cannot tell" in c.text
+    assert "1.1x" in c.text and "1.24x" in c.text         # what alike asks, and the widest pair (31/25)
+    close = explain.alike("a", [33, 34, 35], "b", [32, 33, 34], by=1.1)
+    assert close.holds() is True                                  # every pair within 10 % (35/32 = 1.09)
+    c = explain.expect("they perform alike", close, show=False)
+    assert c.text.startswith(explain.AS_PREDICTED) and c.consistent() and "within 1.1x" in c.text
+    # with no tolerance (by=1) nothing but identical trials shows "alike"
+    assert explain.alike("a", [30, 31, 32], "b", [29, 31, 33]).holds() is None
+    assert explain.alike("a", [30, 30, 30], "b", [30, 30, 30]).holds() is True
+
+
+def test_a_forged_alike_as_predicted_over_overlapping_spreads_is_inconsistent():
+    r = explain.alike("a", [28, 30, 31], "b", [25, 29, 30], by=1.1)
+    forged = explain.Claim("alike", r, True, explain.AS_PREDICTED + " alike.")
+    assert not forged.consistent()
+
+
+def test_report_counts_each_settings_own_warm_ups():
+    # one warm-up of each of two settings: each sentence says 1, not the 2 of the whole run
+    log = []
+    t = trials.run({"A": _counter("A", log, [9, 1, 2, 3]), "B": _counter("B", log, [99, 10, 20, 30])},
+                   repeat=3, warmup=1)
+    r = t.report()
+    assert "after 1 warm-up run" in r["A"] and "after 1 warm-up run" in r["B"] and "after 2" not in r["A"]
+    assert "warm-up" not in trials.from_values({"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]}).report()["a"]
+
+
+# --- issue 32: nonsense is refused with an iolab error naming it, never taken or met by a foreign error ---
+
+@pytest.mark.parametrize("values,named", [
+    ({"a": "123", "b": [1.0, 2.0, 3.0]}, "'123'"),                    # a string is not three trials
+    ({"a": b"123", "b": [1.0, 2.0, 3.0]}, "b'123'"),
+    ({"a": [True, False, True], "b": [1.0, 2.0, 3.0]}, "True"),       # a bool is not a number
+    ({"a": ["1e400", 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "'1e400'"),    # a string number (inf) is not one either
+    ({"a": [float("inf"), 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "inf"),
+    ({"a": [-1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "-1"),            # negative seconds
+    ({"a": [None, 2.0, 3.0], "b": [1.0, 2.0, 3.0]}, "None"),
+    ({"a": 5.0, "b": [1.0, 2.0, 3.0]}, "5.0"),                        # one number where a list is expected
+    ({}, "no setting"),
+    ([1.0, 2.0], "[1.0, 2.0]"),
+])
+def test_from_values_refuses_what_is_not_trials(values, named):
+    with pytest.raises(errors.BadValue) as e:
+        trials.from_values(values)
+    assert named in str(e.value)
+
+
+@pytest.mark.parametrize("fn,arg,named", [
+    (trials.seconds, None, "None"), (trials.seconds, "1.5", "'1.5'"), (trials.seconds, True, "True"),
+    (trials.seconds, -2.0, "-2"), (trials.mib_per_s, "100", "'100'"), (trials.mib_per_s, False, "False"),
+    (trials.mib_per_s, float("nan"), "nan"), (trials.mib_per_s, SimpleNamespace(bytes_per_s="9"), "'9'"),
+    (trials.seconds, SimpleNamespace(seconds=float("inf")), "inf"),
+])
+def test_metrics_refuse_what_is_not_a_measurement(fn, arg, named):
+    with pytest.raises(errors.BadValue) as e:
+        fn(arg)
+    assert named in str(e.value) and fn.__name__ in str(e.value)
+
+
+def test_run_refuses_a_metric_that_gives_nonsense():
+    with pytest.raises(errors.BadValue, match="'A'.*'fast'"):
+        trials.run({"A": lambda: "fast", "B": lambda: 1.0}, repeat=3, warmup=0)
+    with pytest.raises(errors.BadValue, match="repeat"):
+        trials.run({"A": lambda: 1.0, "B": lambda: 1.0}, repeat=True)
+    with pytest.raises(errors.BadValue, match="repeat"):
+        trials.run({"A": lambda: 1.0, "B": lambda: 1.0}, repeat=2.5)
+
+
+@pytest.mark.parametrize("by", [0, -1.0, float("nan"), float("inf"), "2", True])
+def test_a_factor_must_be_a_positive_number(by):
+    t = trials.from_values({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]})
+    with pytest.raises(errors.BadValue, match="by"):
+        t.relation("a", "b", by=by)
+    with pytest.raises(errors.BadValue, match="by"):
+        explain.beyond("a", [1.0, 2.0, 3.0], "b", [4.0, 5.0, 6.0], by=by)
+
+
+def test_an_unknown_setting_is_named_with_the_ones_there_are():
+    t = trials.from_values({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]})
+    with pytest.raises(errors.BadValue, match=r"'c'.*'a', 'b'"):
+        t.relation("a", "c")
+    with pytest.raises(errors.BadValue, match="'c'"):
+        t.expect("a wins", "c", "b", show=False)
+    assert t.relation("a", "b").holds() is True             # lower seconds: a's worst beats b's best
+
+
+def test_a_bad_value_is_an_iolab_error_and_a_value_error():
+    with pytest.raises(errors.IolabError):
+        trials.seconds(None)
+    with pytest.raises(ValueError):
+        trials.seconds(None)

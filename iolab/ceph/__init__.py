@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
-from .cluster import TOOLS, Cluster, missing
+from .cluster import TOOLS, Cluster, DaemonDied, missing
+from .ports import PortTaken
 
-__all__ = ["TOOLS", "Cluster", "missing"]
+__all__ = ["TOOLS", "Cluster", "DaemonDied", "PortTaken", "missing"]

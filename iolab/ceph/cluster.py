@@ -6,14 +6,26 @@ the daemons' data (BlueStore on sparse files), their logs and admin sockets. Not
 group of its own, registered with the session's guard, and each mount point too: a kernel killed
 outright leaves nothing behind.
 
-Isolation. The daemons listen on 127.0.0.1: the monitor on two free ports picked at start, the
-OSDs, MDS and mgr on free ports of Ceph's own range. Lesson 06's private network namespace
+Isolation. The daemons listen on 127.0.0.1: the monitor on two ports and each OSD, the MDS and the mgr
+in a small range of its own (``ms_bind_port_min``/``max``), all drawn at random where the node's ports
+are free (:mod:`iolab.ceph.ports`), written only into the 0600 ceph.conf (never into an argv, which
+every user can read), each daemon checked to listen where it was told before the next starts. Lesson 06's private network namespace
 (:mod:`iolab.objectstore.netns`) does not fit here: ceph-fuse must mount in the node's mount
 namespace, which a process inside an unprivileged user namespace cannot, and carrying every OSD
 byte through the namespace's holder would put a Python copy in the data path being measured. What
 keeps other users out instead is cephx: every cluster has its own keys, made at start, in files only
 the owner can read; a client without the key is refused by the monitor (tests/test_ceph_live.py
-checks it as another user).
+checks it as another user). ceph-fuse mounts with ``fuse_allow_other=false`` (its default is true):
+the kernel lets no other user, root's students included, into the mount.
+
+A dead daemon. With one copy of each object, a read whose object sits on a dead OSD waits for that
+OSD for ever (a client's OSD ops have no time limit by default, ``rados_osd_op_timeout = 0``, and one
+would fail a slow write on a busy node as readily as a dead OSD's), and a dead MDS leaves every ``ls`` waiting, in the kernel's FUSE wait, where neither Jupyter's interrupt nor
+SIGKILL reaches the reader. So while the cluster runs, a watch (a thread) looks at each daemon's
+process every WATCH_INTERVAL s; when one has ended it says which one, how and when (on stderr, which
+Jupyter shows in the running cell, and as :attr:`Cluster.failure`, a :class:`DaemonDied`), and ends the
+ceph-fuse clients (killed: the kernel then fails every request waiting on them, the reader gets an
+error and the interrupt works again) and their mounts.
 """
 from __future__ import annotations
 
@@ -24,17 +36,19 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
 
 from .. import guard, runner
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed, ToolMissing
-from ..objectstore._proc import Service, free_ports
+from ..service import Owned, Service
 from ..units import format_size, parse_size
+from . import ports as _ports
+from .ports import PortTaken
 
 TOOLS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "ceph", "ceph-authtool", "monmaptool",
          "rados", "osdmaptool")
@@ -48,6 +62,13 @@ except (OSError, ValueError):
     _PID_MAX = 4194304
 _counter = 0
 _counter_lock = threading.Lock()
+WATCH_INTERVAL = 0.5       # seconds between two looks of the watch at the daemons' processes
+MON_TRIES = 3              # monitors started on newly drawn ports when the drawn ones were taken meanwhile
+SPAN = {"osd": 16, "mds": 8, "mgr": 8}   # ports of each daemon's range (an OSD binds 8, the MDS and mgr 2)
+
+
+class DaemonDied(IolabError):
+    """A daemon of the cluster ended while the cluster ran; the message names it, how and when."""
 
 
 def missing() -> list[str]:
@@ -92,7 +113,7 @@ def asok(path: str | os.PathLike[str], command: str, timeout: float = 20.0, **ar
     return body.decode()
 
 
-class Cluster:
+class Cluster(Owned):
     """A private Ceph cluster with CephFS, owned by a context manager.
 
     ``osds`` OSDs of ``osd_size`` sparse bytes each with a fixed BlueStore cache of ``osd_cache``;
@@ -117,7 +138,13 @@ class Cluster:
         self.conf: Path | None = None
         self.keyring: Path | None = None
         self.ports: tuple[int, int] | None = None
+        self.ranges: dict[str, range] = {}       # daemon -> the ports it may bind (ms_bind_port_min..max)
+        self.failure: DaemonDied | None = None   # set by the watch when a daemon has died
+        self.deaths: list[str] = []              # what the watch said of each daemon that died
         self._t0 = 0.0
+        self._lock = threading.RLock()
+        self._stopping = threading.Event()
+        self._watch: threading.Thread | None = None
 
     # -- helpers -----------------------------------------------------------------------------------
     def _mark(self, stage: str) -> None:
@@ -168,6 +195,7 @@ class Cluster:
 
     # -- start ------------------------------------------------------------------------------------
     def _write_conf(self, d: Path, fsid: str, v2: int, v1: int) -> Path:
+        """ceph.conf (0600): the one place that names the cluster's ports."""
         conf = d / "ceph.conf"
         log = d / "log"
         run = d / "run"
@@ -177,6 +205,7 @@ mon_host = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
 public_addr = 127.0.0.1
 cluster_addr = 127.0.0.1
 ms_bind_ipv6 = false
+ms_bind_retry_count = 1
 auth_cluster_required = cephx
 auth_service_required = cephx
 auth_client_required = cephx
@@ -222,7 +251,11 @@ keyring = {d}/keyring.$name
 [client]
 admin_socket = {run}/c.$pid.asok
 log_file = /dev/null
+[mon.a]
+public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
 """
+        for name, r in self.ranges.items():
+            text += f"[{name}]\nms_bind_port_min = {r.start}\nms_bind_port_max = {r.stop - 1}\n"
         conf.write_text(text)
         os.chmod(conf, 0o600)
         return conf
@@ -263,9 +296,6 @@ log_file = /dev/null
 
     def _start(self, d: Path) -> None:
         fsid = str(uuid.uuid4())
-        v2, v1 = free_ports(2)
-        self.ports = (v2, v1)
-        conf = self.conf = self._write_conf(d, fsid, v2, v1)
         # every key made here, the monitor's keyring knows them all from its first start: no
         # `ceph auth add` round trips
         self.keyring = d / "keyring.client.admin"
@@ -282,14 +312,12 @@ log_file = /dev/null
         self._key(mon_keyring, "mon.", "--cap", "mon", "allow *")
         for k in [self.keyring, d / "keyring.mgr.x", d / "keyring.mds.a", *(d / o / "keyring" for o in self.osd_names)]:
             runner.run(["ceph-authtool", str(mon_keyring), "--import-keyring", str(k)], timeout=30)
-        runner.run(["monmaptool", "--create", "--fsid", fsid, "--addv", "a",
-                    f"[v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]", str(d / "monmap")], timeout=30)
-        runner.run(["ceph-mon", "-c", str(conf), "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
-                    "--keyring", str(mon_keyring)], timeout=60)
-        self._mark("keys and monitor made")
-        self._daemon("mon.a", ["ceph-mon", "-f", "-c", str(conf), "-i", "a"])
-        self._daemon("mgr.x", ["ceph-mgr", "-f", "-c", str(conf), "-i", "x"])
+        names = ["mgr.x", "mds.a", *self.osd_names]
+        self.ranges = dict(zip(names, _ports.draw([SPAN[n.split(".")[0]] for n in names])))
+        self._start_mon(d, fsid, mon_keyring)
+        self._daemon("mgr.x", ["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"])
         self._mark("monitor up")
+        conf = self.conf
         # the OSDs: ids from the monitor, then their BlueStores made side by side
         osd_uuids = [str(uuid.uuid4()) for _ in self.osd_names]
         for i, u in enumerate(osd_uuids):
@@ -314,23 +342,86 @@ log_file = /dev/null
         self.ceph("fs", "new", "cephfs", "cephfs_metadata", "cephfs_data")
         self._mark("file system made")
         self._wait_healthy()
+        self._check_bound()
         self._mark("cluster healthy")
         if os.getuid() != 0:
             self._own_root()
+        self._stopping.clear()
+        self._watch = threading.Thread(target=self._watch_daemons, name=f"iolab ceph watch {d.name}", daemon=True)
+        self._watch.start()
 
-    def _daemon(self, name: str, argv: list[str]) -> None:
+    def _start_mon(self, d: Path, fsid: str, mon_keyring: Path) -> None:
+        """The monitor on two ports drawn at random, named only in ceph.conf (``ceph-mon --mkfs`` builds
+        its first monmap from it: no monmaptool argv shows them); drawn again when another process took
+        one between the draw and the monitor's bind (the monitor cannot skip a port as the others do)."""
+        stolen: list[str] = []
+        for _ in range(MON_TRIES):
+            v2, v1 = (r.start for r in _ports.draw([1, 1], avoid=list(self.ranges.values())))
+            self.ports = (v2, v1)
+            self.conf = self._write_conf(d, fsid, v2, v1)
+            shutil.rmtree(d / "mon.a", ignore_errors=True)
+            (d / "mon.a").mkdir(mode=0o700)
+            runner.run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--keyring", str(mon_keyring)],
+                       timeout=60)
+            self._mark("keys and monitor made")
+            try:
+                self._daemon("mon.a", ["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"], listen=(v2, v1))
+                return
+            except PortTaken as e:
+                stolen.append(str(e))
+        raise PortTaken(f"the monitor could not listen on any of {MON_TRIES} pairs of ports drawn at random; "
+                        "another process took each one before the monitor bound it: " + "; ".join(stolen))
+
+    def _daemon(self, name: str, argv: list[str], listen: tuple[int, ...] = ()) -> None:
+        """Start daemon ``name``; ready once its admin socket is there and, with ``listen``, it listens on
+        all those ports (the others bind later, once they have met the monitor: :meth:`_check_bound`)."""
         sock = self.socket_of(name)
+        svc: Service
+
+        def ready() -> bool:
+            if not sock.exists():
+                return False
+            return not listen or set(listen) <= _ports.listening_of(svc.pid)   # type: ignore[arg-type]
+
         svc = Service(f"ceph {name}", argv, log_path=self.dir / "log" / f"{name}.out",  # type: ignore[operator]
-                      ready=sock.exists, cwd=self.dir, start_timeout=90, stop_grace=10, umask=0o077)
+                      ready=ready, cwd=self.dir, start_timeout=90, stop_grace=10, umask=0o077)
         self.services[name] = svc
-        svc.start()
+        try:
+            svc.start()
+        except ToolFailed as e:
+            self._bind_failure(name, svc, e)
+            raise
+
+    def _bind_failure(self, name: str, svc: Service, cause: BaseException | None = None) -> None:
+        """Raise PortTaken, saying which port and whose, if daemon ``name`` ended because it could not bind."""
+        if "unable to bind" not in svc.log_tail(60):
+            return
+        self.services.pop(name, None)
+        span = self.ranges.get(name)
+        if span is None:
+            taken = [p for p in (self.ports or ()) if not _ports.is_free(p)] or list(self.ports or ())
+            raise PortTaken(f"ceph {name} could not listen on 127.0.0.1:" + ", ".join(
+                f"{p} (held by {_ports.holder(p)})" for p in taken)) from cause
+        raise PortTaken(f"ceph {name} found no free port in its range 127.0.0.1:{span.start}-{span.stop - 1} "
+                        f"(all free when drawn a moment before): {_ports.holders_summary([span])}") from cause
+
+    def _check_bound(self) -> None:
+        """Each daemon with a range listens in it (and nowhere else): what clients are told is theirs."""
+        for name, span in self.ranges.items():
+            svc = self.services.get(name)
+            if svc is None:
+                continue
+            mine = _ports.listening_of(svc.pid)   # type: ignore[arg-type]
+            if not mine or not mine <= set(span):
+                raise IolabError(f"ceph {name} listens on {sorted(mine)}, not in its range {span.start}-{span.stop - 1}")
 
     def _wait_healthy(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         last: dict = {}
         while time.monotonic() < deadline:
-            for name, svc in self.services.items():
+            for name, svc in list(self.services.items()):
                 if not svc.alive():
+                    self._bind_failure(name, svc)
                     raise ToolFailed(svc.argv, svc.proc.returncode if svc.proc else None, svc.log_tail(),
                                      f"ceph {name} stopped while the cluster started")
             last = self.status()
@@ -347,6 +438,74 @@ log_file = /dev/null
             time.sleep(0.5)
         raise IolabError(f"the Ceph cluster was not healthy within {timeout:.0f} s: "
                          f"{json.dumps(last.get('health', {}))[:600]}")
+
+    # -- the watch ----------------------------------------------------------------------------------
+    def _watch_daemons(self) -> None:
+        told: set[int] = set()
+        while not self._stopping.wait(WATCH_INTERVAL):
+            for name, svc in list(self.services.items()):
+                if svc.pid not in told and not svc.alive() and not self._stopping.is_set():
+                    told.add(svc.pid)   # type: ignore[arg-type]
+                    self._died(name, svc)
+            if self.failure is not None:
+                return
+
+    def _died(self, name: str, svc: Service) -> None:
+        """Daemon ``name`` has ended: say so, and end the clients that would wait for it for ever."""
+        rc = svc.proc.returncode if svc.proc is not None else None
+        if rc is not None and rc < 0:
+            try:
+                how = f"killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                how = f"killed by signal {-rc}"
+        else:
+            how = f"exit status {rc}"
+        last = [ln for ln in svc.log_tail(5).splitlines() if ln.strip()] if rc is not None and rc > 0 else []
+        kind = name.split(".")[0]
+        why = {"osd": "the objects it holds cannot be read or written (the lesson's pools keep one copy of each)",
+               "mds": "no metadata server is left to answer an ls, open or stat in the mounts",
+               "mon": "no client can reach the cluster without its monitor",
+               "rgw": "the cluster's S3 endpoint is gone"}.get(kind)
+        ends = kind in ("osd", "mds", "mon") and bool(self.fuse)
+        msg = (f"ceph {name} (pid {svc.pid}) of the cluster in {self.dir} ended at {time.strftime('%H:%M:%S')} "
+               f"({how}{'; its last words: ' + last[-1][-200:] if last else ''})")
+        if why:
+            msg += f": {why}"
+        if ends:
+            names = [f"node-{n}" for n in sorted(self.fuse)]
+            one = len(names) == 1
+            msg += (f"; so {'the mount ' + names[0] + ' was' if one else 'the mounts ' + ', '.join(names) + ' were'}"
+                    f" ended (ceph-fuse killed), and what waited on {'it' if one else 'them'} gets an error instead "
+                    "of waiting for ever")
+        if kind in ("osd", "mds", "mon"):
+            msg += ". Stop this cluster and start a new one (the lesson's start(), or Cluster.start)."
+            self.failure = DaemonDied(msg)
+        else:
+            msg += "; the file system goes on without it."
+        self.deaths.append(msg)
+        try:
+            sys.stderr.write(f"iolab: {msg}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        if ends:
+            with self._lock:
+                for n, fuse in list(self.fuse.items()):
+                    if fuse.alive():
+                        try:
+                            os.killpg(fuse.pid, signal.SIGKILL)   # type: ignore[arg-type]
+                        except OSError:
+                            pass
+                for n, fuse in list(self.fuse.items()):
+                    mnt = self.mounts.get(n)
+                    if mnt is not None:          # its daemon given: dead, so nothing is left to abort
+                        guard.release_mount(mnt, daemons=(fuse.pid,), grace=0.5)   # type: ignore[arg-type]
+                    self._unmount(n)
+
+    def raise_failure(self) -> None:
+        """Raise :attr:`failure` (a DaemonDied naming the daemon) if a daemon of the cluster has died."""
+        if self.failure is not None:
+            raise self.failure
 
     def _own_root(self) -> None:
         """The MDS makes the file system's root owned by root: give it to the student (through
@@ -373,14 +532,14 @@ log_file = /dev/null
     def mount(self, name: str = "a", *, options: dict[str, str] | None = None) -> Path:
         """Mount CephFS with ceph-fuse at ``<cluster dir>/../node-<name>`` (a client of its own); its path."""
         assert self.dir is not None and self.conf is not None
+        self.raise_failure()
         if name in self.mounts:
             return self.mounts[name]
         t = time.monotonic()
         mnt = self.ws.mkdir(f"{self.dir.name}-node-{name}")
         argv = ["ceph-fuse", "-f", "-c", str(self.conf), "--id", "admin", "--keyring", str(self.keyring),
-                "--log-file", str(self.dir / "log" / f"client.node-{name}.log")]
-        if os.getuid() != 0:
-            argv.append("--fuse_allow_other=false")   # other users may not enter a student's mount
+                "--log-file", str(self.dir / "log" / f"client.node-{name}.log"),
+                "--fuse_allow_other=false"]     # no other user enters the mount (root's own included: its default is true)
         for k, v in (options or {}).items():
             argv.append(f"--{k}={v}")
         argv.append(str(mnt))
@@ -402,12 +561,17 @@ log_file = /dev/null
     def check_mounted(self, name: str = "a") -> Path:
         """The mount point of ``name``, after checking it is CephFS still (a failed remount would let a
         measurement write to the empty directory below)."""
+        self.raise_failure()
         mnt = self.mounts.get(name)
         if mnt is None or not guard.mounted(mnt):
             raise IolabError(f"node-{name} is not mounted: a measurement there would not be on CephFS")
         return mnt
 
     def unmount(self, name: str = "a") -> None:
+        with self._lock:
+            self._unmount(name)
+
+    def _unmount(self, name: str) -> None:
         mnt = self.mounts.pop(name, None)
         svc = self.fuse.pop(name, None)
         if mnt is not None:
@@ -434,10 +598,13 @@ log_file = /dev/null
     def stop(self) -> None:
         """Unmount every client, stop every daemon (MDS first, monitor last), remove the directory."""
         t = time.monotonic()
+        self._stopping.set()                  # the watch: the daemons end now because they are told to
+        if self._watch is not None and self._watch is not threading.current_thread():
+            self._watch.join(timeout=30)
         for name in list(self.fuse):
             self.unmount(name)
         self.timings["teardown: unmounted"] = round(time.monotonic() - t, 2)
-        order = ["mds.a", *self.osd_names, "mgr.x", "mon.a"]
+        order = [*(n for n in self.services if n.startswith("rgw.")), "mds.a", *self.osd_names, "mgr.x", "mon.a"]
         for name in order:                     # all at once: each stop below then waits for one already ending
             svc = self.services.get(name)
             if svc is not None and svc.alive():
@@ -469,14 +636,9 @@ log_file = /dev/null
         return (f"Ceph cluster: {self.n_osds} OSDs, started in {self.timings.get('cluster healthy', float('nan')):.1f} s; "
                 f"resident memory {format_size(total)} ({parts})")
 
-    def __enter__(self) -> "Cluster":
-        if self.dir is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def running(self) -> bool:
+        """Started: its directory is made (``with`` starts it otherwise, :class:`iolab.service.Owned`)."""
+        return self.dir is not None
 
     def __repr__(self) -> str:
         return f"Cluster({str(self.dir)!r}, osds={self.n_osds}, mounts={sorted(self.mounts)})"

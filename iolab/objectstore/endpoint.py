@@ -56,6 +56,7 @@ class Endpoint:
     token_file: str = field(default="", repr=False)   # GCS service-account key, for a real store
     local: bool = True
     memory: bool = False                        # the store keeps its objects in memory (moto, fake-gcs-server)
+    metrics_url: str = ""                       # the store's Prometheus counters (SeaweedFS with metrics=True)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -30,7 +30,7 @@ from pathlib import Path
 from .. import workspace as _workspace
 from ..runner import tool_version
 from . import netns
-from ._proc import LOOPBACK, PortTaken, Service, free_ports, http_ok, port_open, require_free, resolve
+from ..service import LOOPBACK, PortTaken, Service, free_ports, http_ok, port_open, require_free, resolve
 from .endpoint import Endpoint
 
 S3_SERVERS = ("seaweedfs", "moto")
@@ -83,18 +83,23 @@ def which_s3_server() -> str | None:
 
 @contextlib.contextmanager
 def local_s3(ws: _workspace.Workspace | None = None, *, server: str = "auto", port: int | None = None,
-             access_key: str | None = None, secret_key: str | None = None) -> Iterator[Endpoint]:
+             access_key: str | None = None, secret_key: str | None = None,
+             metrics: bool = False) -> Iterator[Endpoint]:
     """Start an S3 store; yield its Endpoint (on 127.0.0.1, for its owner only); stop it on exit.
 
     server: "auto" (SeaweedFS if installed, else moto), "seaweedfs" or "moto".
     port: the S3 port on 127.0.0.1; taken -> PortTaken. By default a free one.
     Fresh random keys are made for each start unless given (moto accepts any keys).
+    metrics: SeaweedFS also serves its Prometheus counters (``Endpoint.metrics_url``, ``.../metrics``:
+    bytes and requests per bucket, lesson 09), carried to 127.0.0.1 like the S3 port (owner only).
     """
     w = _ws(ws)
     if server == "auto":
         server = which_s3_server() or "seaweedfs"   # seaweedfs: raises ToolMissing with the hint below
     if server not in S3_SERVERS:
         raise ValueError(f"server is one of {S3_SERVERS} or 'auto'")
+    if metrics and server != "seaweedfs":
+        raise ValueError("only SeaweedFS serves its counters (metrics=True)")
     key = access_key or "iolab" + secrets.token_hex(6)
     secret = secret_key or secrets.token_urlsafe(24)
     if port is not None:
@@ -103,15 +108,18 @@ def local_s3(ws: _workspace.Workspace | None = None, *, server: str = "auto", po
         resolve("moto_server", _venv_bin("moto_server"))
     d = Path(w.mkdir(f"objectstore/{server}-{secrets.token_hex(3)}"))
     with netns.private_net(w) as net:
+        inner_metrics: int | None = None
         if server == "seaweedfs":
-            svc, inner = _seaweedfs(exe, d, key, secret, net, None if net else port)
+            svc, inner, inner_metrics = _seaweedfs(exe, d, key, secret, net, None if net else port, metrics)
         else:
             svc, inner = _moto(exe, d, net, None if net else port)
-        with _exposed(net, inner, port) as s3_port:
+        with _exposed(net, inner, port) as s3_port, \
+                (_exposed(net, inner_metrics, None) if inner_metrics else contextlib.nullcontext()) as m_port:
             url = f"http://{LOOPBACK}:{s3_port}"
             name = {"seaweedfs": "SeaweedFS", "moto": "moto"}[server]
             ep = Endpoint("s3", url, key, secret, server=f"{name} {_version(server, exe)} {_where(net)}",
-                          memory=server == "moto")
+                          memory=server == "moto",
+                          metrics_url=f"http://{LOOPBACK}:{m_port}/metrics" if m_port else "")
             svc.ready = _ready_at(s3_port, "/" if server == "seaweedfs" else "/moto-api/")
             try:
                 with svc:
@@ -151,10 +159,10 @@ def _version(server: str, exe: str) -> str:
 
 
 def _seaweedfs(exe: str, d: Path, key: str, secret: str, net: "netns.PrivateNet | None",
-               port: int | None) -> tuple[Service, int]:
-    """The weed mini service (not started; its ready check is set once the clients' port is known)
-    and its S3 port (inside the private network, if any)."""
-    n = len(_WEED_PORTS)
+               port: int | None, metrics: bool = False) -> tuple[Service, int, int | None]:
+    """The weed mini service (not started; its ready check is set once the clients' port is known),
+    its S3 port and its metrics port (None unless asked; both inside the private network, if any)."""
+    n = len(_WEED_PORTS) + (1 if metrics else 0)
     if net is not None:
         # its sockets go to the private network's own /tmp (see below): no name of anyone else's is in
         # the way, whatever they put in the node's /tmp
@@ -180,6 +188,9 @@ def _seaweedfs(exe: str, d: Path, key: str, secret: str, net: "netns.PrivateNet 
     named = dict(zip(_WEED_PORTS, ports))
     for comp in _WEED_PORTS:
         argv += [f"-{comp}.port={named[comp]}", f"-{comp}.port.grpc={named[comp] + _GRPC_OFFSET}"]
+    metrics_port = ports[len(_WEED_PORTS)] if metrics else None
+    if metrics_port is not None:
+        argv.append(f"-metricsPort={metrics_port}")
     (d / "data").mkdir(exist_ok=True)
     # SeaweedFS leaves its sockets behind when killed: in the private /tmp (removed with the workspace),
     # else these names in the node's /tmp (only files of ours are ever removed)
@@ -187,7 +198,7 @@ def _seaweedfs(exe: str, d: Path, key: str, secret: str, net: "netns.PrivateNet 
     svc = Service("SeaweedFS", net.argv(argv) if net else argv, log_path=d / "weed.log", cwd=d,
                   env={"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret},
                   ready=lambda: False, start_timeout=30, stop_grace=1.5, cleanup_globs=socks, umask=_UMASK)
-    return svc, named["s3"]
+    return svc, named["s3"], metrics_port
 
 
 def _moto(exe: str, d: Path, net: "netns.PrivateNet | None", port: int | None) -> tuple[Service, int]:

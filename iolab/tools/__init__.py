@@ -1,4 +1,8 @@
-"""One module per tool: argv builders, run(), parse(text) -> list[dict], to_frame()."""
+"""One module per tool: argv builders, run(), parse(text) -> list[dict] (a row per result), to_frame().
+
+The rule has exceptions, each stated once, in :data:`PARSE_EXCEPTIONS` (what the module gives
+instead, and why); tests/test_tool_contract.py holds every module here to the rule or to its entry.
+"""
 from __future__ import annotations
 
 import re
@@ -7,6 +11,23 @@ from typing import Any
 
 from ..errors import ToolFailed
 from ..runner import Run
+
+#: The tool modules whose parser is not ``parse(text) -> list[dict[str, Any]]``: module -> (what its
+#: ``parse`` returns, or None where it has no ``parse``; why).
+PARSE_EXCEPTIONS: dict[str, tuple[Any, str]] = {
+    "dd": (dict[str, Any], "dd copies once and prints one summary: parse(text) is that run's row; "
+                           "parse_all(text) -> list[dict] reads a sweep's summaries one after the other"),
+    "strace": (None, "two outputs, two parsers: parse_summary(text) -> Summary (the -c table, with its "
+                     "total), parse_calls(lines) -> an iterator of dicts (a trace, read line by line, as "
+                     "long as it is)"),
+    "strace_calls": (None, "strace's per-call parser (parse_calls, parse_call_files), which "
+                           "iolab.tools.strace gives under the same names"),
+    "darshan": (None, "a Darshan log is binary, not text: read_log(path) -> Log"),
+    "ceph": (None, "one parser per command's output: parse_layout, parse_rados_ls, parse_osdmap_object, "
+                   "parse_osd_map, parse_perf, parse_sessions"),
+    "snakemake": (None, "two outputs of one tool: its log (parse_log -> list[dict] of events, job_stats -> "
+                        "its Job stats table) and its --dag dot text (parse_dot -> list[dict] of nodes and edges)"),
+}
 
 
 def first_line(pattern: re.Pattern[str], *texts: str) -> str | None:
@@ -37,6 +58,23 @@ def failure(tool: str, argv: Sequence[str], run: Run, line: str | None) -> ToolF
     head = f"{tool} failed: {line}" if line else f"{tool} exited with status {run.returncode}"
     return ToolFailed(list(argv), run.returncode, "\n".join([run.stderr.strip(), run.stdout.strip()[-2000:]]).strip(),
                       message=head)
+
+
+_STRING_TO_BYTES = re.compile(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*")
+
+
+def string_to_bytes(value: str, tool: str, what: str) -> int:
+    """A size or a count as IOR's ``string_to_bytes`` (option.c) reads it, for IOR and mdtest alike (mdtest
+    reads its -n, -w, -I... with it): a whole number with an optional binary suffix k, m, g, t or p
+    (``16m`` = 16 MiB; ``16MiB`` and ``16mb`` too: the letters after the suffix are not read there).
+    ValueError for anything else, naming the ``tool`` and the option (``what``): IOR itself takes
+    ``16x`` as 16, iolab refuses a size it cannot be sure of, as it could not reserve what the run
+    writes."""
+    m = _STRING_TO_BYTES.fullmatch(value)
+    if not m:
+        raise ValueError(f"{tool} {what} {value!r}: iolab cannot read this size or count, so cannot reserve what "
+                         "the run writes; write it as a whole number, with k, m or g if you like")
+    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
 
 
 def short_options(tok: str, items: Sequence[str], i: int, takes_value: Collection[str], flags: Collection[str],

@@ -33,6 +33,7 @@ def _child(w: int, data: bytes, memory: int, timeout: float) -> None:
     import resource
 
     code = 0
+    answer: tuple[str, Any]
     try:
         signal.alarm(max(1, int(timeout) + 1))        # SIGALRM ends the child even inside C code
         with open("/proc/self/statm") as f:

@@ -135,8 +135,10 @@ class Tracer:
                                       errors="replace", start_new_session=True)
         guard.watch_process_group(self._proc.pid)
         self._err: list[str] = []
-        self._out_thread = threading.Thread(target=self._read, args=(self._proc.stdout,), daemon=True)
-        self._err_thread = threading.Thread(target=lambda: self._err.extend(self._proc.stderr), daemon=True)
+        out, err = self._proc.stdout, self._proc.stderr
+        assert out is not None and err is not None                # (PIPE)
+        self._out_thread = threading.Thread(target=self._read, args=(out,), daemon=True)
+        self._err_thread = threading.Thread(target=lambda: self._err.extend(err), daemon=True)
         self._out_thread.start()
         self._err_thread.start()
         try:

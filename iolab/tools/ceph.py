@@ -12,6 +12,15 @@ Parsers, each raising :class:`~iolab.errors.ParseError` (naming the line) on any
                                                          counter gives "...avgcount" and "...sum")
     parse_sessions(ceph tell mds.a session ls JSON)   -> [{"id", "num_caps", "state", "entity", "mount_point"}]
 
+and those of the cluster's RADOS Gateway (:mod:`iolab.ceph.rgw`)::
+
+    parse_rados_names(rados -p POOL ls)               -> [object name]   (any pool)
+    parse_rados_stat(rados -p POOL stat OBJ)          -> {"pool", "object", "mtime", "size"}
+    parse_omap_keys(rados -p POOL listomapkeys OBJ)   -> [key]           (a bucket index shard: object names)
+    parse_bucket_stats(radosgw-admin bucket stats)    -> {"bucket", "id", "marker", "num_shards"}
+    parse_object_stat(radosgw-admin object stat)      -> {"name", "size", "head_size", "max_head_size", "obj_size",
+                                                          "prefix", "stripe_max_size", "tail_bucket_marker"}
+
 The raw texts come from :class:`iolab.ceph.Cluster` (its ``ceph()``, ``daemon()`` and ``perf()``).
 """
 from __future__ import annotations
@@ -129,6 +138,11 @@ def _json(text: str, tool: str) -> Any:
         raise ParseError(f"{tool}: not JSON ({e})", line_no=line_no) from None
 
 
+def json_doc(text: str, tool: str) -> Any:
+    """A JSON document of ``tool`` (ParseError when cut or not JSON)."""
+    return _json(text, tool)
+
+
 def _int(obj: Any, key: str, tool: str) -> int:
     v = obj.get(key) if isinstance(obj, dict) else None
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
@@ -202,3 +216,92 @@ def parse_sessions(text: str) -> list[dict[str, Any]]:
 def delta(before: dict[str, float], after: dict[str, float], *keys: str) -> dict[str, float]:
     """after - before of the named counters (0 when a counter is absent in both)."""
     return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+
+
+# --- the RADOS Gateway's objects (lesson 08's object store) ----------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_RADOS_STAT = re.compile(r"([^/\s]{1,200})/(\S{1,1000}) mtime (\S{1,64}), size ([0-9]{1,19})")
+
+
+def parse_rados_names(text: str) -> list[str]:
+    """``rados -p POOL ls`` of any pool (the gateway's data or index pool): its object names, sorted."""
+    names = []
+    for i, line in enumerate(_lines(text, "rados ls"), 1):
+        if not line or line != line.strip() or " " in line:
+            raise ParseError("rados ls: expected one object name per line", line_no=i, line=line[:200])
+        names.append(line)
+    return sorted(names)
+
+
+def parse_rados_stat(text: str) -> dict[str, Any]:
+    """``rados -p POOL stat OBJ``: ``{"pool", "object", "mtime", "size"}`` (size in bytes)."""
+    lines = _lines(text, "rados stat")
+    if len(lines) != 1:
+        raise ParseError(f"rados stat: expected one line, got {len(lines)}", line_no=min(len(lines), 2) or None)
+    m = _RADOS_STAT.fullmatch(lines[0])
+    if m is None:
+        raise ParseError("rados stat: expected 'POOL/OBJECT mtime TIME, size N'", line_no=1, line=lines[0][:200])
+    return {"pool": m.group(1), "object": m.group(2), "mtime": m.group(3), "size": int(m.group(4))}
+
+
+def parse_omap_keys(text: str) -> list[str]:
+    """``rados -p POOL listomapkeys OBJ``: the keys of an object's omap (a bucket index shard: the
+    objects' names), one a line."""
+    keys = []
+    for i, line in enumerate(_lines(text, "rados listomapkeys"), 1):
+        if not line or len(line.encode()) > 1024 or _CONTROL.search(line):
+            raise ParseError("rados listomapkeys: expected an S3 object's name (1-1024 bytes, no control "
+                             "character) per line", line_no=i, line=line[:200])
+        keys.append(line)
+    return keys
+
+
+def _str(obj: Any, key: str, tool: str) -> str:
+    v = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(v, str) or not v:
+        raise ParseError(f"{tool}: {key!r} is missing or not a name")
+    return v
+
+
+def parse_bucket_stats(text: str) -> dict[str, Any]:
+    """``radosgw-admin bucket stats --bucket=B``: ``{"bucket", "id", "marker", "num_shards"}`` (the marker
+    begins every RADOS object name of the bucket; num_shards is the index's shard count)."""
+    data = _json(text, "radosgw-admin bucket stats")
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, dict):
+        raise ParseError("radosgw-admin bucket stats: expected one bucket's object")
+    return {"bucket": _str(data, "bucket", "radosgw-admin bucket stats"),
+            "id": _str(data, "id", "radosgw-admin bucket stats"),
+            "marker": _str(data, "marker", "radosgw-admin bucket stats"),
+            "num_shards": _int(data, "num_shards", "radosgw-admin bucket stats")}
+
+
+def parse_object_stat(text: str) -> dict[str, Any]:
+    """``radosgw-admin object stat``: the S3 object's size and its manifest: ``{"name", "size", "head_size",
+    "max_head_size", "stripe_max_size", "prefix", "tail_bucket_marker"}`` (sizes in bytes; ``prefix``
+    names its tail objects: ``<marker>__shadow_<prefix><n>``)."""
+    tool = "radosgw-admin object stat"
+    data = _json(text, tool)
+    if not isinstance(data, dict) or not isinstance(data.get("manifest"), dict):
+        raise ParseError(f"{tool}: expected an object with a manifest")
+    man = data["manifest"]
+    rec: dict[str, Any] = {
+        "name": _str(data, "name", tool), "size": _int(data, "size", tool),
+        "head_size": _int(man, "head_size", tool), "max_head_size": _int(man, "max_head_size", tool),
+        "obj_size": _int(man, "obj_size", tool)}
+    prefix = man.get("prefix")
+    if not isinstance(prefix, str):
+        raise ParseError(f"{tool}: the manifest's 'prefix' is missing")
+    rec["prefix"] = prefix
+    rules = man.get("rules")
+    if not isinstance(rules, list) or not rules or not isinstance(rules[0], dict):
+        raise ParseError(f"{tool}: the manifest has no rules")
+    rec["stripe_max_size"] = _int(rules[0].get("val"), "stripe_max_size", tool)
+    tail = man.get("tail_placement")
+    bucket = tail.get("bucket") if isinstance(tail, dict) else None
+    rec["tail_bucket_marker"] = _str(bucket, "marker", tool) if isinstance(bucket, dict) else ""
+    if rec["obj_size"] != rec["size"] or rec["head_size"] > rec["size"] or rec["stripe_max_size"] == 0:
+        raise ParseError(f"{tool}: the manifest's sizes disagree with the object's ({rec['size']} bytes)")
+    return rec

@@ -360,6 +360,7 @@ class Header:
 
 
 _HEADER_341 = struct.Struct("<8sqB7xQ")     # version, magic, compression, (padding), partial flag
+_PARTIAL_OLD = struct.Struct("<I")          # formats before 3.41: the partial flag is 4 bytes at byte 20
 # darshan-log-format.h: enum darshan_comp_type {DARSHAN_ZLIB_COMP, DARSHAN_BZIP2_COMP, DARSHAN_NO_COMP}
 _ZLIB, _BZIP2, _NO_COMP = 0, 1, 2
 
@@ -374,20 +375,22 @@ def _region_error(data: bytes, comp: int) -> str | None:
     if comp == _NO_COMP:
         return None
     while data:
-        d = zlib.decompressobj() if comp == _ZLIB else bz2.BZ2Decompressor()
         try:
             if comp == _ZLIB:
+                z = zlib.decompressobj()
                 left = data
-                while left and not d.eof:                        # 1 MiB at a time: memory stays flat
-                    d.decompress(left, 1 << 20)
-                    left = d.unconsumed_tail
+                while left and not z.eof:                        # 1 MiB at a time: memory stays flat
+                    z.decompress(left, 1 << 20)
+                    left = z.unconsumed_tail
+                ended, data = z.eof, z.unused_data
             else:
-                d.decompress(data)
+                b = bz2.BZ2Decompressor()
+                b.decompress(data)
+                ended, data = b.eof, b.unused_data
         except (zlib.error, OSError, EOFError, ValueError) as e:
             return str(e)
-        if not d.eof:
+        if not ended:
             return "its compressed data ends before the end of its stream"
-        data = d.unused_data
     return None
 
 
@@ -427,8 +430,13 @@ def _check(data: bytes, p: Path) -> Header:
     if version != "3.00":
         if comp not in (_ZLIB, _BZIP2, _NO_COMP):
             raise ParseError(f"the Darshan log {p} names an unknown compression ({comp}): not a log Darshan wrote")
-        n_mods = 64 if version_tuple(version) >= (3, 41) else 16
-        off = _HEADER_341.size
+        if version_tuple(version) >= (3, 41):
+            n_mods, off = 64, _HEADER_341.size
+        else:
+            # formats 3.10-3.21 (runtimes 3.1-3.3): a 4-byte partial flag after the compression byte and
+            # its padding, the maps of 16 modules from byte 24 (read so from PyDarshan's own example logs)
+            (partial,) = _PARTIAL_OLD.unpack_from(data, 20)
+            n_mods, off = 16, 24
         if len(data) < off + 16 * (n_mods + 1):
             raise ParseError(f"the Darshan log {p} is cut off inside its header ({len(data):,} bytes)")
         maps = struct.unpack_from(f"<{2 * (n_mods + 1)}Q", data, off)
@@ -588,6 +596,7 @@ def _reader() -> Any:
            "PYTHONPATH": os.pathsep.join([package_root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     proc = subprocess.Popen([sys.executable, "-m", "iolab.tools._darshan_reader"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, env=env, close_fds=True, start_new_session=True)
+    assert proc.stdout is not None                       # (stdout=PIPE)
     try:
         hello = receive_message(proc.stdout.fileno(), time.monotonic() + 120)
     except TimeoutError:
@@ -810,7 +819,7 @@ def golden_view(path: str | os.PathLike[str]) -> dict[str, Any]:
     log = read_log(path)
     f = files(log)
     f = f.astype(object).where(f.notna(), None)
-    rows = [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in r.items() if not k.endswith("_s")}
+    rows = [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in r.items() if not str(k).endswith("_s")}
             for r in f.to_dict("records")]
     hist = access_sizes(log) if "POSIX" in log.records else pd.DataFrame(columns=["op", "bucket", "count"])
     dxt = {m: {"segments": int(len(d)), "bytes": int(d["length"].sum()) if len(d) else 0} for m, d in log.dxt.items()}

@@ -318,12 +318,20 @@ def _document(text: str) -> dict[str, Any]:
     offset = 0
     for line_no, line in enumerate(lines, 1):
         if line.startswith("{"):
+            rest = text[offset:]
             try:
-                doc = safeio.loads(text[offset:], what="fio JSON document")
+                # --output-format=json,normal prints the human-readable report after the document: any
+                # text after it is allowed, but not a second JSON document
+                doc = safeio.loads(rest, what="fio JSON document", trailing=True)
             except ParseError as e:
                 no = e.line_no + line_no - 1 if e.line_no is not None else None
                 raise ParseError(f"fio's JSON is broken ({str(e).split(' (line ')[0]}); was the run cut short?",
                                  line_no=no, line=e.line) from None
+            try:
+                _no_second_document(rest)
+            except ParseError as e:
+                raise ParseError(str(e).split(" (line ")[0], line_no=(e.line_no or 1) + line_no - 1,
+                                 line=e.line) from None
             if not isinstance(doc, dict) or "jobs" not in doc:
                 raise ParseError("expected fio's JSON output with a 'jobs' list", line_no=line_no, line=line)
             return doc
@@ -331,6 +339,26 @@ def _document(text: str) -> dict[str, Any]:
     first = lines[0] if lines else ""
     raise ParseError("no JSON object in this fio output (run fio with --output-format=json)",
                      line_no=1 if lines else None, line=first if lines else None)
+
+
+def _no_second_document(rest: str) -> None:
+    """ParseError when another JSON document follows fio's (two runs' outputs joined, a tampered file)."""
+    import json
+    try:
+        _doc, end = json.JSONDecoder().raw_decode(rest, len(rest) - len(rest.lstrip()))
+    except ValueError:
+        return                               # safeio.loads read it: cannot happen; nothing to add
+    after = rest[end:].lstrip()
+    if not after:
+        return
+    line_no = rest.count("\n", 0, len(rest) - len(after)) + 1
+    first = after.splitlines()[0][:200]
+    if after.startswith(("{", "[")):
+        raise ParseError("a second JSON document after fio's (two outputs joined?)", line_no=line_no, line=first)
+    # what --output-format=json,normal prints after the document: a job's report, or a group's status
+    if not re.match(r"\S.{0,200}: \(groupid=\d+, jobs=\d+\): err=|Run status group \d+", first):
+        raise ParseError("fio's JSON document goes on after its end with text that is not fio's normal report",
+                         line_no=line_no, line=first)
 
 
 def _fail(text: str, what: str, key: str | None = None) -> ParseError:
@@ -412,9 +440,11 @@ def parse(text: str) -> list[dict[str, Any]]:
                                                                           whole=True, default=1):
                     rec[f"{lat}_mean_ns"] = float(_number(block, "mean", f"{where} {lat}_ns", text))
                     pct = block.get("percentile")
-                    if pct is not None and not isinstance(pct, dict):
+                    if pct is None:
+                        pct = {}
+                    if not isinstance(pct, dict):
                         raise _fail(text, f"{where} {lat}_ns percentile should be an object, got {pct!r}", "percentile")
-                    for p in pct or {}:
+                    for p in pct:
                         rec[_pct_key(lat, p, text)] = int(_number(pct, p, f"{where} {lat}_ns percentile", text,
                                                                   whole=True))
             records.append(rec)

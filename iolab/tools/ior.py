@@ -2,8 +2,8 @@
 
 One way through: :class:`Options` -> :func:`run` (mpirun/srun, test files in the workspace, JSON
 summary file) -> :func:`parse` (text or JSON, IOR 3.x and 4.x) -> :func:`to_frame` ->
-``iolab.plot.ior_bandwidth``. Lesson 04's experiments (live or replayed, witnessed, each row with
-the verdict on which layer served it) are in :mod:`iolab.labs.ior_pitfalls`.
+``iolab.lessons.l04_ior.plots.ior_bandwidth``. Lesson 04's experiments (live or replayed, witnessed, each row with
+the verdict on which layer served it) are in :mod:`iolab.lessons.l04_ior.pitfalls`.
 
 What differs between versions, and is handled here:
 
@@ -27,14 +27,14 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from . import failure, first_line, short_options, strace
+from . import failure, first_line, short_options, strace, string_to_bytes
 from .. import mpi, runner, safeio, units, workspace
 from ..errors import ParseError, ToolFailed, ToolMissing
 from ..runner import Run
@@ -252,15 +252,6 @@ _OTHER_DIRECTIVES = {
     "storefileoffset", "randomprefill", "random-offset-seed"}
 
 
-def _size(value: str, what: str) -> int:
-    """IOR's string_to_bytes: a number with an optional k/m/g/t/p (binary) suffix."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*", value)
-    if not m:
-        raise ValueError(f"IOR {what} {value!r}: iolab cannot read this size, so cannot reserve what the run "
-                         "writes; write it as a whole number with k, m or g")
-    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
-
-
 def read_argv(argv: Sequence[str]) -> dict[str, Any]:
     """What an IOR command line (``ior`` and its arguments, ``extra`` included) sets, the last one
     winning as in IOR: ``{"b": bytes, "t": bytes, "s": n, "i": n, "N": n, "flags": set of flags}``.
@@ -274,7 +265,7 @@ def read_argv(argv: Sequence[str]) -> dict[str, Any]:
 
     def setting(key: str, value: str, what: str) -> None:
         if key in ("b", "t"):
-            out[key] = _size(value, what)
+            out[key] = string_to_bytes(value, "IOR", what)
         elif key in ("s", "i", "N"):
             if not re.fullmatch(r"\s*-?\d+\s*", value):
                 raise ValueError(f"IOR {what} {value!r} is not a whole number")
@@ -310,7 +301,7 @@ def read_argv(argv: Sequence[str]) -> dict[str, Any]:
                         raise ValueError(f"IOR option {tok} needs a value")
                     value, i = items[i], i + 1
                 if name == "randomPrefill":
-                    _size(value, tok)
+                    string_to_bytes(value, "IOR", tok)
             elif name in _LONG_FLAGS or "." in name:
                 pass                  # a backend's option (--posix.odirect, --mpiio.hintsFileName=...)
             else:
@@ -320,13 +311,13 @@ def read_argv(argv: Sequence[str]) -> dict[str, Any]:
         if not tok.startswith("-") or tok == "-":
             raise ValueError(f"IOR argument {tok!r} belongs to no option: iolab cannot read this command line")
         options, i = short_options(tok, items, i, _ARG_OPTS, _FLAG_OPTS, "IOR")
-        for c, value in options:
-            if c == "O":
-                directives(value)
-            elif value is not None:
-                setting(c, value, f"-{c}")         # -b 16m; -k=0, as IOR reads a flag given a value
-            else:
+        for c, arg in options:
+            if arg is None:
                 out["flags"].add(c)
+            elif c == "O":
+                directives(arg)
+            else:
+                setting(c, arg, f"-{c}")           # -b 16m; -k=0, as IOR reads a flag given a value
     return out
 
 
@@ -956,7 +947,7 @@ def opens_table(opens: Iterable[dict[str, Any]], tasks: int | None = None) -> pd
 
 # --- frames, verdicts ---------------------------------------------------------------------------
 
-def label(row: dict[str, Any] | pd.Series) -> str:
+def label(row: Mapping[Any, Any] | pd.Series) -> str:
     """A configuration's short name from a parsed row: "shared", "-F", "-F -C -e O_DIRECT"..."""
     bits = ["-F" if row["file_per_process"] else "shared"]
     if row["reorder_tasks"]:

@@ -2,7 +2,7 @@
 
 :class:`Options` -> :func:`run` (mpirun/srun, the test tree inside a private workspace on the
 filesystem being measured, removed afterwards) -> :func:`parse` -> :func:`to_frame` ->
-``iolab.plot.mdtest_rates``.
+``iolab.lessons.l05_mdtest.plots.mdtest_rates``.
 
 What the versions print (all handled by :func:`parse`):
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import failure, first_line, short_options
+from . import failure, first_line, short_options, string_to_bytes
 from .. import guard, mpi, runner, workspace
 from ..errors import BudgetExceeded, ParseError, ToolMissing
 from ..runner import Run
@@ -41,6 +41,8 @@ from ..units import format_size
 
 _LAUNCHED = re.compile(r"mdtest-(\S{1,100}) was launched with (\d{1,9}) total task\(s\) on (\d{1,9}) node\(s\)")
 _ITEMS = re.compile(r"^(\d{1,9}) tasks?, (\d{1,18}) (files/directories|files|directories)\b")
+# mdtest 1.x (before it joined IOR): "SUMMARY: (of N iterations)", no "rate"/"time" word
+_OLD_SUMMARY = re.compile(r"^SUMMARY: \(of \d{1,9} iterations?\)")
 _SUMMARY = re.compile(r"^SUMMARY (rate|time)(?: \(in ([^)]{0,100})\))?: \(of (\d{1,9}) iterations?\)")
 _ERROR = re.compile(r"^ERROR\b|FAILED in |\bmdtest ERROR\b")
 _NUMBER = r"[-+]?(?:\d{1,30}\.?\d{0,30}(?:[eE][-+]?\d{1,3})?|inf|nan)"
@@ -109,15 +111,6 @@ _NUMBERS = {"n": "files", "i": "iterations", "I": "items_per_dir", "z": "depth",
             "w": "write_bytes"}
 
 
-def _count(value: str, what: str) -> int:
-    """mdtest's string_to_bytes: a whole number with an optional k/m/g/t/p (binary) suffix."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgtpKMGTP]?)(?:i?[bB])?\s*", value)
-    if not m:
-        raise ValueError(f"mdtest {what} {value!r}: iolab cannot read this number, so cannot reserve what the "
-                         "run writes; write it as a whole number (with k, m or g)")
-    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2).lower() or " ")
-
-
 def _walk(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
     """(option letter or long name, its value or None) for each option of an mdtest argv (without the
     program): alone, grouped (``-FL``), glued to its value (``-n10``), after ``=`` or before its value.
@@ -153,7 +146,7 @@ def effective(options: Options) -> Options:
     flags: set[str] = set()
     for c, value in _walk(options.argv()[1:]):
         if c in _NUMBERS and value is not None:
-            fields[_NUMBERS[c]] = _count(value, f"-{c}")
+            fields[_NUMBERS[c]] = string_to_bytes(value, "mdtest", f"-{c}")
         elif c in _FLAG_OPTS:            # -D, or -D=0 (off: mdtest reads a flag given a value as IOR does)
             (flags.discard if value is not None and value.strip() in ("0", "") else flags.add)(c)
     fields["dirs_only"] = "D" in flags                 # argv() gives the fields as -D / -F: the last one wins
@@ -347,6 +340,12 @@ def parse(text: str) -> list[dict[str, Any]]:
         raise ParseError("not mdtest output: no 'mdtest-x.y.z was launched with N total task(s)' line",
                          line_no=1, line=lines[0])
     if not rows:
+        old = next(((i, ln) for i, ln in enumerate(lines, 1) if _OLD_SUMMARY.match(ln.strip())), None)
+        if old is not None or (version or "").split(".")[0] in ("1", "2"):
+            no, ln = old or next((i, ln) for i, ln in enumerate(lines, 1) if _LAUNCHED.search(ln.strip()))
+            raise ParseError(f"this is the output of mdtest {version}, whose format iolab does not read (its "
+                             "summary says 'SUMMARY:' without 'rate'); iolab reads mdtest 3.x and 4.x, the mdtest "
+                             "built with IOR (https://github.com/hpc/ior)", line_no=no, line=ln)
         last = max((i for i, s in enumerate(lines, 1) if s.strip()), default=1)
         raise ParseError("mdtest output has no SUMMARY table (cut short, or the run failed)",
                          line_no=last, line=lines[last - 1])
@@ -390,7 +389,7 @@ def parse_iterations(text: str) -> list[dict[str, Any]]:
     version = summary[0]["version"]
     expected = max(r["iterations"] for r in summary)
     rows: list[dict[str, Any]] = []
-    iteration, seen = 0, set()
+    iteration, seen = 0, set[str]()
     lines = text.splitlines()
     for no, raw in enumerate(lines, 1):
         line = raw.strip()

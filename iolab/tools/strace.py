@@ -9,7 +9,7 @@ Data flows one way, as everywhere in iolab::
     parse_call_files(prefix)            the files of -ff -o PREFIX, each with the pid of its name
     summary_frame(rows) / calls_frame(calls)   -> a tidy DataFrame
 
-(Lesson 03 runs them, live or replayed, with ``iolab.labs.syscalls.count`` and ``trace``.)
+(Lesson 03 runs them, live or replayed, with ``iolab.lessons.l03_strace.syscalls.count`` and ``trace``.)
 
 The trace always goes to a file (``-o FILE``), never into the traced program's own output.
 

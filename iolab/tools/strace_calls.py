@@ -38,7 +38,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from functools import partial
 from itertools import chain, islice
 from operator import itemgetter
@@ -291,6 +291,7 @@ def _general(state: _State, line: str, line_no: int) -> Iterator[dict[str, Any]]
         return
     pending, events = state.pending, state.events
     m = _PREFIX_RE.match(line)
+    assert m is not None                  # every part of the prefix is optional: it matches every line
     p1, p2, ts = m.groups()
     pid = int(p1 or p2) if (p1 or p2) else state.pid
     t = _time(ts, line_no, line) if ts else None
@@ -388,7 +389,7 @@ _MEMO_SIZE = 4096        # entries per memo, then it starts again; for what foll
 _TAIL_MEMO_SIZE = 16384  # results times some thousand durations) a larger one: about 3 MB at most
 
 
-def _fill(memo: dict, key: str, make, size: int | None = None):
+def _fill(memo: dict, key: Hashable, make, size: int | None = None):
     """``memo[key] = make(key)`` after a miss; the memo is cleared when full, so memory stays bounded.
 
     The memos are plain dicts read as ``memo[key]`` with this in ``except KeyError``: Python
@@ -532,8 +533,9 @@ def _texts(lines: Iterable[str]) -> Iterator[tuple[str | None, list[str] | None]
     text None: lines for the general path. Lines that carry their newline (a file's; an iterable whose
     first line ends with one) must all end with one: a last line without it raises ParseError once
     the lines before it are through."""
-    terminated = isinstance(lines, io.TextIOBase)
-    if terminated:
+    terminated = False
+    if isinstance(lines, io.TextIOBase):
+        terminated = True
         first = lines.readline()
         # newline=None, "" or "\n" (not "\r", "\r\n"): the first line ends with "\n" alone.
         if first.endswith("\n") and not first.endswith("\r\n") and "\n" not in first[:-1]:
@@ -617,8 +619,11 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
             found = findall(text)
         if (text is None or (chunk is not None and len(found) != len(chunk)) or state.in_summary
                 or state.split is not None):
-            for line in chunk if chunk is not None else text.split("\n")[:-1]:  # "\n" inside a line,
-                line_no += 1                                                    # "\r" ending one, a -C table
+            if chunk is None:                   # "\n" inside a line, "\r" ending one, a -C table
+                assert text is not None         # (_texts gives the text, its lines or both)
+                chunk = text.split("\n")[:-1]
+            for line in chunk:
+                line_no += 1
                 yield from _general(state, line, line_no)
             continue
         start, raw = line_no, chunk  # raw: the run's lines (from a file: split from text when needed)
@@ -630,7 +635,10 @@ def _fast_calls(state: _State, lines: Iterable[str]) -> Iterator[dict[str, Any]]
                     try:
                         result, errno, duration = tails[tail]
                     except KeyError:
-                        result, errno, duration = _timed_tail_of(tails, results, durations, tail)
+                        timed = _timed_tail_of(tails, results, durations, tail)
+                        if timed is None:  # what the memo's None does below: the general path reads it
+                            raise TypeError(tail)
+                        result, errno, duration = timed
                     try:
                         pid, base = prefixes[pre]
                     except KeyError:

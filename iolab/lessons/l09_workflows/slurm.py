@@ -817,6 +817,41 @@ def on_slurm(lab: Any = None, *, live: bool = False, grouped: bool = True, execu
     return out
 
 
+@dataclass
+class BenchRun:
+    """One run on Slurm as benchmarks/bench_workflows.py compares it with the local ones."""
+
+    run: SlurmRun
+    moved: Any            # experiments.Moved: the store's counters over the run
+    peak: int             # the run directory's high-water mark (bytes: local copies, BAMs, node prefixes)
+    left_bytes: int       # what is in it afterwards
+
+    @property
+    def seconds(self) -> float:
+        return self.run.seconds
+
+
+def bench_run(lab: Any, *, executor: str = EXECUTOR, grouped: bool = True, nodes_fetch: bool = False) -> BenchRun:
+    """The workflow on a private 2-node Slurm started for this run (stopped before it returns), with
+    lesson 09's store and data (``lab``), its run directory sampled like the local runs'."""
+    from ... import slurm_cluster
+    from . import experiments
+    from . import lab as _lab
+
+    workdir = Path(lab.ws.mkdir(f"l09-slurm-bench-{os.getpid()}-{time.monotonic_ns()}"))
+    shutil.copy(_lab.SNAKEFILE, workdir / "Snakefile")
+    cl = lab.client()
+    cl.delete_object(Bucket=lab.bucket, Key="results/all.vcf")
+    sizes = _lab.listing(cl, lab.bucket)
+    with slurm_cluster.SlurmCluster(nodes=2, base=lab.ws.path("")) as cluster, _lab.Sampler(workdir) as sampler:
+        r = run(workdir, env=lab.env(workdir), slurm_env=cluster.env, executor=executor, grouped=grouped,
+                metrics_url=lab.ep.metrics_url, bucket=lab.bucket, sizes=sizes,
+                extra=no_shared_fs(workdir, lab.bucket) if nodes_fetch else None,
+                lister=(lambda: _lab.listing(cl, lab.bucket)) if nodes_fetch else None)
+    moved = experiments.Moved.of(r.counters, lab.bucket)
+    return BenchRun(r, moved, int(max(x[1] for x in sampler.samples)), _lab.tree_bytes(workdir))
+
+
 def claims(out: OnSlurm, *, show: bool = True) -> list[explain.Claim]:
     """Section 4's sentences, each chosen by this run's (or recording's) numbers."""
     b, puts, jobs = out.bytes, out.result_puts, out.frame

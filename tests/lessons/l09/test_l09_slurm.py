@@ -362,3 +362,18 @@ def test_without_a_shared_filesystem_each_job_fetches_on_its_node_and_the_bams_g
     assert set(groups["node"]) == {"n1", "n2"}
     for node, jobs in groups.groupby("node"):
         assert jobs["fetched_on_node_bytes"].sum() <= jobs["inputs_from_storage_bytes"].sum()
+
+
+# --- exercise 09.4 ----------------------------------------------------------------------------------
+
+def test_exercise_slurm_puts_passes_the_right_answer_and_names_the_slips():
+    from iolab.check import CheckFailed
+    from iolab.lessons.l09_workflows import check
+
+    out = s.on_slurm(None)
+    assert check.check_slurm_puts(out.bytes["PUT"], out)
+    for wrong, said in [(1, "wrote all.vcf.*submit host uploaded it too"), (out.bytes["store received"], "bytes"), (len(out.frame), "Slurm jobs"),
+                        (out.result_puts["node jobs"], "submit host uploaded"), (3, "not what the store counted"),
+                        ("2", "number")]:
+        with pytest.raises(CheckFailed, match=said):
+            check.check_slurm_puts(wrong, out)

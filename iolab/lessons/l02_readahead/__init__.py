@@ -1,0 +1,1 @@
+"""Lesson 02 (readahead): notebooks/02-readahead.ipynb and its exercise; its experiments, charts (plots.py) and checks (check.py)."""

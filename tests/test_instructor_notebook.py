@@ -1,0 +1,32 @@
+"""Issue 32: the instructor notebook's sentences agree with the class data beside them: no count of
+students typed into the prose (the recorded class has seven, the text said six), and the seed's command
+named as the seed ran it (seed 001: `mdtest -n 10 -i 200 -y`; the class ran it scaled down to -i 20)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from iolab import recordings, results
+
+ROOT = Path(__file__).resolve().parents[1]
+NB = ROOT / "notebooks" / "instructor" / "class-results.ipynb"
+WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+
+
+def _markdown() -> str:
+    return "\n".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+
+
+def test_no_count_of_students_in_the_prose_disagrees_with_the_class():
+    df = results.load(recordings.data_dir() / "class" / "results")
+    n = df["user"].nunique()
+    for m in re.finditer(r"\b(\w+) students\b", _markdown()):
+        said = WORDS.get(m.group(1).lower(), int(m.group(1)) if m.group(1).isdigit() else None)
+        assert said is None or said == n, f"the prose says {m.group(0)!r}; the recorded class has {n}"
+
+
+def test_the_seeds_command_is_named_as_the_seed_ran_it():
+    md = " ".join(_markdown().split())
+    assert "the seed's command, `mdtest -n 10 -i 20 -y`" not in md
+    assert "-i 200" in md                      # seed 001's command, as it ran
