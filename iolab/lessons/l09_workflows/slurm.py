@@ -53,8 +53,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ... import explain, recordings, runner, safeio
+from ... import explain, recordings, runner, safeio, slurm_cluster
 from ... import slurm as _slurm
+from ...tools import seaweedfs
+from . import experiments
+from . import lab as _lab
 from ...errors import IolabError, ParseError, ToolFailed, ToolMissing, ToolTimeout
 
 EXECUTORS = ("cluster-generic", "slurm")
@@ -295,8 +298,6 @@ class SlurmRun:
         """The store's counters moved by the run (seaweedfs.S3Counters), None without its metrics."""
         if not all(self.metrics):
             return None
-        from ...tools import seaweedfs
-
         before, after = (seaweedfs.counters(seaweedfs.parse(t)) for t in self.metrics)
         return after.minus(before)
 
@@ -627,7 +628,6 @@ def _scrape(url: str) -> str:
     Go runtime's and the other servers', 50 kB that tell nothing about requests)."""
     if not url:
         return ""
-    from ...tools import seaweedfs
 
     keep = [ln for ln in seaweedfs.scrape(url).splitlines(keepends=True)
             if re.match(r"(# (HELP|TYPE) )?SeaweedFS_s3_", ln)]
@@ -775,7 +775,6 @@ def on_slurm(lab: Any = None, *, live: bool = False, grouped: bool = True, execu
     allow beside its other runs); ``live=True`` runs it here when Slurm can start (root, slurm-wlm,
     munge: :func:`iolab.slurm_cluster.why_not`) with ``lab`` (lesson 09's store and data, its ``.ws``,
     ``.ep``, ``.env(workdir)``, ``.client()``, ``.bucket``). The cluster is stopped before it returns."""
-    from ... import slurm_cluster
 
     def unavailable() -> str | None:
         if not live:
@@ -786,7 +785,6 @@ def on_slurm(lab: Any = None, *, live: bool = False, grouped: bool = True, execu
         return slurm_cluster.why_not()
 
     def run_live() -> OnSlurm:
-        from . import lab as _lab
         workdir = Path(lab.ws.mkdir(f"l09-slurm-{os.getpid()}-{time.monotonic_ns()}"))
         shutil.copy(_lab.SNAKEFILE, workdir / "Snakefile")
         cl = lab.client()
@@ -834,9 +832,6 @@ class BenchRun:
 def bench_run(lab: Any, *, executor: str = EXECUTOR, grouped: bool = True, nodes_fetch: bool = False) -> BenchRun:
     """The workflow on a private 2-node Slurm started for this run (stopped before it returns), with
     lesson 09's store and data (``lab``), its run directory sampled like the local runs'."""
-    from ... import slurm_cluster
-    from . import experiments
-    from . import lab as _lab
 
     workdir = Path(lab.ws.mkdir(f"l09-slurm-bench-{os.getpid()}-{time.monotonic_ns()}"))
     shutil.copy(_lab.SNAKEFILE, workdir / "Snakefile")
@@ -852,7 +847,7 @@ def bench_run(lab: Any, *, executor: str = EXECUTOR, grouped: bool = True, nodes
     return BenchRun(r, moved, int(max(x[1] for x in sampler.samples)), _lab.tree_bytes(workdir))
 
 
-def claims(out: OnSlurm, *, show: bool = True) -> list[explain.Claim]:
+def slurm_claims(out: OnSlurm, *, show: bool = True) -> list[explain.Claim]:
     """Section 4's sentences, each chosen by this run's (or recording's) numbers."""
     b, puts, jobs = out.bytes, out.result_puts, out.frame
     vcf = out.data.sizes.get("results/all.vcf")

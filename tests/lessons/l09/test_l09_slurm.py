@@ -303,7 +303,7 @@ def test_the_lesson_replays_by_default_and_its_claims_follow_the_numbers():
     assert out.mode == "replay" and "replayed by default" in out.provenance
     assert len(out.frame) == 4 and out.result_puts == {"submit host": 1, "node jobs": 1}
     assert out.accounting_verdict is not None and not out.accounting_verdict.enabled
-    cs = s.claims(out, show=False)
+    cs = s.slurm_claims(out, show=False)
     assert all(c.consistent() for c in cs)
     assert cs[0].text.startswith("As predicted") and "17,320,519" in cs[0].text
     assert cs[1].text.startswith("As predicted") and "2 PUTs" in cs[1].text
@@ -314,12 +314,12 @@ def test_the_claims_turn_when_the_numbers_do():
     out.bytes = dict(out.bytes, PUT=1)
     out.bytes["fetched on nodes"] = 5
     out.frame = out.frame.assign(node="n1")
-    cs = s.claims(out, show=False)
+    cs = s.slurm_claims(out, show=False)
     assert [c.text.split(":")[0] for c in cs] == ["Not this time"] * 3
     assert all(c.consistent() for c in cs)
     out.bytes = dict(out.bytes, PUT=None)
     out.bytes["store sent"] = None
-    assert s.claims(out, show=False)[1].text.startswith("Cannot tell")
+    assert s.slurm_claims(out, show=False)[1].text.startswith("Cannot tell")
 
 
 def test_the_recorded_runs_side_by_side():
