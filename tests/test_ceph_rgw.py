@@ -77,6 +77,16 @@ def test_without_live_the_section_replays_even_with_a_cluster(monkeypatch):
     assert out.mode == "replay" and "RGW_LIVE" in out.provenance
 
 
+def test_the_section_replays_unless_asked_and_iolab_mode_live_asks(monkeypatch):
+    section = parallel_fs_rgw
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    assert section._unless_asked(False) == section.OPT_IN and section._unless_asked(True) is None
+    monkeypatch.setenv("IOLAB_MODE", "live")                 # never replay: the gateway runs here
+    assert section._unless_asked(False) is None
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    assert section._unless_asked(False) == "IOLAB_MODE=replay"      # the door replays it all the same
+
+
 def test_claims_fail_when_the_numbers_deny_them():
     d = parallel_fs_rgw.parse_rgw(_doc())
     tails = d["objects"][d["objects"]["kind"] == "tail"]
