@@ -27,7 +27,7 @@ import time
 from iolab import workspace
 from iolab.objectstore import mounts, netns, slowlink
 from iolab.objectstore import store as objstore
-from iolab.objectstore._proc import LOOPBACK, Service
+from iolab.service import LOOPBACK, Service
 from iolab.units import MiB, format_rate, parse_size
 
 SINK = r"""

@@ -59,6 +59,8 @@ PACKAGES = {
     "gcsfs": "lesson 06 skips fsspec over GCS", "boto3": "lesson 06 cannot create buckets",
     "moto": "lesson 06 uses SeaweedFS or a recording", "nbval": "make test cannot execute notebooks",
     "darshan": "lesson 07 cannot read Darshan logs (PyDarshan)",
+    "snakemake": "lesson 09 replays its recorded workflow runs (pip install -e .[workflows]; Python >= 3.11)",
+    "snakemake-storage-plugin-s3": "lesson 09 replays its recorded workflow runs",
 }
 
 # tool -> (argv that prints its version, what the course does without it); argv None: the version
@@ -82,12 +84,18 @@ TOOLS: dict[str, tuple[list[str] | None, str]] = {
     "s3cmd": (["s3cmd", "--version"], "lesson 06 stages with fsspec instead of s3cmd"),
     "chromium": (["chromium", "--version"], "the browser test of lesson 00 is skipped"),
     "ceph-mon": (["ceph-mon", "--version"], "lesson 08 replays its recorded Ceph cluster"),
+    # bwa has no version flag: its usage (no arguments, exit status 1) names it on a line of its own
+    "bwa": (["bwa"], "lesson 09 replays its recorded workflow runs"),
+    "samtools": (["samtools", "--version"], "lesson 09 replays its recorded workflow runs (wgsim comes with it)"),
+    "bcftools": (["bcftools", "--version"], "lesson 09 replays its recorded workflow runs"),
+    "dot": (["dot", "-V"], "lesson 09 draws its workflow's DAG with plotly alone (it never needs dot)"),
 }
 
 def _first_version_line(text: str) -> str:
     for line in text.splitlines():
         if re.search(r"\d+\.\d+", line):
-            return line.split(" - ")[0].strip()[:80]
+            head = line.split(" - ")[0]
+            return (head if re.search(r"\d", head) else line).strip()[:80]     # "dot - graphviz version 2.42.2"
     return (text.strip().splitlines() or ["unknown version"])[0][:80]
 
 
@@ -248,7 +256,7 @@ def package_checks() -> list[Check]:
         try:
             out.append(Check("python", pkg, OK, importlib.metadata.version(pkg)))
         except importlib.metadata.PackageNotFoundError:
-            out.append(Check("python", pkg, MISSING, "pip install -e .[lab,objectstore,test]", without))
+            out.append(Check("python", pkg, MISSING, "pip install -e .[lab,objectstore,workflows,test]", without))
     return out
 
 

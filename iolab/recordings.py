@@ -197,6 +197,60 @@ def available(tool: str | None = None) -> list[str]:
     return refs
 
 
+@dataclass(frozen=True)
+class Cassette:
+    """What one recording of an experiment consists of (vcrpy's cassette): its parts, each a recording
+    named ``<recording><part>`` (``"-summary"``, ``"-cache"``; ``"-t{i}-write"`` for trial ``i``, from 1).
+    ``optional`` parts only some recordings have (a traced run's ``-opens``); with ``each``, every part
+    is itself a recording of that cassette. A lesson declares its cassettes once; the lesson reads a
+    part and its recorder writes it through :meth:`part`, so the two cannot disagree about a file
+    name, and :meth:`check` holds a committed recording to the declaration (tests/test_cassettes.py)."""
+
+    parts: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    each: "Cassette | None" = None
+
+    def part(self, recording: str, part: str, **fields: object) -> str:
+        """The name of ``recording``'s ``part`` (``i=`` for a trial's part); ValueError for a part it has not."""
+        if part not in self.parts + self.optional:
+            raise ValueError(f"{part!r} is not a part of this recording: its parts are "
+                             f"{', '.join(self.parts + self.optional)}")
+        return recording + part.format(**fields)
+
+    def _trials(self, recording: str, names: set[str]) -> range:
+        """Trials 1..n: as many as the names hold a part of (none when no part is a trial's)."""
+        trial = [p for p in self.parts + self.optional if "{i}" in p]
+        n = 0
+        while any(any(x == self.part(recording, p, i=n + 1) or x.startswith(self.part(recording, p, i=n + 1) + "-")
+                      for x in names) for p in trial):
+            n += 1
+        return range(1, n + 1) if trial else range(1, 2)
+
+    def names(self, recording: str, present: set[str] = frozenset()) -> tuple[set[str], set[str]]:
+        """(the names ``recording`` must have, those it may have), given the names ``present``
+        (which say how many trials there are, and which optional parts a part that is a cassette has)."""
+        must: set[str] = set()
+        may: set[str] = set()
+        for i in self._trials(recording, present):
+            for group, parts in ((must, self.parts), (may, self.optional)):
+                for p in parts:
+                    name = self.part(recording, p, i=i)
+                    if self.each is None:
+                        group.add(name)
+                    else:
+                        m, o = self.each.names(name, present)
+                        group.update(m)
+                        may.update(o)
+        return must, may
+
+    def check(self, recording: str, present: set[str]) -> tuple[list[str], list[str]]:
+        """(the declared parts missing from ``present``, the names of ``present`` under ``recording``
+        that no part declares): both empty when a committed recording is what the lesson reads."""
+        must, may = self.names(recording, present)
+        mine = {x for x in present if x == recording or x.startswith(recording + "-")}
+        return sorted(must - present), sorted(mine - must - may)
+
+
 def host_facts(description: str | None = None) -> dict[str, Any]:
     os_name = ""
     try:

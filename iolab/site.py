@@ -117,6 +117,28 @@ def drop_plotlyjs(nb) -> int:
     return n
 
 
+DOCTOR_CALL = re.compile(r"^\s*(?:iolab\.)?doctor\.(?:summary|table)\(", re.MULTILINE)
+DOCTOR_NOTE = ("*Above: the tools and filesystems of the machine that built this page "
+               "({host}), not yours. Run live, this cell lists your machine's (`iolab doctor` too).*")
+
+
+def note_doctor(nb) -> int:
+    """After each cell that prints ``iolab.doctor``'s table, a line saying whose machine it describes;
+    returns how many."""
+    import nbformat
+
+    host = ((nb.metadata.get("iolab") or {}).get(nbtools.EXECUTED) or {}).get("host", "the build machine")
+    n = 0
+    for i in range(len(nb.cells) - 1, -1, -1):
+        cell = nb.cells[i]
+        if cell.cell_type == "code" and DOCTOR_CALL.search(_text(cell.source)) and cell.get("outputs"):
+            note = nbformat.v4.new_markdown_cell(DOCTOR_NOTE.format(host=host))
+            note.id = f"iolab-site-doctor-{i}"
+            nb.cells.insert(i + 1, note)
+            n += 1
+    return n
+
+
 def replays(nb) -> tuple[list[str], int]:
     """The recordings the executed notebook replayed (in order, once each), and how many runs were live."""
     found: dict[str, None] = {}
@@ -319,6 +341,7 @@ def prepare(work: Path = WORK, cache: Path = CACHE, root: Path = ROOT, *, log=pr
                 page.figures = figures(nb)
                 drop_plotlyjs(nb)
                 page.replays, page.live = replays(nb)
+                note_doctor(nb)
                 if page.lesson or page.replays:
                     note = nbformat.v4.new_markdown_cell(provenance_cell(
                         nb, page.replays, page.live, root, up="../" * page.docname.count("/")))

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 
 from iolab import recordings, runner, units, workspace
+from iolab.lessons.l04_ior.sweeps import CACHE_SEGMENTS as SEGMENTS, CGROUP_CASSETTE, HOG_SEGMENTS
 
-SEGMENTS = (64, 128, 256, 512)
-HOG_SEGMENTS = 256   # fits in the limit alone, not beside the hog
+# the sweep's file sizes and the hog runs' (HOG_SEGMENTS fits in the limit alone, not beside the hog):
+# the lesson's, which reads them
 
 # enter the cgroup, then become the tool (an argv, no shell)
 ENTER = "import os,sys; open(sys.argv[1],'w').write(str(os.getpid())); os.execv(sys.argv[2], sys.argv[2:])"
@@ -94,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         for t in range(1, a.trials + 1):
             runs: list[tuple[str, list[str], str]] = []
             for s in SEGMENTS if a.what in ("all", "cache") else ():
-                runs.append((f"cache-s{s}-t{t}", [], f"segment-count sweep, {s} x 1 MiB, trial {t}"))
+                runs.append((CGROUP_CASSETTE.part(f"cache-s{s}", "-t{i}", i=t), [], f"segment-count sweep, {s} x 1 MiB, trial {t}"))
             for hog in ("0", a.hog) if a.what in ("all", "hog") else ():
                 m = [] if hog == "0" else ["-M", hog]
                 name = "none" if hog == "0" else hog.rstrip("%") + "pct"
-                runs.append((f"hog-{name}-t{t}", m, f"-M {hog or 'none'} at {HOG_SEGMENTS} x 1 MiB, trial {t}"))
+                runs.append((CGROUP_CASSETTE.part(f"hog-{name}", "-t{i}", i=t), m, f"-M {hog or 'none'} at {HOG_SEGMENTS} x 1 MiB, trial {t}"))
             if a.what in ("all", "parse") and t == 1:
                 # what IOR makes of "-M 1m": its header says how many bytes it hogged
                 runs.append(("hog-1m-parse", ["-M", "1m"], "-M 1m (IOR's help: 'e.g.: 2g, 75%') at 16 x 1 MiB"))

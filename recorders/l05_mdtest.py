@@ -153,14 +153,14 @@ def save_phases(ph, name: str, path: str, notes: str) -> None:
     import json
 
     for phase, m in ph.phases.items():
-        out = recordings.save(m.run, f"mdtest/{name}-{phase}", fs_path=path, fs_facts=metadata.fs_meta(path),
+        out = recordings.save(m.run, metadata.PHASES_CASSETTE.part(f"mdtest/{name}", f"-{phase}"), fs_path=path, fs_facts=metadata.fs_meta(path),
                               host_description=HOST, witness=m.witness,
                               notes=f"{notes}: the {phase} phase ({mdtest.PHASES[phase]}), its own mdtest run on the "
                                     "tree the previous phases left; the witness covers this run")
         print(f"  {out.relative_to(ROOT)}")
     r = ph.run
     text = json.dumps({"phases": ph.device, "settle_s": ph.settle_s, "directories": ph.directories}, indent=2) + "\n"
-    out = recordings.save(text, f"mdtest/{name}-device", ext="json", argv=r.argv, stream="file",
+    out = recordings.save(text, metadata.PHASES_CASSETTE.part(f"mdtest/{name}", "-device"), ext="json", argv=r.argv, stream="file",
                           tool_version=r.tool_version, fs_path=path, fs_facts=metadata.fs_meta(path),
                           host_description=HOST,
                           notes=f"{notes}: what the block device's stat file (/sys/class/block/<dev>/stat: requests, "

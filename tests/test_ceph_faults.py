@@ -145,7 +145,7 @@ def test_the_mds_killed_under_an_ls_ends_the_ls_with_a_message_naming_it(cluster
     assert ls.returncode != 0
     assert wait_until(lambda: cluster.failure is not None, BOUND)
     assert "mds.a" in str(cluster.failure) and "metadata server" in str(cluster.failure)
-    assert cluster.mounts == {}
+    assert wait_until(lambda: cluster.mounts == {}, BOUND)      # the watch unmounts after it has told
 
 
 HOLDER = textwrap.dedent("""

@@ -12,7 +12,7 @@ from iolab import guard
 KILLED = r"""
 import json, os, sys
 from iolab import guard, workspace
-from iolab.objectstore import _proc
+from iolab import service as _proc
 
 ws = workspace.session()
 ws.make_file("data.bin", "1MiB")

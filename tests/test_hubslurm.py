@@ -170,7 +170,7 @@ def test_cleanup_removes_only_the_users_own_real_directories(tmp_path):
 
 def test_a_class_setting_leaves_shared_filesystems_out_of_lesson_05(monkeypatch, tmp_path):
     from iolab import fsinfo
-    from iolab.labs import metadata
+    from iolab.lessons.l05_mdtest import metadata
 
     home = tmp_path / "home"
     home.mkdir()

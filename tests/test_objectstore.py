@@ -10,7 +10,7 @@ import pytest
 from iolab import check
 from iolab.lessons.l06_object_storage import reads as object_reads, stores as object_storage, transfers as object_transfers, check as check_06
 from iolab.objectstore import CredentialsError, Endpoint, PortTaken, from_env, services_running, slowlink
-from iolab.objectstore import _proc
+from iolab import service as _proc
 
 SECRET = "s3cr3t-do-not-print"
 

@@ -31,7 +31,8 @@ import pytest
 
 from conftest import is_root
 from iolab import workspace
-from iolab.objectstore import _proc, mounts, servers, slowlink
+from iolab import service as _proc
+from iolab.objectstore import mounts, servers, slowlink
 from iolab.objectstore import store as objstore
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -318,7 +319,7 @@ def test_another_user_reaches_none_of_the_lesson_06_servers(tmp_path, other_user
 OWNER = r"""
 import json, sys
 from iolab import workspace
-from iolab.objectstore import _proc
+from iolab import service as _proc
 from iolab.objectstore import store as objstore
 ws = workspace.session()
 with objstore.remote_store("s3", ws=ws) as st:

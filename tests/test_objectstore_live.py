@@ -16,7 +16,8 @@ import pytest
 from iolab import workspace
 from iolab.errors import ToolFailed
 from iolab.lessons.l06_object_storage import reads as object_reads
-from iolab.objectstore import Endpoint, PortTaken, _proc, local_gcs, local_s3, mounts, servers, slowlink
+from iolab import service as _proc
+from iolab.objectstore import Endpoint, PortTaken, local_gcs, local_s3, mounts, servers, slowlink
 from iolab.objectstore import store as objstore
 from iolab.units import MiB
 
@@ -49,7 +50,7 @@ def lws(tmp_path):
             stop()
         assert mounts.mounts_under(w.root) == [], "a mount was left behind"
     assert mounts.mounts_under(tmp_path) == []
-    assert not _proc._LIVE, f"services still registered: {_proc._LIVE}"
+    assert not _proc.LIVE, f"services still registered: {_proc.LIVE}"
     deadline = time.monotonic() + 5
     def new_children():
         return [p for p in me.children(recursive=True) if p.pid not in had]
@@ -438,7 +439,7 @@ def test_server_dies_mid_read(lws):
         ep.filesystem().pipe("bucket1/f.bin", os.urandom(1 << 20))
         # few retries and short timeouts, or s3fs keeps trying for more than a minute
         with mounts.s3fs_fuse(ep, "bucket1", ws=lws, retries=1, connect_timeout=2, readwrite_timeout=2) as m:
-            (server,) = [s for s in _proc._LIVE if s.name in ("SeaweedFS", "moto_server")]
+            (server,) = [s for s in _proc.LIVE if s.name in ("SeaweedFS", "moto_server")]
             server.stop()
             with pytest.raises(OSError):
                 _read(m.path / "f.bin")
@@ -494,7 +495,8 @@ def test_closing_a_workspace_with_a_mount_inside_keeps_the_bucket(lws, tmp_path)
 KILLED_KERNEL = r"""
 import glob, json, os
 from iolab import workspace
-from iolab.objectstore import _proc, mounts
+from iolab import service as _proc
+from iolab.objectstore import mounts
 from iolab.objectstore import store as objstore
 ws = workspace.session()
 store = objstore.remote_store("s3", ws=ws)

@@ -20,9 +20,10 @@ import psutil
 import pytest
 
 from iolab import workspace
-from iolab.objectstore import _netns_holder, _proc, netns, servers, slowlink
+from iolab import service as _proc
+from iolab.objectstore import _netns_holder, netns, servers, slowlink
 from iolab.objectstore import store as objstore
-from iolab.objectstore._proc import LOOPBACK, Service
+from iolab.service import LOOPBACK, Service
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
 

@@ -291,7 +291,8 @@ def test_as_a_student_clean_all_and_reaping_keep_the_bucket(as_student):
 DEAD_STORE = r"""
 import json, os, signal, sys, threading, time
 from iolab import guard, workspace
-from iolab.objectstore import _proc, mounts
+from iolab import service as _proc
+from iolab.objectstore import mounts
 from iolab.objectstore import store as objstore
 how = sys.argv[1]
 ws = workspace.session()

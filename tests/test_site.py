@@ -84,6 +84,21 @@ def test_replays_are_read_from_the_printed_provenance():
     assert "make lab" in note and "JupyterHub" in note and "ran live" in note
 
 
+def test_the_build_machines_tool_table_says_whose_it_is():
+    out = nbformat.v4.new_output("stream", name="stdout", text="[ OK ]  strace  6.1\n")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import iolab\nfrom iolab import doctor\ndoctor.summary()", outputs=[out]),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("iolab.doctor.summary(skip=('filesystems',))  # later", outputs=[out]),
+        nbformat.v4.new_code_cell("# doctor.summary() would list them", outputs=[out]),
+        nbformat.v4.new_code_cell("doctor.summary()")])                       # not run: nothing to say
+    nb.metadata["iolab"] = {"executed": {"host": "2-core x86_64 host"}}
+    assert site.note_doctor(nb) == 2
+    kinds = [(c.cell_type, "2-core x86_64 host" in c.source) for c in nb.cells]
+    assert kinds == [("code", False), ("markdown", True), ("code", False), ("code", False), ("markdown", True),
+                     ("code", False), ("code", False)]
+
+
 def test_the_table_of_contents_is_the_files():
     parts = site.pages()
     lessons = [p.source.name for p in parts["Lessons"]]

@@ -41,12 +41,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
 
 from .. import guard, runner
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed, ToolMissing
-from ..objectstore._proc import Service
+from ..service import Owned, Service
 from ..units import format_size, parse_size
 from . import ports as _ports
 from .ports import PortTaken
@@ -114,7 +113,7 @@ def asok(path: str | os.PathLike[str], command: str, timeout: float = 20.0, **ar
     return body.decode()
 
 
-class Cluster:
+class Cluster(Owned):
     """A private Ceph cluster with CephFS, owned by a context manager.
 
     ``osds`` OSDs of ``osd_size`` sparse bytes each with a fixed BlueStore cache of ``osd_cache``;
@@ -474,8 +473,10 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
             msg += f": {why}"
         if ends:
             names = [f"node-{n}" for n in sorted(self.fuse)]
-            msg += (f"; so {'the mount ' + names[0] + ' was' if len(names) == 1 else 'the mounts ' + ', '.join(names) + ' were'}"
-                    " ended (ceph-fuse killed), and what waited on them gets an error instead of waiting for ever")
+            one = len(names) == 1
+            msg += (f"; so {'the mount ' + names[0] + ' was' if one else 'the mounts ' + ', '.join(names) + ' were'}"
+                    f" ended (ceph-fuse killed), and what waited on {'it' if one else 'them'} gets an error instead "
+                    "of waiting for ever")
         if kind in ("osd", "mds", "mon"):
             msg += ". Stop this cluster and start a new one (the lesson's start(), or Cluster.start)."
             self.failure = DaemonDied(msg)
@@ -495,7 +496,10 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
                             os.killpg(fuse.pid, signal.SIGKILL)   # type: ignore[arg-type]
                         except OSError:
                             pass
-                for n in list(self.fuse):
+                for n, fuse in list(self.fuse.items()):
+                    mnt = self.mounts.get(n)
+                    if mnt is not None:          # its daemon given: dead, so nothing is left to abort
+                        guard.release_mount(mnt, daemons=(fuse.pid,), grace=0.5)   # type: ignore[arg-type]
                     self._unmount(n)
 
     def raise_failure(self) -> None:
@@ -632,14 +636,9 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
         return (f"Ceph cluster: {self.n_osds} OSDs, started in {self.timings.get('cluster healthy', float('nan')):.1f} s; "
                 f"resident memory {format_size(total)} ({parts})")
 
-    def __enter__(self) -> "Cluster":
-        if self.dir is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def running(self) -> bool:
+        """Started: its directory is made (``with`` starts it otherwise, :class:`iolab.service.Owned`)."""
+        return self.dir is not None
 
     def __repr__(self) -> str:
         return f"Cluster({str(self.dir)!r}, osds={self.n_osds}, mounts={sorted(self.mounts)})"

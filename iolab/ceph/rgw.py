@@ -4,6 +4,7 @@
         ep = gw.endpoint                          # an iolab.objectstore Endpoint: boto3, fsspec, s3fs-fuse
         ep.filesystem().pipe("course/x", b"...")
         gw.placement("course", "x")               # the RADOS objects behind one S3 object, raw outputs
+        gw.counters()                             # its requests and bytes served (rgw.get_b, rgw.put_b, ...)
 
     with rgw.store(ws) as ep:                     # a cluster without mounts, and its gateway (lesson 09)
         ...
@@ -26,13 +27,13 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator
-from types import TracebackType
 
 from .. import runner
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed, ToolMissing
-from ..objectstore._proc import Service, http_ok
+from ..service import Owned, Service, http_ok
 from ..objectstore.endpoint import Endpoint, write_secret_file
+from ..tools import ceph as cephtools
 from . import ports as _ports
 from .cluster import Cluster
 
@@ -48,7 +49,7 @@ def missing() -> list[str]:
     return [t for t in ("radosgw", "radosgw-admin") if runner.which(t) is None]
 
 
-class Gateway:
+class Gateway(Owned):
     """A RADOS Gateway on ``cluster``, a context manager; ``endpoint`` once started, ``timings``."""
 
     def __init__(self, cluster: Cluster, *, pgs: int = PGS):
@@ -144,6 +145,12 @@ class Gateway:
         if svc is not None:
             svc.stop()
 
+    def counters(self) -> dict[str, float]:
+        """The gateway's own counters (``perf dump`` of its admin socket, logger ``rgw``): requests and bytes
+        served, ``rgw.req``, ``rgw.get``, ``rgw.get_b``, ``rgw.put``, ``rgw.put_b``, ... (what lesson 09 reads
+        from SeaweedFS's metrics, here from the gateway)."""
+        return cephtools.parse_perf(self.cluster.perf(NAME, "rgw"))
+
     def memory(self) -> int:
         """Resident bytes of radosgw now (0 when it is not running)."""
         return self.cluster.memory().get(NAME, 0)
@@ -168,14 +175,9 @@ class Gateway:
         raw["index_osd_map"] = {o: c.ceph("osd", "map", INDEX_POOL, o, "--format", "json").stdout for o in shards}
         return raw
 
-    def __enter__(self) -> "Gateway":
-        if self.endpoint is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def running(self) -> bool:
+        """Started: it has its endpoint (``with`` starts it otherwise, :class:`iolab.service.Owned`)."""
+        return self.endpoint is not None
 
 
 @contextlib.contextmanager

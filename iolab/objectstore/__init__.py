@@ -6,7 +6,7 @@ Every server, proxy and mount here is a context manager that leaves nothing behi
 """
 from __future__ import annotations
 
-from ._proc import PortTaken
+from ..service import PortTaken
 from .endpoint import CredentialsError, Endpoint, from_env
 from .servers import local_gcs, local_s3, which_s3_server
 from .store import services_running

@@ -29,7 +29,7 @@ from .. import fsinfo, guard
 from .. import workspace as _workspace
 from ..errors import BudgetExceeded, IolabError, ToolFailed, ToolMissing
 from ..units import MiB
-from ._proc import Service, resolve
+from ..service import Service, resolve
 from .endpoint import Endpoint
 
 CLIENTS = ("s3fs", "gcsfuse", "rclone")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import workspace as _workspace
 from ..errors import IolabError, ToolFailed
-from ._proc import LOOPBACK, PortTaken, Service
+from ..service import LOOPBACK, PortTaken, Service
 
 HOLDER = Path(__file__).with_name("_netns_holder.py")
 

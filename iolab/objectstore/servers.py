@@ -30,7 +30,7 @@ from pathlib import Path
 from .. import workspace as _workspace
 from ..runner import tool_version
 from . import netns
-from ._proc import LOOPBACK, PortTaken, Service, free_ports, http_ok, port_open, require_free, resolve
+from ..service import LOOPBACK, PortTaken, Service, free_ports, http_ok, port_open, require_free, resolve
 from .endpoint import Endpoint
 
 S3_SERVERS = ("seaweedfs", "moto")

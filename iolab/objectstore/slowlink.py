@@ -31,7 +31,7 @@ from typing import Any
 from .. import workspace as _workspace
 from ..errors import IolabError, ParseError
 from . import netns
-from ._proc import LOOPBACK, Service, free_ports, http_ok, port_open, resolve
+from ..service import LOOPBACK, Service, free_ports, http_ok, port_open, resolve
 from .endpoint import Endpoint
 
 TOXIPROXY = "toxiproxy-server"

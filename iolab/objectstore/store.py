@@ -23,8 +23,9 @@ import numpy as np
 from .. import guard
 from .. import workspace as _workspace
 from ..units import parse_size
-from . import _proc, slowlink
-from ._proc import free_ports
+from . import slowlink
+from .. import service
+from ..service import free_ports
 from .endpoint import Endpoint
 from .servers import local_gcs, local_s3
 
@@ -163,4 +164,4 @@ def remove_cache_dir(d: Path | None) -> None:
 def services_running() -> int:
     """How many of this kernel's servers and proxies (object stores, toxiproxy) are still running:
     0 once every context that started one has closed."""
-    return len(_proc._LIVE)
+    return len(service.LIVE)

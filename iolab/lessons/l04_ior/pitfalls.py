@@ -81,8 +81,17 @@ EVICT = replace(BASE, file_per_process=True, fsync=True, iterations=1)
 
 
 def recording(run: str, version: str = "4.0.0", fs: str = "ext4") -> str:
-    """The recording a run replays: ``ior/lesson-<fs>-<version>-<run>`` (+ -summary, -cache, -opens)."""
+    """The recording a run replays: ``ior/lesson-<fs>-<version>-<run>`` (its parts: :data:`CASSETTE`)."""
     return f"ior/lesson-{fs}-{version}-{run}"
+
+
+# what the recording of one IOR experiment consists of, declared once for experiment() (which reads it)
+# and _save() (which writes it): IOR's JSON summary (its meta keeps the witness), what iolab measured
+# around the run, and for a traced run the test files' opens
+CASSETTE = recordings.Cassette(("-summary", "-cache"), optional=("-opens",))
+# split_phases: a write run, then a read run; evict_trials: per trial a write and the two reads
+SPLIT_CASSETTE = recordings.Cassette(("-write", "-read"), each=CASSETTE)
+EVICT_CASSETTE = recordings.Cassette(("-t{i}-write", "-t{i}-cached", "-t{i}-read"), each=CASSETTE)
 
 
 # --- experiments: live here, or replayed from a recording ----------------------------------------
@@ -179,15 +188,15 @@ def experiment(options: ior.Options, *, tasks: int = 2, recording: str, name: st
         return r.as_run()
 
     requires = ("ior", launcher, "strace") if trace else ("ior", launcher)
-    out = recordings.live_or_recorded(live, f"{recording}-summary", requires=requires, parse=ior.parse, quiet=quiet)
+    out = recordings.live_or_recorded(live, CASSETTE.part(recording, "-summary"), requires=requires, parse=ior.parse, quiet=quiet)
     if out.mode == "replay":
         try:
-            cache.update(json.loads(recordings.load(f"{recording}-cache").text))
+            cache.update(json.loads(recordings.load(CASSETTE.part(recording, "-cache")).text))
         except FileNotFoundError:
             pass
         if trace:
             try:
-                traced["text"] = recordings.load(f"{recording}-opens").text
+                traced["text"] = recordings.load(CASSETTE.part(recording, "-opens")).text
             except FileNotFoundError:
                 pass
         seen["witnessed"], seen["note"] = recorded_witness(out.recording)
@@ -212,7 +221,7 @@ def split_phases(options: ior.Options, *, tasks: int = 2, recording: str, evict:
     wopts = replace(options, write=True, read=False, keep_file=True, test_file=base)
     ropts = replace(options, write=False, read=True, keep_file=False, test_file=base)
     try:
-        w = experiment(wopts, tasks=tasks, recording=f"{recording}-write", name="write (-w -k)", ws=ws,
+        w = experiment(wopts, tasks=tasks, recording=SPLIT_CASSETTE.part(recording, "-write"), name="write (-w -k)", ws=ws,
                        launcher=launcher, timeout=timeout, quiet=quiet)
         before: dict[str, Any] = {}
         if w.mode == "live":
@@ -225,7 +234,7 @@ def split_phases(options: ior.Options, *, tasks: int = 2, recording: str, evict:
         # the read run must see the residency measured between the phases, not after its own run
         def measured_before(e: Experiment) -> Experiment:
             return replace(e, cache=replace(e.cache, **before)) if e.mode == "live" else e
-        r = measured_before(experiment(ropts, tasks=tasks, recording=f"{recording}-read",
+        r = measured_before(experiment(ropts, tasks=tasks, recording=SPLIT_CASSETTE.part(recording, "-read"),
                                        name="read after eviction (-r)" if evict else "read (-r)", ws=ws,
                                        launcher=launcher, timeout=timeout, quiet=quiet,
                                        reruns=0))    # a second read would find the pages the first cached
@@ -328,7 +337,8 @@ def evict_trials(options: ior.Options | None = None, *, repeat: int = EVICT_TRIA
         wopts = replace(options, write=True, read=False, keep_file=True, test_file=base)
         ropts = replace(options, write=False, read=True, keep_file=True, test_file=base)
         try:
-            w = experiment(wopts, tasks=tasks, recording=f"{recording}-t{i}-write", name=f"write (-w -k), trial {i}",
+            w = experiment(wopts, tasks=tasks, recording=EVICT_CASSETTE.part(recording, "-t{i}-write", i=i),
+                           name=f"write (-w -k), trial {i}",
                            ws=ws, launcher=launcher, timeout=timeout, quiet=True)
             writes.append(w)
             for side in trial_order(i):
@@ -353,7 +363,7 @@ def _read_run(ropts: ior.Options, side: str, trial: int, live: bool, *, tasks: i
     """One read run of a trial: evicted first (and re-run, evicted again, while disturbed and ``left``)
     for the read after eviction; the residency measured just before the run, not after it."""
     files = ior.test_files(Path(ropts.test_file))
-    ref = f"{recording}-t{trial}-{'cached' if side == CACHED else 'read'}"
+    ref = EVICT_CASSETTE.part(recording, "-t{i}-cached" if side == CACHED else "-t{i}-read", i=trial)
     while True:
         before: dict[str, Any] = {}
         if live:
@@ -1115,12 +1125,12 @@ def _save(e: Experiment, ref: str, fs_path: str, host: str | None, notes: str) -
     import json
 
     r = e.run
-    recordings.save(r, f"{ref}-summary", ext="json", stream="summaryFile", fs_path=fs_path, host_description=host,
+    recordings.save(r, CASSETTE.part(ref, "-summary"), ext="json", stream="summaryFile", fs_path=fs_path, host_description=host,
                     witness=e.witness,
                     notes=f"{notes} (IOR's JSON summary file; iolab adds -k to look at the test files' page-cache "
                           "residency after the run, then removes them; the witness covers the whole run, from "
                           "launch to the removal of the files)")
-    recordings.save(json.dumps(e.cache.as_dict(), indent=2) + "\n", f"{ref}-cache", ext="json", argv=r.argv, stream="file",
+    recordings.save(json.dumps(e.cache.as_dict(), indent=2) + "\n", CASSETTE.part(ref, "-cache"), ext="json", argv=r.argv, stream="file",
                     tool_version=r.tool_version, fs_path=fs_path, host_description=host,
                     notes=f"Measured by iolab around the IOR run {ref}-summary: the device's uncached read rate "
                           "(iolab.measure.device_rate, bytes/s), the test files' page-cache residency "
@@ -1130,7 +1140,7 @@ def _save(e: Experiment, ref: str, fs_path: str, host: str | None, notes: str) -
                           "/proc/vmstat reclaim stalls). The bytes IOR's processes and the device moved are the "
                           "witness in the -summary recording's meta.")
     if e.trace_run is not None:
-        recordings.save(e.trace_run, f"{ref}-opens", ext="txt", stream="file", fs_path=fs_path,
+        recordings.save(e.trace_run, CASSETTE.part(ref, "-opens"), ext="txt", stream="file", fs_path=fs_path,
                         tool_version=r.tool_version, host_description=host,
                         notes=f"{notes}: strace -f -e trace=openat of the same run ({e.trace_run.tool_version}), "
                               f"only the test files (-P); IOR {r.tool_version}.")
@@ -1177,14 +1187,14 @@ def record_evict(ws: workspace.Workspace, version: str, label: str, *, host: str
     written = []
     for i, w in enumerate(t.writes, 1):
         when = " then ".join(trial_order(i))
-        _save(w, f"{ref}-t{i}-write", str(ws.root), host,
+        _save(w, EVICT_CASSETTE.part(ref, "-t{i}-write", i=i), str(ws.root), host,
               f"lesson 04, trial {i} of {len(t.writes)}: -F -e -w -k, the write run (then {when}), on {label}")
-        _save(t.cached[i - 1], f"{ref}-t{i}-cached", str(ws.root), host,
+        _save(t.cached[i - 1], EVICT_CASSETTE.part(ref, "-t{i}-cached", i=i), str(ws.root), host,
               f"lesson 04, trial {i}: -F -r of the files the write run left, from the page cache ({when}), on {label}")
         again = "".join(f" {n}" for n in t.trials.notes if n.startswith(f"Trial {i}'s "))
-        _save(t.evicted[i - 1], f"{ref}-t{i}-read", str(ws.root), host,
+        _save(t.evicted[i - 1], EVICT_CASSETTE.part(ref, "-t{i}-read", i=i), str(ws.root), host,
               f"lesson 04, trial {i}: -F -r after posix_fadvise(DONTNEED) of the files the write run left "
               f"({when}), on {label}.{again}")
-        written += [f"{ref}-t{i}-{x}" for x in ("write", "cached", "read")]
+        written += [EVICT_CASSETTE.part(ref, p, i=i) for p in EVICT_CASSETTE.parts]
     print(ref, t.trials.summary()[["trials", "median", "min", "max"]].to_dict("index"), *t.trials.notes)
     return written

@@ -24,7 +24,7 @@ from ... import trials as trials_mod
 from ...explain import Claim
 from ...tools import ior
 from ...units import MiB, format_size
-from .pitfalls import BEYOND
+from .pitfalls import BEYOND, CASSETTE
 from .verdicts import recorded_witness
 
 
@@ -148,7 +148,7 @@ def sweep_claims(df: pd.DataFrame, device_bps: float | None, *, show: bool = Tru
 
 
 def _sweep_recording(version: str) -> recordings.Recording:
-    return recordings.load(f"ior/sweep-t1m-n2-s4-{version}-cache")
+    return recordings.load(CASSETTE.part(f"ior/sweep-t1m-n2-s4-{version}", "-cache"))
 
 
 def sweep_device_bps(version: str = "4.0.0") -> float | None:
@@ -167,6 +167,14 @@ def sweep_host_cpus(version: str = "4.0.0") -> int | None:
 CACHE_SEGMENTS = (64, 128, 256, 512)
 HOG_SEGMENTS = 256
 HOG_RUNS = ("hog-none", "hog-1pct")
+# what a cgroup run's recording consists of, declared once for cache_runs (which reads it) and
+# recorders/l04_ior_memory.py (which writes it): one IOR output per trial, ior/<run>-t<k> from 1
+CGROUP_CASSETTE = recordings.Cassette(("-t{i}",))
+
+
+def cgroup_runs() -> list[str]:
+    """The cgroup runs' recordings (without their trials): ``ior/cache-s<N>`` and ``ior/hog-*``."""
+    return [f"ior/cache-s{s}" for s in CACHE_SEGMENTS] + [f"ior/{h}" for h in HOG_RUNS]
 _HOG_LINE = re.compile(r"^memoryPerNode\s*:\s*([0-9]{1,12}(?:\.[0-9]{1,4})?) ([KMGT]?)i?B\s*$")
 
 
@@ -204,7 +212,7 @@ def cache_runs(runs: Sequence[str] | None = None, *, show: bool = True) -> Cache
         t = 1
         while True:
             try:
-                rec = recordings.load(f"ior/{name}-t{t}")
+                rec = recordings.load(CGROUP_CASSETTE.part(f"ior/{name}", "-t{i}", i=t))
             except FileNotFoundError:
                 break
             first = first or rec

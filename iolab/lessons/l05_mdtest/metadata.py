@@ -395,6 +395,13 @@ def run_phases(options: mdtest.Options, tasks: int = 2, *, on: str | os.PathLike
     return out
 
 
+# what the recording of measure_phases consists of, declared once for the lesson (which reads it) and
+# recorders/l05_mdtest.py (which writes it): mdtest's output of each phase (its witness in the meta;
+# the lesson's three, and the other phases mdtest has when asked for) and the device's counts around them
+PHASES_CASSETTE = recordings.Cassette(("-create", "-stat", "-remove", "-device"),
+                                      optional=tuple(f"-{p}" for p in mdtest.PHASES if p not in ("create", "stat", "remove")))
+
+
 def measure_phases(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: int = 2, recording: str,
                    phases: Sequence[str] = ("create", "stat", "remove"), settle_s: float = 0.0,
                    launcher: str = "mpirun", timeout: float = 300, quiet: bool = False) -> Phases:
@@ -410,7 +417,7 @@ def measure_phases(path: str | os.PathLike[str], options: mdtest.Options, *, tas
         return done[name][0]
 
     return _phases(path, recording, phases, lambda name: recordings.live_or_recorded(
-        lambda: live(name), f"{recording}-{name}", requires=("mdtest", launcher), parse=mdtest.parse, quiet=quiet),
+        lambda: live(name), PHASES_CASSETTE.part(recording, f"-{name}"), requires=("mdtest", launcher), parse=mdtest.parse, quiet=quiet),
         done, settle_s)
 
 
@@ -419,14 +426,14 @@ def recorded_phases(recording: str, *, phases: Sequence[str] = ("create", "stat"
     """The recordings of :func:`measure_phases`, replayed whatever tools are here (e.g. ext4 images that
     were loop-mounted as root to record them)."""
     def replay(name: str) -> recordings.Outcome:
-        rec = recordings.load(f"{recording}-{name}")
+        rec = recordings.load(PHASES_CASSETTE.part(recording, f"-{name}"))
         out = recordings.Outcome("replay", rec.text, f"{rec.provenance}; a recording of its own", recording=rec,
                                  data=mdtest.parse(rec.text))
         if not quiet:
             print(out.provenance)
         return out
 
-    where = path or (recordings.load(f"{recording}-{phases[0]}").meta.get("filesystem") or {}).get("path", "?")
+    where = path or (recordings.load(PHASES_CASSETTE.part(recording, f"-{phases[0]}")).meta.get("filesystem") or {}).get("path", "?")
     return _phases(where, recording, phases, replay, {}, 0.0)
 
 
@@ -446,7 +453,7 @@ def _phases(path: str | os.PathLike[str], recording: str, phases: Sequence[str],
         settled = settle_s
     else:
         try:
-            kept = json.loads(recordings.load(f"{recording}-device").text)
+            kept = json.loads(recordings.load(PHASES_CASSETTE.part(recording, "-device")).text)
         except FileNotFoundError:
             kept = {}
         device = {k: v for k, v in (kept.get("phases") or {}).items()}

@@ -157,6 +157,17 @@ class Record(recordings.Outcome):
         return float(self.steps["seconds"].sum()) if self.steps is not None else 0.0
 
 
+def recorded(name: str) -> Record:
+    """A recording of this lesson as it was made (``before``, ``snakemake-c1``, ``resume-kill``...),
+    whatever runs here: what an exercise is graded on."""
+    rec = recordings.load(f"{DIR}/{name}")
+    doc = _read(rec)
+    cls = Record if doc.get("kind") == "before" else Workflow
+    out = cls("replay", rec.text, rec.provenance, recording=rec, data=doc)
+    out.analyse()
+    return out
+
+
 # --- 1. the seed's "before" ----------------------------------------------------------------------------
 
 def _job_scripts(scratch: Path, bucket: str) -> dict[str, str]:
@@ -225,7 +236,7 @@ def _n() -> int:
 # --- 2. the workflow -------------------------------------------------------------------------------------
 
 def _snakemake(lab: Lab, workdir: Path, *args: str) -> list[str]:
-    return [_lab.snakemake_exe(), "-s", str(SNAKEFILE), "--config", f"bucket={lab.bucket}",
+    return [*_lab.snakemake_exe(), "-s", str(SNAKEFILE), "--config", f"bucket={lab.bucket}",
             "--local-storage-prefix", str(workdir / "local-storage"), *args]
 
 

@@ -9,6 +9,7 @@ contents). No experiment and no claim here.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import sys
 import threading
@@ -36,15 +37,14 @@ class StoreError(IolabError):
     """The object store refused or failed: a missing bucket, wrong keys, a store that is gone."""
 
 
-def snakemake_exe() -> str:
-    """The snakemake of this Python (its venv), else the one on PATH; ToolMissing with how to install."""
-    here = Path(sys.executable).parent / "snakemake"
-    if here.is_file() and os.access(here, os.X_OK):
-        return str(here)
-    found = which("snakemake")
-    if found:
-        return found
-    raise ToolMissing("snakemake", install_hint("snakemake"))
+def snakemake_exe() -> list[str]:
+    """How to start Snakemake: this Python with ``-m snakemake`` (the lesson's own interpreter: a
+    launcher script's #! may name an interpreter a student cannot run); ToolMissing with how to
+    install it when this Python has no snakemake (or is older than 3.11, which snakemake 9 needs)."""
+    if sys.version_info < (3, 11) or importlib.util.find_spec("snakemake") is None \
+            or importlib.util.find_spec("snakemake_storage_plugin_s3") is None:
+        raise ToolMissing("snakemake", install_hint("snakemake"))
+    return [sys.executable, "-m", "snakemake"]
 
 
 def missing_tools() -> list[str]:

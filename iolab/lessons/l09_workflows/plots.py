@@ -1,6 +1,7 @@
 """Lesson 09's charts: DataFrames (or a run) in, plotly figures out, never shown here."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import plotly.graph_objects as go
@@ -54,6 +55,8 @@ def requests_chart(runs: Mapping[str, Record], *, title: str = "Requests the sto
     fig.update_layout(title=title, barmode="group", xaxis_title="run", yaxis_title="requests (log)",
                       height=380, legend_title="request")
     fig.update_yaxes(type="log", **log_ticks(values or [1, 10]))
+    top = max(values or [10])
+    fig.update_yaxes(range=[math.log10(0.7), math.log10(top * 3)])     # room for the labels above the bars
     return fig
 
 

@@ -1,4 +1,5 @@
-"""Background processes owned by a context manager: servers, proxies and FUSE daemons.
+"""Background processes owned by a context manager (a daemon with a port and a log: lesson 06's servers,
+proxies and FUSE daemons, lesson 08's Ceph daemons), and the loopback ports they listen on.
 
 Every process starts in a session (process group) of its own, writes its log to a file in the
 workspace, and is stopped on exit, on error, on KeyboardInterrupt and, as a last resort, when the
@@ -18,10 +19,11 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
-from .. import guard
-from ..errors import IolabError, ToolFailed, ToolMissing, ToolTimeout
-from ..runner import install_hint, which
+from . import guard
+from .errors import IolabError, ToolFailed, ToolMissing, ToolTimeout
+from .runner import install_hint, which
 
 LOOPBACK = "127.0.0.1"
 
@@ -102,19 +104,45 @@ def resolve(tool: str, *candidates: str | os.PathLike[str]) -> str:
     raise ToolMissing(tool, install_hint(tool))
 
 
-_LIVE: set["Service"] = set()
+LIVE: set["Service"] = set()
 # every service started in this process, newest last (tests check what each one left behind)
 STARTED: list["Service"] = []
 
 
+_O = TypeVar("_O", bound="Owned")
+
+
+class Owned:
+    """What a ``with`` block owns: started on entering unless it runs already (:meth:`running`), stopped
+    however the block ends. A subclass gives ``start()``, ``stop()`` and ``running()``."""
+
+    def start(self) -> object:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def stop(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def running(self) -> bool:  # pragma: no cover
+        raise NotImplementedError
+
+    def __enter__(self: _O) -> _O:
+        if not self.running():
+            self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
 @atexit.register
 def _stop_all() -> None:
-    for svc in list(_LIVE):
+    for svc in list(LIVE):
         svc.stop()
 
 
-class Service:
-    """One background process in its own process group; a context manager."""
+class Service(Owned):
+    """One background process in its own process group; a context manager (:class:`Owned`)."""
 
     def __init__(self, name: str, argv: Sequence[str], *, log_path: str | os.PathLike[str],
                  ready: Callable[[], bool], cwd: str | os.PathLike[str] | None = None,
@@ -158,7 +186,7 @@ class Service:
         guard.watch_process_group(self.proc.pid)
         for pattern in self.cleanup_globs:
             guard.watch_files(pattern)
-        _LIVE.add(self)
+        LIVE.add(self)
         STARTED.append(self)
         del STARTED[:-200]
         self.started_at = time.monotonic()
@@ -214,7 +242,7 @@ class Service:
             guard.forget_files(pattern)
         if proc is not None:
             guard.forget_process_group(proc.pid)
-        _LIVE.discard(self)
+        LIVE.discard(self)
 
     def leftovers(self) -> list[str]:
         """What of this service is still there: its process, or files matching its cleanup globs."""
@@ -228,14 +256,9 @@ class Service:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def __enter__(self) -> "Service":
-        if self.proc is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def running(self) -> bool:
+        """Started (its process may have ended since: :meth:`alive` says)."""
+        return self.proc is not None
 
     def __repr__(self) -> str:
         state = "running" if self.alive() else "stopped"
