@@ -614,9 +614,9 @@ def _agree_on_kinds(rows: list[dict[str, Any]], trusted: set[Any]) -> None:
                 r[col] = None
                 dropped.setdefault(r["user"], set()).add(col)
     for user, cols in dropped.items():
-        kinds = ", ".join(f"{c!r} ({'numbers' if winner[c] == 'number' else winner[c]})" for c in sorted(cols)[:5])
+        said = ", ".join(f"{c!r} ({'numbers' if winner[c] == 'number' else winner[c]})" for c in sorted(cols)[:5])
         warnings.warn(f"{user}: values of another kind than the class's in {len(cols)} column(s), read as missing: "
-                      f"{kinds}", ResultsWarning, stacklevel=3)
+                      f"{said}", ResultsWarning, stacklevel=3)
 
 
 # --- what a discussion starts from --------------------------------------------------------------
