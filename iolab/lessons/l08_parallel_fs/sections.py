@@ -229,7 +229,7 @@ def _spread(values: list[float], fmt: str = ",.0f") -> str:
     """``lowest–highest (median m)`` of a few trials."""
     v = sorted(float(x) for x in values)
     if v[0] == v[-1]:
-        return f"{v[0]:{fmt}}" + (" in every trial" if len(v) > 1 else "")
+        return f"{v[0]:{fmt}}"
     return f"{v[0]:{fmt}}–{v[-1]:{fmt}} (median {v[len(v) // 2]:{fmt}})"
 
 
@@ -641,7 +641,9 @@ def _sessions_text(sessions: list[dict[str, Any]]) -> str:
     for s in sessions:
         if not s["mount_point"]:
             others[s["entity"]] = others.get(s["entity"], 0) + 1
-    said = [f"{len(sessions)} client sessions at the MDS, {len(mounts)} of them the mounts (node A, node B)"]
+    said = [f"{len(sessions)} client sessions at the MDS" + (
+        ", the two mounts (node A, node B)" if len(mounts) == len(sessions) == 2 else
+        f", {len(mounts)} of them the mounts (node A, node B)")]
     for entity, k in others.items():
         who = "the manager daemon mgr.x's own CephFS clients" if entity == "x" else f"entity {entity!r}"
         said.append(f"{k} of {who}, with no mount point")

@@ -372,3 +372,10 @@ def test_layouts_lead_with_counts_and_show_no_rate_of_one_run():
     assert not [c for c in out.frame.columns if "per_s" in c]
     nb = (Path(__file__).resolve().parents[3] / "notebooks" / "08-parallel-fs.ipynb").read_text()
     assert "More stripes do not make a single writer faster here" not in nb
+
+
+def test_sessions_of_the_two_mounts_alone_and_a_spread_of_equal_trials_keep_their_unit():
+    two = [{"id": 1, "num_caps": 1, "state": "open", "entity": "admin", "mount_point": "/a"},
+           {"id": 2, "num_caps": 1, "state": "open", "entity": "admin", "mount_point": "/b"}]
+    assert P._sessions_text(two) == "2 client sessions at the MDS, the two mounts (node A, node B)"
+    assert f"{P._spread([64.0, 64.0, 64.0])} MiB" == "64 MiB"      # not "64 in every trial MiB"
