@@ -12,7 +12,9 @@ executor plugins (``pip install -e '.[workflows]'``) and SeaweedFS (``make setup
   the grouped runs of both executors interleaved (cluster-generic, slurm, cluster-generic, slurm ...);
 * ``cluster-generic-grouped-nodes-1.json``: grouped, without a shared filesystem assumed (each job fetches
   its inputs on its node, the intermediates go through the bucket; their sizes listed while it runs);
-* ``before-chain.json``: the seed's "before" as three sbatch jobs chained with afterok.
+* ``before-chain.json``: the seed's "before" as three sbatch jobs chained with afterok;
+* ``before-record.json`` (``--only before-record``): the same inside lesson 09's record of its before
+  (stage with s3cmd, the chain, copy back; the store's counters and scratch's samples).
 """
 from __future__ import annotations
 
@@ -107,6 +109,16 @@ def before(ws, ep, cluster) -> None:
           "all.vcf back; on the private 2-node Slurm")
 
 
+def before_record() -> None:
+    """The seed's before on Slurm in lesson 09's own record (its lab: store, data, counters, samples)."""
+    from iolab.lessons.l09_workflows.lab import open_lab
+
+    with workspace.Workspace(budget="600MiB") as ws, open_lab(ws) as lab:
+        out = l09slurm.before_on_slurm(lab, live=True, save_as=l09slurm.BEFORE_RECORDING)
+        print("before on Slurm:", out.steps[["label", "seconds", "sent", "received", "gets", "puts"]].to_string(),
+              "peak", out.peak, "left", out.left_bytes)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=2)
@@ -114,6 +126,11 @@ def main() -> None:
     ap.add_argument("--only", default="accounting,grouped,plugin,nodes,ungrouped,before")
     a = ap.parse_args()
     only = set(a.only.split(","))
+    if "before-record" in only:
+        before_record()
+        only.discard("before-record")
+        if not only:
+            return
     with workspace.Workspace(budget="600MiB") as ws:
         ds = data.make(ws)
         with servers.local_s3(ws, server="seaweedfs", metrics=True) as ep:

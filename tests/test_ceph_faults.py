@@ -148,6 +148,28 @@ def test_the_mds_killed_under_an_ls_ends_the_ls_with_a_message_naming_it(cluster
     assert wait_until(lambda: cluster.mounts == {}, BOUND)      # the watch unmounts after it has told
 
 
+def test_an_osd_stopped_under_a_read_is_told_and_the_read_ends(cluster):
+    """SIGSTOP: the daemon is alive but answers nothing; after STOPPED_AFTER s the watch treats it as dead."""
+    a = cluster.mount("a")
+    f = a / "stopped.bin"
+    _written(cluster, f, 16 << 20)
+    victim = _primary_of_first_object(cluster, f)
+    a = cluster.remount("a")
+    osd = cluster.services[victim]
+    os.kill(osd.pid, signal.SIGSTOP)
+    try:
+        reader = _blocked_reader([sys.executable, "-c", READER, str(a / f.name)])
+        try:
+            out, err = reader.communicate(timeout=BOUND)
+        except subprocess.TimeoutExpired:
+            reader.kill()
+            pytest.fail(f"the read still waits {BOUND} s after {victim} was stopped")
+        assert reader.returncode == 4, (out, err)              # the read's error: its client is gone
+        assert victim in str(cluster.failure) and "SIGSTOP" in str(cluster.failure)
+    finally:
+        os.kill(osd.pid, signal.SIGCONT)
+
+
 HOLDER = textwrap.dedent("""
     import json, socket, sys, time
     held = []

@@ -58,6 +58,7 @@ from ... import slurm as _slurm
 from ...tools import seaweedfs
 from . import experiments
 from . import lab as _lab
+from .runs import Recorder, Step
 from ...errors import IolabError, ParseError, ToolFailed, ToolMissing, ToolTimeout
 
 EXECUTORS = ("cluster-generic", "slurm")
@@ -887,7 +888,7 @@ def recorded_runs():
     rows = []
     for ref in recordings.available("workflows"):
         name = ref.split("/", 1)[1]
-        if not name.startswith("slurm-") or name in ("slurm-accounting", "slurm-before-chain"):
+        if not name.startswith("slurm-") or name == "slurm-accounting" or name.startswith("slurm-before"):
             continue
         r = SlurmRun.from_json(recordings.load(ref).text)
         c = r.counters
@@ -901,6 +902,61 @@ def recorded_runs():
                      "PUT": c.count("PUT", bucket=r.bucket) if c else None,
                      "per node": ", ".join(f"{n}: {k}" for n, k in sorted(j["node"].value_counts().items()))})
     return pd.DataFrame(rows)
+
+
+BEFORE_RECORDING = "slurm-before-record"
+
+
+def before_on_slurm(lab: Any = None, *, live: bool = False, recording: str = BEFORE_RECORDING,
+                    save_as: str | None = None) -> experiments.Record:
+    """Seed 004's "before" as the seed does it on a cluster, in lesson 09's record (the same Outcome as
+    :func:`experiments.before`: steps, the store's counters after each, scratch sampled, what is left):
+    stage ``data/`` with s3cmd, then the three sbatch jobs chained with ``--dependency=afterok``
+    (:data:`BEFORE_JOBS`, one step spanning them) on a private 2-node Slurm started for it, then copy
+    the result back. Replayed by default (like :func:`on_slurm`); ``live=True`` with a ``lab`` runs it."""
+    def unavailable() -> str | None:
+        if not live:
+            return "replayed by default (before_on_slurm(lab, live=True) runs it on a private Slurm)"
+        if lab is None:
+            return "no store was started here (lab is None)"
+        return slurm_cluster.why_not()
+
+    def run_live() -> experiments.Record:
+        scratch = Path(lab.ws.mkdir(f"l09-before-slurm-{os.getpid()}-{time.monotonic_ns()}"))
+        cfgdir = Path(lab.ws.mkdir(f"l09-s3cmd-slurm-{os.getpid()}-{time.monotonic_ns()}"))
+        cfg = lab.ep.s3cmd_config(cfgdir)
+        lab.ws.reserve(3 * sum(lab.objects.values()))
+        s3cmd = ["s3cmd", "-c", str(cfg), "--no-progress", "--no-mime-magic"]
+        (scratch / "data").mkdir()
+        try:
+            with slurm_cluster.SlurmCluster(nodes=2, base=lab.ws.path("")) as cluster, \
+                    Recorder(lab, "before", scratch) as rec:
+                version = runner.run(["sbatch", "--version"], timeout=15, env=cluster.env, check=False).stdout.strip()
+                rec.step(Step("stage in (s3cmd get -r)", [*s3cmd, "get", "-r", f"s3://{lab.bucket}/data/",
+                                                           str(scratch / "data") + "/"], scratch, {}),
+                         timeout=300).check("copying the inputs to scratch")
+                rec.step(Step("3 sbatch jobs, afterok", chain_argv(scratch), scratch, cluster.env),
+                         timeout=400).check("the three chained Slurm jobs")
+                rec.step(Step("copy back (s3cmd put)", [*s3cmd, "put", str(scratch / "results" / "all.vcf"),
+                                                         f"s3://{lab.bucket}/results/before/all.vcf"], scratch, {}),
+                         timeout=120).check("copying the result back")
+        finally:
+            shutil.rmtree(cfgdir, ignore_errors=True)          # the keys' file: nothing of the keys is kept
+        rec.doc["vcf"] = (scratch / "results" / "all.vcf").read_text()
+        rec.doc["truth"] = dict(lab.data.truth)
+        rec.doc["slurm_jobs"] = json.loads(rec.doc["steps"][1]["stdout"])["jobs"]
+        text = json.dumps(rec.doc, indent=1) + "\n"
+        if save_as:
+            recordings.save(text, f"workflows/{save_as}", ext="json", argv=rec.doc["steps"][1]["argv"],
+                            tool_version=version or "unknown version", stream="file",
+                            notes="seed 004's before on a private 2-node Slurm: stage with s3cmd, three sbatch jobs "
+                                  f"chained with afterok, copy back; load {os.getloadavg()[0]:.1f}")
+        return experiments.Record("live", text, "LIVE run here on a private 2-node Slurm", data=rec.doc)
+
+    out = recordings.live_or_recorded(run_live, f"workflows/{recording}", unavailable=unavailable,
+                                      cls=experiments.Record, read=lambda rec: safeio.loads(rec.text))
+    out.analyse()
+    return out
 
 
 def chain_argv(stage: str | os.PathLike[str], timeout: float = 300) -> list[str]:

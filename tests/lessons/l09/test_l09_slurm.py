@@ -377,3 +377,19 @@ def test_exercise_slurm_puts_passes_the_right_answer_and_names_the_slips():
                         ("2", "number")]:
         with pytest.raises(CheckFailed, match=said):
             check.check_slurm_puts(wrong, out)
+
+
+def test_the_seeds_before_on_slurm_in_lesson_09s_own_record():
+    from iolab.lessons.l09_workflows import experiments as ex
+
+    b = s.before_on_slurm(None)
+    assert b.mode == "replay" and isinstance(b, ex.Record)
+    assert list(b.steps["label"]) == ["stage in (s3cmd get -r)", "3 sbatch jobs, afterok", "copy back (s3cmd put)"]
+    stage, chain, back = (b.steps.iloc[i] for i in range(3))
+    assert stage["sent"] == sum(b.data["objects"].values()) and chain["sent"] == 0 and chain["received"] == 0
+    assert back["puts"] == 1 and b.moved.puts == 1
+    jobs = b.data["slurm_jobs"]
+    assert [j["dependency"] for j in jobs] == ["", f"afterok:{jobs[0]['slurm_job']}", f"afterok:{jobs[1]['slurm_job']}"]
+    assert b.left_bytes >= b.peak * 0.99 > 0          # everything it staged and made is still on scratch
+    local = ex.recorded("before")
+    assert local.moved.sent == b.moved.sent
