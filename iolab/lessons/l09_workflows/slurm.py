@@ -793,8 +793,12 @@ def on_slurm(lab: Any = None, *, live: bool = False, grouped: bool = True, execu
 
     def unavailable() -> str | None:
         if not live:
-            return (f"replayed by default: one run on Slurm takes about {LIVE_SECONDS} s here "
-                    "(on_slurm(lab, live=True) runs it)")
+            why = (f"replayed by default: one run on Slurm takes about {LIVE_SECONDS} s here "
+                   "(on_slurm(lab, live=True) runs it, as IOLAB_MODE=live does)")
+            try:
+                return recordings.replay_reason((), why)
+            except recordings.CannotRunHere:
+                pass            # IOLAB_MODE=live asks for every part: it runs here, or says why it cannot
         if lab is None:
             return "no store was started here (lab is None)"
         return slurm_cluster.why_not()
