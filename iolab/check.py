@@ -10,7 +10,9 @@ This module holds what every check shares; a lesson's checks are its ``check`` m
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from .units import MB, MiB
 
 
@@ -147,3 +149,35 @@ def whole(answer: object, what: str) -> int:
     if isinstance(answer, bool) or not isinstance(answer, int):
         fail(f"{what} should be a whole number (an int), got {answer!r}.")
     return int(answer)
+
+
+def judged_from(verdict: Any, expected: Mapping[str, Any], *, what: str = "verdict",
+                how: Mapping[str, str] | None = None,
+                wrong: Mapping[str, Iterable[tuple[float, str]]] | None = None) -> None:
+    """Fail unless ``verdict`` (a :class:`iolab.measure.Verdict`) was made by measure.judge /
+    judge_write from the numbers the task names (``expected``: name -> value, as judge takes them).
+    A label alone can be right for the wrong numbers (a rate in MiB/s where bytes/s are expected still
+    comes out "unclear"), so each input is compared (issue 32); the hint names the input and its slip:
+    ``wrong[name]``'s (value, why) pairs first, then :func:`likely_mistake`; ``how[name]`` says where
+    the right value is read from."""
+    how, wrong = how or {}, wrong or {}
+    given_ = getattr(verdict, "given", None)
+    if not given_:
+        fail(f"{what}: make it with measure.judge(...): a Verdict typed by hand carries no numbers to check.")
+    for name, want in expected.items():
+        got = given_.get(name)
+        where = f" ({how[name]})" if name in how else ""
+        if want is None or not isinstance(want, (int, float)) or isinstance(want, bool):
+            if got is not want and got != want:
+                fail(f"{what}: {name} is not what this task names{where}.")
+            continue
+        if got is None:
+            fail(f"{what}: {name} is missing (None): pass it{where}.")
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            fail(f"{what}: {name}={got!r} is not a number{where}.")
+        if math.isclose(float(got), float(want), rel_tol=0.005):
+            continue
+        slip = likely_mistake(float(got), float(want), rel=0.005, wrong=wrong.get(name, ()))
+        shown = f"{got:,.0f}" if abs(got) >= 1000 else f"{got:,.6g}"
+        fail(f"{what}: {name}={shown}: " + (slip or f"{_how_far(float(got), float(want))} what it should be")
+             + where + ("" if where or slip else "."))

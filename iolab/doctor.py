@@ -94,7 +94,8 @@ TOOLS: dict[str, tuple[list[str] | None, str]] = {
 def _first_version_line(text: str) -> str:
     for line in text.splitlines():
         if re.search(r"\d+\.\d+", line):
-            return line.split(" - ")[0].strip()[:80]
+            head = line.split(" - ")[0]
+            return (head if re.search(r"\d", head) else line).strip()[:80]     # "dot - graphviz version 2.42.2"
     return (text.strip().splitlines() or ["unknown version"])[0][:80]
 
 

@@ -126,6 +126,10 @@ class JobEnded(_Told, RuntimeError):
     """The server's job ended before the server reported its port (batchspawner issue 253)."""
 
 
+class SubmitFailed(_Told, RuntimeError):
+    """sbatch refused the server's job."""
+
+
 def allowed_options(user_options: Mapping[str, Any] | None, profiles: Mapping[str, str]) -> str:
     """The sbatch options of the profile a student chose; the first profile when they chose none.
 
@@ -182,6 +186,18 @@ def _spawner_class():
         def options_from_form(self, formdata):
             return {"profile": (formdata.get("profile") or [""])[0]}
 
+        _submitted = ""           # the job id, kept: batchspawner clears job_id when the job is gone
+
+        async def submit_batch_script(self):
+            self._submitted = ""
+            self._submitted = await super().submit_batch_script()
+            return self._submitted
+
+        def _ended(self) -> JobEnded:
+            job = self._submitted
+            return JobEnded(f"Slurm job {job} ended before its notebook server started: see "
+                            f"{self.req_homedir}/iolab-server-{job}.log")
+
         async def start(self):
             # JupyterHub 6 keeps the last user_options for a spawn that brings none: check them each time
             self.req_options = allowed_options(self.user_options, self.profiles)
@@ -191,14 +207,18 @@ def _spawner_class():
                 while True:
                     done, _ = await asyncio.wait({starting}, timeout=self.dead_job_poll)
                     if starting in done:
-                        return starting.result()
+                        try:
+                            return starting.result()
+                        except _Told:
+                            raise
+                        except Exception as e:      # batchspawner's own "job has disappeared", sbatch's error
+                            if self._submitted:
+                                raise self._ended() from e
+                            raise SubmitFailed(f"the notebook server's job could not be submitted: {e}") from e
                     if self.job_id and not self.port:
-                        job = self.job_id
                         if await self.query_job_status() not in (JobStatus.PENDING, JobStatus.RUNNING,
                                                                  JobStatus.UNKNOWN):
-                            raise JobEnded(
-                                f"Slurm job {job} ended before its notebook server started: see "
-                                f"{self.req_homedir}/iolab-server-{job}.log")
+                            raise self._ended()
             finally:
                 if not starting.done():
                     starting.cancel()

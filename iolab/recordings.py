@@ -28,7 +28,7 @@ import json
 import os
 import platform
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -217,7 +217,7 @@ class Cassette:
                              f"{', '.join(self.parts + self.optional)}")
         return recording + part.format(**fields)
 
-    def _trials(self, recording: str, names: set[str]) -> range:
+    def _trials(self, recording: str, names: AbstractSet[str]) -> range:
         """Trials 1..n: as many as the names hold a part of (none when no part is a trial's)."""
         trial = [p for p in self.parts + self.optional if "{i}" in p]
         n = 0
@@ -226,7 +226,7 @@ class Cassette:
             n += 1
         return range(1, n + 1) if trial else range(1, 2)
 
-    def names(self, recording: str, present: set[str] = frozenset()) -> tuple[set[str], set[str]]:
+    def names(self, recording: str, present: AbstractSet[str] = frozenset()) -> tuple[set[str], set[str]]:
         """(the names ``recording`` must have, those it may have), given the names ``present``
         (which say how many trials there are, and which optional parts a part that is a cassette has)."""
         must: set[str] = set()

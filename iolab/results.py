@@ -32,9 +32,14 @@ In a directory the whole class can write, nobody may speak for someone else:
   instead; its lock is used only when it is the user's own regular file, and waited for at most
   ``LOCK_TIMEOUT`` seconds;
 * one member of the class counts once: :func:`load` reads at most ``MAX_FILES_PER_OWNER`` files of
-  each other owner and ``MAX_ROWS_PER_USER`` rows of each user, with one warning per cut (never one
-  per file or row), and :func:`summary` / :func:`outliers` take their centre from each student's own
-  median, so many rows of one student cannot become the class's median.
+  each other owner, ``MAX_ROWS_PER_USER`` rows and ``MAX_COLUMNS_PER_USER`` column names of each user,
+  with one warning per cut (never one per file or row), and :func:`summary` / :func:`outliers` take
+  their centre from each student's own median, so many rows of one student cannot become the class's
+  median;
+* and cannot break the class's columns: in a column where most students hold numbers (or text), a
+  student's text (or numbers, or True/False) is read as missing, with one warning per student, so one
+  member's ``"mean": "fast"`` or ``"operation": 7`` neither fails the instructor's medians and sorts nor
+  speaks for the column (a tie is decided by the files of root and of the loader, else for numbers).
 """
 from __future__ import annotations
 
@@ -73,6 +78,10 @@ MAX_BYTES = 2 * MiB
 # student has one file or two; and a student's own measurements are a few hundred rows
 MAX_FILES_PER_OWNER = 4
 MAX_ROWS_PER_USER = 5000
+# and the columns: a class's mdtest and fio rows have about 50 (and 16 of provenance); a member whose rows
+# carry thousands of distinct names would make the class's frame rows x columns big (60,000 columns of one
+# member's 2,000 rows: over a GiB)
+MAX_COLUMNS_PER_USER = 256
 #: how long a save waits for another kernel of the same user to finish its own
 LOCK_TIMEOUT = 30.0
 
@@ -459,8 +468,9 @@ def _rows(doc: dict[str, Any], source: Path, owner: str | None = None) -> list[d
         for r in m["rows"]:
             row = dict(prov)
             # a measurement's own column wins (a Slurm job's per-row node and host, for instance), but
-            # never over whose it is
-            row.update({k: v for k, v in r.items() if not (k in prov and v is None) and k != "user"})
+            # never over whose it is, and over provenance only with text (a node also with its number)
+            row.update({k: v for k, v in r.items() if k != "user" and (
+                k not in prov or isinstance(v, str) or (k == "node" and _kind(v) == "number"))})
             out.append(row)
     # one warning per file and kind, however many measurements it holds
     if malformed:
@@ -517,6 +527,9 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
     rows: list[dict[str, Any]] = []
     per_user: dict[Any, int] = {}
     cut: dict[Any, int] = {}
+    columns: dict[Any, set[str]] = {}
+    cut_columns: dict[Any, set[str]] = {}
+    trusted_users: set[Any] = set()
     files = [p for p, _st in _capped_files(d)] if d.is_dir() else []
     for p in files:
         try:
@@ -537,15 +550,73 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
                 cut[r["user"]] = cut.get(r["user"], 0) + 1
                 continue
             per_user[r["user"]] = n + 1
+            if owner is None:
+                trusted_users.add(r["user"])
+            else:
+                known = columns.setdefault(r["user"], set())
+                for k in [k for k in r if k not in known and k not in PROVENANCE]:
+                    if len(known) < MAX_COLUMNS_PER_USER:
+                        known.add(k)
+                    else:
+                        del r[k]
+                        cut_columns.setdefault(r["user"], set()).add(k)
             rows.append(r)
     for user, n in cut.items():
         warnings.warn(f"{user}: {n} rows beyond the first {MAX_ROWS_PER_USER} were not read (MAX_ROWS_PER_USER: "
                       f"one member of the class counts once)", ResultsWarning, stacklevel=2)
+    for user, names in cut_columns.items():
+        warnings.warn(f"{user}: {len(names)} column names beyond the first {MAX_COLUMNS_PER_USER} were not read "
+                      f"(MAX_COLUMNS_PER_USER), such as {sorted(names)[0]!r}", ResultsWarning, stacklevel=2)
+    _agree_on_kinds(rows, trusted_users)
     if not rows:
         return pd.DataFrame(columns=list(PROVENANCE))
     df = pd.DataFrame(rows)
     first = [c for c in PROVENANCE if c in df.columns]
     return df[first + [c for c in df.columns if c not in first]]
+
+
+def _kind(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    return "text"
+
+
+def _agree_on_kinds(rows: list[dict[str, Any]], trusted: set[Any]) -> None:
+    """In each column, the kind of value (number, text, bool) most students hold; another student's values
+    of another kind become None (missing), with one warning per student. A tie goes to the kind of the
+    rows of root's and the loader's files, else to numbers, else to text."""
+    held: dict[str, dict[str, set[Any]]] = {}
+    for r in rows:
+        for k, v in r.items():
+            kind = _kind(v)
+            if kind is not None:
+                held.setdefault(k, {}).setdefault(kind, set()).add(r["user"])
+    winner: dict[str, str] = {}
+    for col, kinds in held.items():
+        if len(kinds) < 2:
+            continue
+        most = max(len(u) for u in kinds.values())
+        tied = [k for k, u in kinds.items() if len(u) == most]
+        by_trusted = [k for k in tied if kinds[k] & trusted]
+        pick = by_trusted if len(by_trusted) == 1 else tied
+        winner[col] = next(k for k in ("number", "text", "bool") if k in pick)
+    if not winner:
+        return
+    dropped: dict[Any, set[str]] = {}
+    for r in rows:
+        for col, kind in winner.items():
+            v = r.get(col)
+            if v is not None and _kind(v) != kind:
+                r[col] = None
+                dropped.setdefault(r["user"], set()).add(col)
+    for user, cols in dropped.items():
+        said = ", ".join(f"{c!r} ({'numbers' if winner[c] == 'number' else winner[c]})" for c in sorted(cols)[:5])
+        warnings.warn(f"{user}: values of another kind than the class's in {len(cols)} column(s), read as missing: "
+                      f"{said}", ResultsWarning, stacklevel=3)
 
 
 # --- what a discussion starts from --------------------------------------------------------------

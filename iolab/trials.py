@@ -64,6 +64,9 @@ def _attr(result: Any, name: str, metric: str) -> float:
     return value(getattr(result, name), f"{metric}: its .{name}")
 
 
+QUARTILES_FROM = 5      # fewer trials than this: a report gives no quartiles (they would be interpolations)
+
+
 def seconds(result: Any) -> float:
     """The default metric: a number as it is, else the result's ``seconds``."""
     if _is_number(result):
@@ -136,17 +139,20 @@ class Trials:
         return explain.expect(predicted, self.relation(a, b, by=by), **kw)
 
     def report(self) -> dict[str, str]:
-        """How a benchmark report states each setting: the median, the range (min–max) and the
-        interquartile range, over how many trials, and how they ran. Never one number alone."""
+        """How a benchmark report states each setting: the median, the range (min–max) and, from
+        :data:`QUARTILES_FROM` trials on, the interquartile range, over how many trials, and how they ran.
+        Never one number alone."""
         s = self.summary()
         f = self.frame
         how = "interleaved with the other settings" if len(self.settings) > 1 else "in a row"
         out: dict[str, str] = {}
         for name, r in s.iterrows():
             warm = int(f.loc[f["setting"] == name, "warmup"].astype(bool).sum()) if "warmup" in f.columns else 0
+            # quartiles only where there are enough trials to have them (of three, they are interpolations)
+            quart = f"quartiles {_num(r['q1'])}–{_num(r['q3'])}, " if r["trials"] >= QUARTILES_FROM else ""
             out[str(name)] = (f"median {_num(r['median'])} {self.unit}, range {_num(r['min'])}–{_num(r['max'])} "
-                         f"(spread {r['spread']:.0%} of the median), quartiles {_num(r['q1'])}–{_num(r['q3'])}, "
-                         f"over {r['trials']} trials {how}" + (f", after {warm} warm-up run(s)" if warm else ""))
+                              f"(spread {r['spread']:.0%} of the median), {quart}"
+                              f"over {r['trials']} trials {how}" + (f", after {warm} warm-up run(s)" if warm else ""))
         return out
 
     def __str__(self) -> str:

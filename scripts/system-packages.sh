@@ -6,7 +6,7 @@ set -u
 pkgs=(strace fio vmtouch util-linux coreutils openmpi-bin libopenmpi-dev fuse3 s3fs rclone s3cmd
       chromium hdparm locales slurm-wlm munge
       bpftrace    # optional: lesson 02 traces readahead with it as root, and replays a recorded trace otherwise
-      node-configurable-http-proxy python3-venv   # the class on a real JupyterHub (tests/test_hub.py)
+      node-configurable-http-proxy python3-venv sudo   # the class on a real JupyterHub (tests/test_hub.py; sudo: the hub on Slurm submits as the student)
       ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common attr   # lesson 08: a private CephFS (replays without)
       radosgw   # lesson 08's object store on that cluster (replays without)
       bwa samtools bcftools graphviz)   # lesson 09: seed 004's pipeline (wgsim ships inside samtools; replays without)

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -73,6 +75,16 @@ def test_without_live_the_section_replays_even_with_a_cluster(monkeypatch):
         failure = None
     out = parallel_fs_rgw.rgw_objects(NoCluster())        # type: ignore[arg-type]
     assert out.mode == "replay" and "RGW_LIVE" in out.provenance
+
+
+def test_the_section_replays_unless_asked_and_iolab_mode_live_asks(monkeypatch):
+    section = parallel_fs_rgw
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    assert section._unless_asked(False) == section.OPT_IN and section._unless_asked(True) is None
+    monkeypatch.setenv("IOLAB_MODE", "live")                 # never replay: the gateway runs here
+    assert section._unless_asked(False) is None
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    assert section._unless_asked(False) == "IOLAB_MODE=replay"      # the door replays it all the same
 
 
 def test_claims_fail_when_the_numbers_deny_them():
@@ -155,6 +167,13 @@ def test_the_gateway_serves_s3_with_its_own_keys_on_a_port_in_no_argv(gateway):
     assert oct(conf.stat().st_mode & 0o777) == "0o600" and f"127.0.0.1:{gateway.port}" in conf.read_text()
     keyring = gateway.cluster.dir / "keyring.client.rgw.a"
     assert oct(keyring.stat().st_mode & 0o777) == "0o600"
+    # no key: anyone on the node reaches the port, but not the buckets (anonymous has none) nor the data
+    with urllib.request.urlopen(ep.url + "/", timeout=30) as r:
+        assert b"test-one" not in r.read()
+    for path in ("/test-one", "/test-one/x"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(ep.url + path, timeout=30)
+        assert e.value.code == 403, (path, e.value.code)
     wrong = type(ep)("s3", ep.url, ep.access_key, "not-the-secret")
     with pytest.raises((PermissionError, OSError)):
         wrong.filesystem().cat("test-one/x")

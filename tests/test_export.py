@@ -78,7 +78,7 @@ def test_a_box_of_controls_carries_its_chart_as_html_beside_the_widget_view():
 
 NOTEBOOK_WITH_CONTROLS = [
     "import iolab\niolab.setup()",
-    "from iolab import widgets\nwidgets.ior_sweep_explorer()",
+    "from iolab.lessons.l04_ior import explorers\nexplorers.ior_sweep_explorer()",
     "import ipywidgets\nimport plotly.graph_objects as go\n"
     "def show(n=3):\n    return go.Figure(go.Bar(x=['a'], y=[n * 1111]), layout=dict(title='chosen by interact'))\n"
     "ipywidgets.interact(show, n=(1, 5));",

@@ -30,3 +30,26 @@ def test_the_seeds_command_is_named_as_the_seed_ran_it():
     md = " ".join(_markdown().split())
     assert "the seed's command, `mdtest -n 10 -i 20 -y`" not in md
     assert "-i 200" in md                      # seed 001's command, as it ran
+
+
+def test_class_strip_puts_each_student_beside_the_others_not_on_top():
+    """Seven students of nearly one rate in a column drew 4 dots (issue 32): each student's trace has
+    its own place in the column (plotly's scattermode "group", one offsetgroup per student)."""
+    from iolab.lessons.class_results import plots
+    df = results.load(recordings.data_dir() / "class" / "results")
+    md = df[(df["tool"] == "mdtest") & (df["operation"] == "file creation")]
+    fig = plots.class_strip(md, "mean", unit="ops/s")
+    students = [t for t in fig.data if t.type == "scatter"]
+    assert len(students) == md["user"].nunique() == 7
+    assert fig.layout.scattermode == "group"
+    assert len({t.offsetgroup for t in students}) == len(students)
+
+
+def test_the_class_claims_name_the_whole_configuration_they_count_students_of():
+    """Five students ran '-n 10 -i 20 -y', three of them with one task on one node: "the 3 students who
+    ran '-n 10 -i 20 -y'" denied the table above it (issue 32); the sentence names the tasks and nodes."""
+    from iolab.lessons.class_results import analysis
+    df = results.load(recordings.data_dir() / "class" / "results")
+    md = df[df["tool"] == "mdtest"]
+    c = analysis.class_filesystems_claims(md, show=False)[0]
+    assert "the 3 students who ran '-n 10 -i 20 -y' with 1 task on 1 node" in c.text, c.text

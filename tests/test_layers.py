@@ -155,8 +155,8 @@ def test_objectstore_is_servers_links_and_mounts_not_a_lesson():
     assert {"stores", "reads", "transfers"} <= {p.stem for p in (PACKAGE / "lessons" / "l06_object_storage").glob("*.py")}
 
 
-# what above the lessons may import them: the widgets (each drives one lesson's experiment and chart)
-ABOVE_THE_LESSONS = {"widgets"}
+# what above the lessons may import them: nothing (a lesson's widgets are its explorers module)
+ABOVE_THE_LESSONS: set[str] = set()
 
 
 def test_nothing_below_the_lessons_imports_one():

@@ -10,9 +10,9 @@ import pytest
 from iolab import plot, recordings, trials
 from iolab.lessons.class_results import plots as plots_class
 from iolab.lessons.l01_page_cache import plots as plots_01
-from iolab.lessons.l02_readahead import plots as plots_02
+from iolab.lessons.l02_readahead import plots as plots_02, explorers as explorers_02
 from iolab.lessons.l03_strace import plots as plots_03
-from iolab.lessons.l04_ior import plots as plots_04, sweeps
+from iolab.lessons.l04_ior import plots as plots_04, sweeps, explorers as explorers_04
 from iolab.lessons.l05_mdtest import plots as plots_05
 from iolab.lessons.l06_object_storage import plots as plots_06
 from iolab.lessons.l07_darshan import plots as plots_07
@@ -191,8 +191,7 @@ def test_dirty_writeback_puts_a_high_event_label_under_its_marker():
 
 def test_a_widget_carries_a_static_figure_for_an_export_without_widget_state(monkeypatch):
     monkeypatch.setenv("IOLAB_MODE", "replay")
-    from iolab import widgets
-    box = widgets.ior_sweep_explorer()
+    box = explorers_04.ior_sweep_explorer()
     bundle = box._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle          # JupyterLab: the live widget
     html = bundle["text/html"]                                            # an export falls back to this
@@ -278,10 +277,9 @@ def test_log_ticks_label_the_top_of_a_wide_range(values):
 def test_read_size_explorer_draws_bars_from_zero_with_their_values(tmp_path):
     # lesson 02: bars on a log axis cut at its base drew a warm read half as fast as the cold one as a sliver
     pytest.importorskip("ipywidgets")
-    from iolab import widgets
     data = tmp_path / "data.bin"
     data.write_bytes(b"\0" * (1 << 20))
-    box = widgets.read_size_explorer(data)
+    box = explorers_02.read_size_explorer(data)
     ax, bars = box.fig.layout.yaxis, box.fig.data[0]
     assert ax.type in (None, "linear", "-") and ax.rangemode == "tozero"
     assert list(bars.text) == [f"{v:,.1f} MiB/s" for v in bars.y]

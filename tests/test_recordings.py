@@ -256,3 +256,14 @@ def test_replay_mode_says_what_it_replays_and_what_still_runs_here(monkeypatch, 
     for text in (readme, lesson00, (root / "DEVELOPERS.md").read_text()):
         assert "always replay" not in text and "never run tools" not in text
     assert "still runs here" in lesson00
+
+
+def test_replay_mode_runs_no_hdparm_even_when_asked(monkeypatch, capsys, tmp_path):
+    """IOLAB_MODE=replay replays every run of a tool: lesson 01's hdparm, which has no recording, is not
+    run either (RUN_HDPARM = True or not), and the lesson says why."""
+    from iolab.lessons.l01_page_cache import writes
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    monkeypatch.setattr(writes, "device_path", lambda p: "/dev/vda")
+    monkeypatch.setattr(writes.runner, "run", lambda *a, **k: pytest.fail("hdparm was started in replay mode"))
+    assert writes.hdparm(tmp_path, True) is None
+    assert "IOLAB_MODE=replay" in capsys.readouterr().out

@@ -515,3 +515,82 @@ def test_many_malformed_measurements_give_one_warning(tmp_path):
         warnings.simplefilter("always")
         df = results.load(tmp_path)
     assert len(df) == 1 and len(caught) == 1 and "3000 malformed" in str(caught[0].message)
+
+
+# --- one member cannot break the class's columns (issue 32's adversarial run) -----------------------
+
+def _hostile(kind: str, user: str) -> str:
+    """A results file of mdtest rows as a member could write by hand: valid JSON of plain values, with
+    one column of another kind than the class's (or thousands of column names)."""
+    ops = ["directory creation", "file creation", "file stat", "file removal"]
+    row = {"operation": "file creation", "max": 5000.0, "min": 1000.0, "mean": 3000.0, "stddev": 1.0,
+           "unit": "ops/s", "iterations": 20.0, "tasks": 1.0, "items": 10.0, "task": 0}
+    rows = {"text-mean": [dict(row, operation=op, mean="9e9") for op in ops],
+            "bool-mean": [dict(row, operation=op, mean=True) for op in ops],
+            "number-operation": [dict(row, operation=7)] + [dict(row, operation=op) for op in ops],
+            "text-tasks": [dict(row, operation=op, tasks="many") for op in ops],
+            "number-tool": [dict(row, operation=op, tool=3) for op in ops],
+            "number-mode": [dict(row, operation=op, mode=3) for op in ops],
+            "null-operation": [dict(row, operation=None)] + [dict(row, operation=op) for op in ops],
+            "null-mode": [dict(row, operation=op) for op in ops],
+            "many-columns": [dict(row, **{f"k{j}_{i}": 1 for i in range(30)}) for j in range(2000)]}[kind]
+    return _doc(user, rows=rows, tool="mdtest", options=["-n", "10", "-i", "20", "-y"],
+                filesystem={"label": "local-ext4", "fstype": "ext4"}, columns=[],
+                mode=None if kind == "null-mode" else "live")
+
+
+def _instructor(d: Path):
+    """What the instructor's notebook does with the class directory: load, sort its tools, modes and
+    operations, the summary, the configurations, the outliers and their causes, a strip."""
+    def fn():
+        from iolab.lessons.class_results import analysis, plots
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = results.load(d)
+        tools, modes = sorted(df["tool"].unique()), sorted(df["mode"].dropna().unique())   # as the notebook
+        md = df[df["tool"] == "mdtest"]
+        ops = sorted(md["operation"].dropna().unique())
+        create = md[md["operation"] == "file creation"]
+        s = results.summary(create, "mean", by=["filesystem", "fstype"]).set_index("filesystem")
+        analysis.class_configs(md)
+        common = analysis.common_config(md)
+        ", ".join(f"{k}={v!r}" if k == "options" else f"{k}={v:g}" for k, v in common.items())
+        out = results.outliers(md, "mean", by=["filesystem", "operation"], threshold=3.0, min_factor=2.0)
+        analysis.outlier_causes(md, out)
+        plots.class_strip(create, "mean", unit="ops/s", title="file creation")
+        return {"tools": tools, "modes": modes, "ops": len(ops), "columns": len(df.columns),
+                "median": {str(k): float(v) for k, v in s["median"].items()},
+                "warned": [str(w.message) for w in caught]}
+    return fn
+
+
+@unix_users.needs_users
+@pytest.mark.parametrize("kind", ["text-mean", "bool-mean", "number-operation", "text-tasks", "number-tool",
+                                  "number-mode", "null-operation", "null-mode", "many-columns"])
+def test_one_members_values_of_another_kind_or_thousands_of_columns_do_not_break_the_instructors_notebook(
+        klass, shared, kind):
+    """Before: a member's "mean": "9e9" failed summary (TypeError: agg function failed), "operation": 7 or
+    "tool": 3 every sort of the column, "tasks": "many" common_config's format, True counted as 1 ops/s, and
+    2,000 rows of 30 new column names each made a frame of 60,000 columns (MemoryError within 1 GiB)."""
+    mallory, alice, bob = klass
+    recorded = ROOT / "data" / "recorded" / "class" / "results"
+    for p in recorded.glob("*.json"):                      # the class: recorded files, as root's
+        shutil.copy(p, shared / p.name)
+    base = unix_users.as_user(None, _instructor(shared), timeout=120)
+    assert base[0] == "ok", base
+
+    def write():
+        (shared / f"{os.environ['USER']}.json").write_text(_hostile(kind, os.environ["USER"]))
+        return True
+    assert unix_users.as_user(mallory, write) == ("ok", True)
+    status, out = unix_users.as_user(None, _instructor(shared), timeout=120, more_memory=1 << 30)
+    assert status == "ok", out
+    assert out["tools"] == base[1]["tools"] and out["modes"] == base[1]["modes"], out
+    assert out["columns"] <= base[1]["columns"] + results.MAX_COLUMNS_PER_USER
+    if kind in ("text-mean", "bool-mean"):                  # the member's value is missing, the class's median kept
+        assert out["median"] == base[1]["median"], (out["median"], base[1]["median"])
+    mine = [w for w in out["warned"] if mallory.pw_name in w]
+    assert len(mine) <= 2, out["warned"]                    # at most one warning per cut, naming the member
+    if kind not in ("null-operation", "null-mode", "number-tool", "number-mode"):   # a missing value is no cut
+        assert mine, out["warned"]
+    assert not [w for w in out["warned"] if mallory.pw_name not in w], out["warned"]

@@ -488,3 +488,37 @@ def slurm_single():
 def slurm_two_nodes():
     """A two-node private Slurm (n1, n2: two slurmd on this host), stopped after the module."""
     yield from _cluster_fixture(2)
+
+
+_KILLED_KERNEL = """
+import sys, time
+from iolab.slurm_cluster import SlurmCluster
+c = SlurmCluster(nodes=2).start()
+print(c.dir, *[p.pid for p in c.procs.values()], flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.live
+@pytest.mark.slow
+def test_a_kernel_killed_outright_leaves_no_slurm_behind():
+    """The guard ends the daemons and removes the cluster's directory after a SIGKILL of its owner."""
+    from conftest import wait_until
+
+    from iolab import guard
+
+    reason = slurm_cluster.why_not()
+    if reason:
+        pytest.skip(f"Slurm cannot start here: {reason}")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    p = subprocess.Popen([os.sys.executable, "-c", _KILLED_KERNEL], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = p.stdout.readline().split()
+        assert line, "the cluster did not start"
+        where, pids = Path(line[0]), [int(x) for x in line[1:]]
+        assert where.is_dir() and len(pids) == 4          # munged, slurmctld, two slurmd
+    finally:
+        p.kill()
+        p.wait()
+    assert wait_until(lambda: not any(guard._alive(pid) for pid in pids), 30), "a daemon outlived its kernel"
+    assert wait_until(lambda: not where.exists(), 30), "the cluster's directory was left"

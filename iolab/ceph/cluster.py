@@ -22,7 +22,8 @@ A dead daemon. With one copy of each object, a read whose object sits on a dead 
 OSD for ever (a client's OSD ops have no time limit by default, ``rados_osd_op_timeout = 0``, and one
 would fail a slow write on a busy node as readily as a dead OSD's), and a dead MDS leaves every ``ls`` waiting, in the kernel's FUSE wait, where neither Jupyter's interrupt nor
 SIGKILL reaches the reader. So while the cluster runs, a watch (a thread) looks at each daemon's
-process every WATCH_INTERVAL s; when one has ended it says which one, how and when (on stderr, which
+process every WATCH_INTERVAL s; when one has ended (or has been stopped, state T, for STOPPED_AFTER s:
+a SIGSTOP answers nothing) it says which one, how and when (on stderr, which
 Jupyter shows in the running cell, and as :attr:`Cluster.failure`, a :class:`DaemonDied`), and ends the
 ceph-fuse clients (killed: the kernel then fails every request waiting on them, the reader gets an
 error and the interrupt works again) and their mounts.
@@ -65,6 +66,18 @@ _counter_lock = threading.Lock()
 WATCH_INTERVAL = 0.5       # seconds between two looks of the watch at the daemons' processes
 MON_TRIES = 3              # monitors started on newly drawn ports when the drawn ones were taken meanwhile
 SPAN = {"osd": 16, "mds": 8, "mgr": 8}   # ports of each daemon's range (an OSD binds 8, the MDS and mgr 2)
+
+
+STOPPED_AFTER = 10.0       # seconds a daemon may be stopped (state T) before the watch treats it as dead
+
+
+def _state(pid: int | None) -> str:
+    """A process's state letter (R, S, D, T, Z...), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 class DaemonDied(IolabError):
@@ -442,18 +455,31 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
     # -- the watch ----------------------------------------------------------------------------------
     def _watch_daemons(self) -> None:
         told: set[int] = set()
+        stopped_since: dict[int, float] = {}
         while not self._stopping.wait(WATCH_INTERVAL):
             for name, svc in list(self.services.items()):
-                if svc.pid not in told and not svc.alive() and not self._stopping.is_set():
+                if svc.pid in told or self._stopping.is_set():
+                    continue
+                if not svc.alive():
                     told.add(svc.pid)   # type: ignore[arg-type]
                     self._died(name, svc)
+                elif _state(svc.pid) == "T":          # stopped (SIGSTOP): it answers nothing until continued
+                    since = stopped_since.setdefault(svc.pid, time.monotonic())   # type: ignore[arg-type]
+                    if time.monotonic() - since >= STOPPED_AFTER:
+                        told.add(svc.pid)   # type: ignore[arg-type]
+                        self._died(name, svc, stopped=time.monotonic() - since)
+                else:
+                    stopped_since.pop(svc.pid, None)   # type: ignore[arg-type]
             if self.failure is not None:
                 return
 
-    def _died(self, name: str, svc: Service) -> None:
-        """Daemon ``name`` has ended: say so, and end the clients that would wait for it for ever."""
+    def _died(self, name: str, svc: Service, stopped: float | None = None) -> None:
+        """Daemon ``name`` has ended (or has been stopped for ``stopped`` s): say so, and end the clients
+        that would wait for it for ever."""
         rc = svc.proc.returncode if svc.proc is not None else None
-        if rc is not None and rc < 0:
+        if stopped is not None:
+            how = f"stopped, state T, for {stopped:.0f} s: a SIGSTOP, and nothing it serves is answered until a SIGCONT"
+        elif rc is not None and rc < 0:
             try:
                 how = f"killed by {signal.Signals(-rc).name}"
             except ValueError:
@@ -467,7 +493,9 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
                "mon": "no client can reach the cluster without its monitor",
                "rgw": "the cluster's S3 endpoint is gone"}.get(kind)
         ends = kind in ("osd", "mds", "mon") and bool(self.fuse)
-        msg = (f"ceph {name} (pid {svc.pid}) of the cluster in {self.dir} ended at {time.strftime('%H:%M:%S')} "
+        msg = (f"ceph {name} (pid {svc.pid}) of the cluster in {self.dir} "
+               f"{'has not run since' if stopped is not None else 'ended at'} "
+               f"{time.strftime('%H:%M:%S', time.localtime(time.time() - (stopped or 0)))} "
                f"({how}{'; its last words: ' + last[-1][-200:] if last else ''})")
         if why:
             msg += f": {why}"

@@ -259,7 +259,13 @@ def class_filesystems_claims(md: pd.DataFrame, *, operation: str = "file creatio
     opts = part.groupby("filesystem")["fs_options"].first() if "fs_options" in part else pd.Series(dtype=object)
     types = part.groupby("filesystem")["fstype"].first() if "fstype" in part else pd.Series(dtype=object)
     sync = [f for f in names if isinstance(opts.get(f), str) and {"sync", "dirsync"} & set(opts[f].split(","))]
-    who = f"the {len(base)} students who ran {common.get('options', 'the common command')!r}"
+    # the whole configuration the students were picked by: their options alone matched more of them
+    with_ = []
+    for k, word in (("tasks", "task"), ("nodes", "node")):
+        if k in common and common[k] == common[k]:
+            with_.append(f"{common[k]:g} {word}{'' if common[k] == 1 else 's'}")
+    who = (f"the {len(base)} students who ran {common.get('options', 'the common command')!r}"
+           + (f" with {' on '.join(with_)}" if with_ else ""))
     close = f"over {who}, one run each: more students (or more runs each) would separate them"
 
     def said(a: str, b: str, by: float = 1.0):

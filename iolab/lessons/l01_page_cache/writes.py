@@ -604,6 +604,10 @@ def device_path(path: str | os.PathLike[str]) -> str | None:
 def hdparm(path: str | os.PathLike[str], allowed: bool) -> list[dict[str, Any]] | None:
     """Run ``hdparm -Tt`` on the device behind ``path`` when ``allowed``, root, and the device opens;
     otherwise print why not. hdparm flushes the device's buffer cache and reads it for several seconds."""
+    if recordings.replay_reason() is not None:       # the mode replays every run of a tool: hdparm has no recording
+        print("IOLAB_MODE=replay: hdparm is not run (it has no recording to replay); seed 002's figures above "
+              "are what it measured there.")
+        return None
     dev = device_path(path)
     if dev is None:
         print(f"{path} is not on a local block device: hdparm has nothing to measure here.")

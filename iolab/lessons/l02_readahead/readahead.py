@@ -342,6 +342,20 @@ def seed004_sweep() -> pd.DataFrame:
     return pub
 
 
+def seed004_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """µs per call by read size: seed 004's four directories beside this machine's warm passes of
+    ``sweep`` (:func:`iolab.readahead_probes.read_size_sweep`), this machine's as the MEDIAN of its passes
+    (one slow pass, a neighbour's burst, moved a mean: 29 µs per call at 4 KiB against 2 µs at 8 KiB)."""
+    seed = seed004_sweep()
+    seed["source"] = "seed 004, " + seed["directory"] + " (" + seed["filesystem"] + ")"
+    here = sweep[(sweep["cache"] == "warm") & sweep["read_size"].isin(seed["read_size"])]
+    passes = int(here.groupby("read_size").size().max()) if len(here) else 0
+    here = here.assign(source=f"this machine (1 MiB file, warm: median of {passes} passes)")
+    table = pd.concat([seed[["read_size", "us_per_call", "source"]], here[["read_size", "us_per_call", "source"]]])
+    return table.pivot_table(index="read_size", columns="source", values="us_per_call", aggfunc="median",
+                             sort=False).round(2)
+
+
 # --- readahead seen from the device's counters --------------------------------------------------------
 
 def one_byte(path: str | os.PathLike[str], advices: Sequence[str] = ("normal", "random")

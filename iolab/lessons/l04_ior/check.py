@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from ... import explain, measure, pagecache, trials as trials_mod
-from ...check import close_to, fail, given, passed, whole
+from ...check import close_to, fail, given, judged_from, passed, whole
 from ...recordings import published
 from ...tools import ior
 from ...units import MiB, parse_size
@@ -97,6 +97,28 @@ def check_04_reorder_verdict(experiment: object, verdict: object) -> bool:
         fail("this run has a witness: pass it first, witness=experiment.witness and nbytes="
              "experiment.bytes_moved('read') (the bytes IOR read in the run it covers); the rate is the second "
              "ground.")
+    # the numbers, not only the label: a rate in MiB/s where bytes/s are expected is "unclear" as well
+    n = experiment.bytes_moved("read")
+    right = {"bytes_per_s": best * MiB, "device_bps": experiment.cache.device_bps,
+             "resident_fraction": experiment.cache.resident_fraction}
+    if w is not None:
+        right.update(witness=w, nbytes=n)
+    write = experiment.best("write")
+    judged_from(verdict, right, how={
+        "bytes_per_s": "the best read's rate in bytes/s: experiment.best('read') x 2**20",
+        "device_bps": "experiment.cache.device_bps, bytes/s already",
+        "resident_fraction": "experiment.cache.resident_fraction, 0..1",
+        "witness": "experiment.witness", "nbytes": "experiment.bytes_moved('read')"}, wrong={
+        "bytes_per_s": [(best, "that is the rate in MiB/s, experiment.best('read') as it is: judge wants bytes/s"),
+                        (best * 1e6, "that is MB/s x 10**6: experiment.best('read') is in MiB/s, and 1 MiB/s is "
+                                     "2**20 bytes/s, not 10**6"),
+                        (best * 2**30, "that is x 2**30 (GiB): experiment.best('read') is in MiB/s, x 2**20"),
+                        *([(write * MiB, "that is the write's rate: judge the read")] if write else [])],
+        "device_bps": [(experiment.cache.device_bps / MiB, "that is the device's rate in MiB/s: "
+                        "experiment.cache.device_bps is bytes/s already, pass it as it is")]
+        if experiment.cache.device_bps else [],
+        "nbytes": [(n / MiB, "that is in MiB: nbytes counts bytes"),
+                   (n / 2, "that is half the run's bytes (one rank's): nbytes is what the whole run read")]})
     if verdict.label != expected.label:
         fail("judge the best read rate in bytes/s (bw_mib x 2**20) with device_bps=experiment.cache.device_bps "
              "and resident_fraction=experiment.cache.resident_fraction"

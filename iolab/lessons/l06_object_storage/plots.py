@@ -31,8 +31,8 @@ def _link_legend(fig: go.Figure, link_mb_per_s: float) -> None:
 
 
 def fuse_fio_trials(df: pd.DataFrame, direction: str = "read", *, link_mb_per_s: float | None = None) -> go.Figure:
-    """Seed 000's fio job through s3fs-fuse: every trial here as a point per configuration, its box
-    marking the median and quartiles (:func:`trials`), and the seed's one figure per configuration as a
+    """Seed 000's fio job through s3fs-fuse: every trial here as a point per configuration, a dash
+    marking their median (:func:`trials`), and the seed's one figure per configuration as a
     star beside them. Linear axis from 0. df: configuration, direction, mb_per_s, source ("measured
     here" or the seed's), and for the trials position and trial. link_mb_per_s: this run's link cap,
     drawn as a dashed line (the seed's link is another one)."""
@@ -43,10 +43,11 @@ def fuse_fio_trials(df: pd.DataFrame, direction: str = "read", *, link_mb_per_s:
                           "position": here["position"], "trial": here["trial"], "kept": True})
     fig = trials(frame, unit="MB/s", title=f"fio {direction} through s3fs-fuse (bs=4k rw=readwrite): every trial "
                                             "here, and seed 000's one run")
-    for tr in fig.data:                  # the boxes: a legend entry saying what they are, once
-        tr.legendgroup, tr.showlegend = "here", False
-    if len(fig.data):
-        fig.data[0].showlegend, fig.data[0].name = True, "here: every trial, box = median and quartiles"
+    for tr in fig.data:                  # the points of each configuration: a legend entry saying what they are, once
+        if tr.type == "box":
+            tr.legendgroup, tr.showlegend = "here", False
+    if len(fig.data) and fig.data[0].type == "box":
+        fig.data[0].showlegend, fig.data[0].name = True, "here: every trial (the dash: their median)"
     if len(seed):
         for src, part in seed.groupby("source", sort=False):
             fig.add_scatter(name=f"{src} (one run each, its own link)", x=part["configuration"], y=part["mb_per_s"],

@@ -63,7 +63,12 @@ def check_07_collective(answer: object, table) -> bool:
     if not isinstance(answer, dict):
         fail("answer with a dict: {'bytes_per_write': ..., 'aggregators': ...}.")
     same_items(answer, expected, what="the keys of your answer")
-    if whole(answer["bytes_per_write"], "bytes_per_write") != expected["bytes_per_write"]:
+    got = whole(answer["bytes_per_write"], "bytes_per_write")
+    if got != expected["bytes_per_write"]:
+        for counter in ("posix_bytes", "posix_writes"):      # a counter read off instead of computed (issue 32)
+            if got == int(round(row[counter])):
+                fail(f"that is {counter}, the counter itself: bytes_per_write is computed from two counters, "
+                     "the collective row's posix_bytes / posix_writes.")
         fail("divide the collective row's posix_bytes by its posix_writes.")
     if whole(answer["aggregators"], "aggregators") != expected["aggregators"]:
         fail(f"each collective call covers one segment; the run has {table.segments} segments. How many "

@@ -52,6 +52,17 @@ def check_08_cold_steps(answer: object, caches) -> bool:
 def check_08_replication(answer: object, replication) -> bool:
     """Exercise 08.3: the bytes the OSDs received per file byte in the size-3 pool (median of the trials)."""
     df = replication.frame
-    expected = float(df[df["pool_size"] == 3]["osd_bytes_per_file_byte"].median())
-    close_to(answer, expected, rel=0.01, what="bytes at the OSDs per file byte")
+    three = df[df["pool_size"] == 3]
+    expected = float(three["osd_bytes_per_file_byte"].median())
+    primaries = float((three["osd_primary_bytes"] / three["file_bytes"]).median())
+    replicas = float((three["osd_replica_bytes"] / three["file_bytes"]).median())
+    one = float(df[df["pool_size"] == 1]["osd_bytes_per_file_byte"].median()) if (df["pool_size"] == 1).any() else None
+    wrong = [(primaries, "those are the primaries only (op_w_in_bytes): each primary sends every byte on to the "
+                         "pool's other copies, which count it in subop_w_in_bytes: add them"
+                         + (" (the size-1 pool gives about that: it has no replicas)" if one and
+                            abs(one - primaries) < 0.05 * primaries else "")),
+             (replicas, "those are the replicas only (subop_w_in_bytes): add the primaries' op_w_in_bytes")]
+    if one is not None:
+        wrong.append((one, "that is the size-1 pool: the task asks for the pool of size 3"))
+    close_to(answer, expected, rel=0.01, what="bytes at the OSDs per file byte", wrong=wrong)
     return passed(f"{expected:.2f}: the primary's op_w_in_bytes once, plus the replicas' subop_w_in_bytes twice.")

@@ -228,6 +228,8 @@ def trials_claim(predicted: str, a: str, a_trials: list[float], b: str, b_trials
 def _spread(values: list[float], fmt: str = ",.0f") -> str:
     """``lowest–highest (median m)`` of a few trials."""
     v = sorted(float(x) for x in values)
+    if v[0] == v[-1]:
+        return f"{v[0]:{fmt}}"
     return f"{v[0]:{fmt}}–{v[-1]:{fmt}} (median {v[len(v) // 2]:{fmt}})"
 
 
@@ -320,7 +322,8 @@ def where_bytes_live(cluster: Cluster | None = None, *, show: bool = True) -> La
     """Three files in directories of three layouts: their objects, the OSDs that hold them, and each
     OSD's own count of the bytes it took."""
     out = _section(cluster, "layouts", _layouts_live, parse_layouts, layouts_claims, show=show, cls=Layouts,
-                   frame=lambda data: data["files"].drop(columns=["expected_per_osd"]))
+                   # each file is written once: its rate is one run, no comparison of layouts (the counts are)
+                   frame=lambda data: data["files"].drop(columns=["expected_per_osd", "mb_per_s"]))
     out.objects, out.per_osd, out.round_robin = out.data["objects"], out.data["per_osd"], out.data["round_robin"]
     return out
 
@@ -399,12 +402,17 @@ def parse_caches(text: str) -> pd.DataFrame:
         for s in steps:
             osd = sum(_osd_delta(s["perf_before"], s["perf_after"], OSD_R).values())
             cb, ca = cephtools.parse_perf(s["client_before"]), cephtools.parse_perf(s["client_after"])
-            hit = "objectcacher-libcephfs.cache_bytes_hit"
-            miss = "objectcacher-libcephfs.cache_bytes_miss"
+            oc = "objectcacher-libcephfs."
+            d = cephtools.delta(cb, ca, *(oc + k for k in ("cache_bytes_hit", "cache_bytes_miss", "cache_ops_hit",
+                                                          "cache_ops_miss")))
             rows.append({"trial": t + 1, "step": s["step"], "mb_per_s": _count(s["bytes"], "a read's bytes") / _seconds(s["seconds"], "a read's time") / 1e6,
                          "bytes": s["bytes"], "kernel_pages_before": s["resident_before"], "osd_bytes_sent": osd,
-                         "client_cache_hit_bytes": ca.get(hit, 0) - cb.get(hit, 0),
-                         "client_cache_miss_bytes": ca.get(miss, 0) - cb.get(miss, 0)})
+                         # reads of the object cache that it answered whole, and those it did not
+                         "client_cache_ops_hit": d[oc + "cache_ops_hit"], "client_cache_ops_miss": d[oc + "cache_ops_miss"],
+                         # ObjectCacher::_readx adds the WHOLE buffer head each read touches (bh->length()), not
+                         # the bytes read: more than the file when many reads touch one large buffer head
+                         "client_cache_hit_bytes": d[oc + "cache_bytes_hit"],
+                         "client_cache_miss_bytes": d[oc + "cache_bytes_miss"]})
     return pd.DataFrame(rows)
 
 
@@ -431,14 +439,27 @@ def caches_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = Tr
         "after the kernel's pages are dropped, the OSDs still send nothing: ceph-fuse's own object cache "
         "answers (only a remount, or client_oc=false, gives a cold read)",
         explain.fact("OSDs sent nothing after eviction", bool((evicted < MiB).all())),
-        yes=f"the OSDs sent {_spread([x / MiB for x in evicted])} MiB, the client cache hit "
-            f"{_spread([x / MiB for x in by[CACHE_STEPS[2]]['client_cache_hit_bytes']])} MiB",
+        yes=lambda ev: _object_cache_answered(by[CACHE_STEPS[2]], size),
         no=f"the OSDs sent {_spread([x / MiB for x in evicted])} MiB",
         why="the file is bigger than the client's object cache (client_oc_size), or it was trimmed", show=show),
         trials_claim("the page cache read is faster than the cold read from the OSDs",
                 "page cache", list(by[CACHE_STEPS[1]]["mb_per_s"]), "cold", list(by[CACHE_STEPS[0]]["mb_per_s"]),
                 "MB/s", keep=keep, key="read", show=show)]
     return claims
+
+
+def _object_cache_answered(ev: pd.DataFrame, size: int) -> str:
+    """Section 2's third step in the counters that bear it out: the OSDs' bytes, and the object cache's
+    reads hit and missed. Its cache_bytes_hit is no count of bytes served: ceph's ObjectCacher::_readx
+    adds the whole buffer head (bh->length()) of every hit a read touches, so many small reads of one
+    large buffer head add it again and again."""
+    hits, misses = list(ev["client_cache_ops_hit"]), list(ev["client_cache_ops_miss"])
+    counter = list(ev["client_cache_hit_bytes"])
+    return (f"the OSDs sent {_spread([x / MiB for x in ev['osd_bytes_sent']])} MiB, and ceph-fuse's object cache "
+            f"answered {_spread(hits)} reads whole (cache_ops_hit) and {_spread(misses)} not (cache_ops_miss). "
+            f"(Its cache_bytes_hit grew by {_spread([x / MiB for x in counter])} MiB for a {format_size(size)} file: "
+            "ObjectCacher adds the whole buffer head each read touches, not the bytes the read took, so it "
+            "counts hits, not bytes served.)")
 
 
 # --- 3. metadata: a round trip to the MDS --------------------------------------------------------------
@@ -477,24 +498,44 @@ def _metadata_live(c: Cluster) -> dict:
     return {"local_fstype": fsinfo.fstype(local), "trials": runs}
 
 
+MDS_KINDS = ("create", "lookup", "getattr", "unlink", "mkdir", "rmdir")   # the MDS's request counters section 3 names
+
+
 @_document_parser('metadata')
 def parse_metadata(text: str) -> pd.DataFrame:
     doc = _doc(text, 'metadata')
     rows = []
     for t in doc["trials"]:
+        kinds = {k: f"mds_server.req_{k}_latency.avgcount" for k in MDS_KINDS}
         mds = cephtools.delta(cephtools.parse_perf(t["mds_before"]), cephtools.parse_perf(t["mds_after"]),
-                              "mds_server.handle_client_request")
+                              "mds_server.handle_client_request", *kinds.values())
+        total = mds["mds_server.handle_client_request"]
+        per_kind = {f"mds_{k}s": mds[key] for k, key in kinds.items()}
         for op in ("create", "stat", "remove"):
             rows.append({"trial": t["trial"], "where": "CephFS" if t["where"] == "cephfs" else doc["local_fstype"],
                          "op": op, "ops_per_s": _count(t["files"], "files") / _seconds(t[op], f"the {op} time"),
-                         "files": t["files"],
-                         "mds_requests": mds["mds_server.handle_client_request"]})
+                         "files": t["files"], "mds_requests": total, **per_kind,
+                         "mds_other": total - sum(per_kind.values())})
     return pd.DataFrame(rows)
 
 
 def metadata(cluster: Cluster | None = None, *, show: bool = True) -> Section:
     """Creates, stats from the other node and removes, on CephFS and on the workspace's filesystem."""
     return _section(cluster, "metadata", _metadata_live, parse_metadata, metadata_claims, show=show)
+
+
+def _mds_kinds(ceph: pd.DataFrame, n: int) -> str:
+    """What the MDS's counters say its requests were, per trial: more than the 3 x n operations, because a
+    path walk asks the MDS for each name the client does not hold (a lookup) and a stat from the other
+    node for attributes it holds no capability for (a getattr)."""
+    per = ceph.groupby("trial").first()
+    kinds = ", ".join(f"{_spread(list(per[f'mds_{k}s']))} {k}s" for k in MDS_KINDS)
+    other = per["mds_other"]
+    return (f"the MDS counted {_spread(list(per['mds_requests']))} client requests per trial for {3 * n} "
+            f"operations: {kinds}" + (f", and {_spread(list(other))} of other kinds" if other.max() > 0 else "")
+            + f". Beyond the {n} creates and {n} unlinks, each name a client does not hold costs a lookup at the "
+            "MDS, and node B's stat of a file node A created asks for its attributes (getattr) when B holds no "
+            "capability for it.")
 
 
 def metadata_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
@@ -507,7 +548,7 @@ def metadata_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool = 
         f"each create, each stat from the other node and each remove on CephFS is a request to the MDS: "
         f"at least 3 × {n} = {3 * n} per trial",
         explain.greater("fewest MDS requests in a trial", per_trial.min() + 1, "3 × files", 3 * n),
-        yes=f"the MDS counted {_spread(list(per_trial))} client requests per trial",
+        yes=lambda ev: _mds_kinds(ceph, n),
         no=f"the MDS counted {_spread(list(per_trial))}", why="a client answered from capabilities it held", show=show)]
     for op in ("create", "stat"):
         claims.append(trials_claim(f"{op}s are faster on the local {name} than on CephFS",
@@ -592,13 +633,30 @@ def coherence(cluster: Cluster | None = None, *, show: bool = True) -> Coherence
     return out
 
 
+def _sessions_text(sessions: list[dict[str, Any]]) -> str:
+    """The MDS's client sessions, said whose they are: the mounts (with a mount point) and the others by
+    their entity (the manager daemon mgr.x opens CephFS clients of its own, with no mount point)."""
+    mounts = [s for s in sessions if s["mount_point"]]
+    others: dict[str, int] = {}
+    for s in sessions:
+        if not s["mount_point"]:
+            others[s["entity"]] = others.get(s["entity"], 0) + 1
+    said = [f"{len(sessions)} client sessions at the MDS" + (
+        ", the two mounts (node A, node B)" if len(mounts) == len(sessions) == 2 else
+        f", {len(mounts)} of them the mounts (node A, node B)")]
+    for entity, k in others.items():
+        who = "the manager daemon mgr.x's own CephFS clients" if entity == "x" else f"entity {entity!r}"
+        said.append(f"{k} of {who}, with no mount point")
+    return "; ".join(said)
+
+
 def coherence_claims(data: dict, *, keep: dict | None = None, show: bool = True) -> list[explain.Claim]:
     v, df = data["visible"], data["trials"]
     return [explain.expect(
         "node B sees 4 KiB that node A wrote and neither flushed nor closed: CephFS is coherent, the MDS "
         "recalls A's buffer capability",
         explain.fact("B saw the bytes", v["bytes_equal"] and v["size_seen_by_b"] == 4096),
-        yes=f"B's stat and read took {v['seconds'] * 1e3:.1f} ms; {len(data['sessions'])} client sessions at the MDS",
+        yes=f"B's stat and read took {v['seconds'] * 1e3:.1f} ms; {_sessions_text(data['sessions'])}",
         no=f"B saw a size of {v['size_seen_by_b']}", why="not expected on CephFS", show=show),
         trials_claim("A's 4 KiB writes are faster while A has the file alone than while B has it open (A loses "
                 "its buffer capability: every write goes to the OSD)",
@@ -677,6 +735,13 @@ def shared_file_claims(df: pd.DataFrame, *, keep: dict | None = None, show: bool
 REPL_BYTES = 8 * MiB
 
 
+def replication_rounds(n: int) -> list[list[int]]:
+    """The pool sizes of each of ``n`` rounds in the order they are written: rotated (trials.order), so
+    that size 1 is not always the first write of a round (the first pays for what the round starts)."""
+    o = trials.order(["1", "3"], n, how="rotated")
+    return [[int(x) for x in o[i:i + 2]] for i in range(0, len(o), 2)]
+
+
 def _replication_live(c: Cluster) -> dict:
     a = c.check_mounted("a")
     c.add_data_pool("cephfs_data3", size=3)
@@ -687,8 +752,9 @@ def _replication_live(c: Cluster) -> dict:
             runner.run(["setfattr", "-n", "ceph.dir.layout.pool", "-v", "cephfs_data3", str(d)], timeout=30)
     layout3 = runner.run(["getfattr", "-n", "ceph.dir.layout", str(dirs[3])], timeout=30).stdout
     runs = []
-    for trial in range(TRIALS):
-        for size, d in dirs.items():
+    for trial, sizes in enumerate(replication_rounds(TRIALS)):
+        for size in sizes:
+            d = dirs[size]
             before = _osds(c)
             seconds = _write(d / f"t{trial}", REPL_BYTES)
             runs.append({"trial": trial + 1, "pool_size": size, "bytes": REPL_BYTES, "seconds": seconds,

@@ -3,6 +3,7 @@ names the slips students make (MiB for MB, HEADs for GETs, the index files left 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ...check import close_to, fail, given, passed
 from .data import INDEX_EXTS
@@ -64,3 +65,26 @@ def check_redone(answer: object, run: Workflow) -> bool:
     if a != redone:
         fail(f"{a:.0f} is not the number of jobs the last step started (rows of run.jobs whose step is {last!r}).")
     return passed(f"Right: {redone} of {planned} jobs ran again; the rest was kept.")
+
+
+def check_slurm_puts(answer: object, run: Any) -> bool:
+    """Exercise 09.4: how many times the result (all.vcf) was uploaded in the run on Slurm, by the
+    store's own count of PUTs (``run.bytes['PUT']``; the logs say who: ``run.result_puts``)."""
+    a = _number(answer, "the uploads of all.vcf")
+    puts, who = run.bytes["PUT"], run.result_puts
+    vcf = run.data.sizes.get("results/all.vcf")
+    if puts is None:
+        fail("this run has no store counters to check against.")
+    if a == 1 and puts != 1:
+        fail("1 is how many times call_variants wrote all.vcf: count the uploads the store received "
+             "(its PUTs): the job uploaded it from its node, and the submit host uploaded it too.")
+    if vcf and a == run.bytes["store received"]:
+        fail(f"{a:,.0f} is the bytes the store received: the task asks how many uploads.")
+    if a == len(run.frame) and a != puts:
+        fail(f"{a:.0f} is the number of Slurm jobs, not of uploads.")
+    if a == who["node jobs"] and a != puts:
+        fail(f"{a:.0f} counts only the uploads from the jobs on the nodes: the submit host uploaded too.")
+    if a != puts:
+        fail(f"{a:.0f} is not what the store counted: look at run.bytes['PUT'].")
+    return passed(f"Right: {puts} PUTs of all.vcf: {who['node jobs']} from the job on its node, "
+                  f"{who['submit host']} from the submit host after it.")

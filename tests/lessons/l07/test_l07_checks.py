@@ -45,3 +45,8 @@ def test_collective():
         check_07.check_07_collective({"bytes_per_write": 16384, "aggregators": 64}, writes)
     with pytest.raises(check.CheckFailed, match="posix_bytes"):
         check_07.check_07_collective({"bytes_per_write": 4096, "aggregators": 1}, writes)
+    # issue 32: a counter read off instead of the quantity computed from it is named as such
+    row = writes.frame.set_index("case").loc["collective"]
+    for counter in ("posix_bytes", "posix_writes"):
+        with pytest.raises(check.CheckFailed, match=f"that is {counter}, the counter itself"):
+            check_07.check_07_collective({"bytes_per_write": int(row[counter]), "aggregators": 1}, writes)

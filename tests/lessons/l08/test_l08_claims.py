@@ -327,3 +327,55 @@ def test_ior_cephfs_document_without_a_write_result_is_a_parse_error():
     doc["trials"][0]["perf_after"] = 3
     with pytest.raises(ParseError):
         PI.parse_cephfs(json.dumps(doc))
+
+
+# --- issue 32: sentences the numbers beside them deny -------------------------------------------------
+
+def test_caches_say_what_the_object_cache_counted_not_its_buffer_head_bytes_as_bytes_hit():
+    """ceph's ObjectCacher::_readx adds the whole buffer head each read touches to cache_bytes_hit, so the
+    recording's counter reads 2,104-2,416 MiB for a 64 MiB read: the sentence counts reads, hit and missed."""
+    out = P.client_caches(None, show=False)
+    ev = out.frame[out.frame["step"] == P.CACHE_STEPS[2]]
+    assert (ev["client_cache_hit_bytes"] > 64 * MiB).all()                # the counter, more than the file
+    assert (ev["client_cache_ops_miss"] == 0).all() and (ev["client_cache_ops_hit"] > 0).all()
+    text = out.claims[2].text
+    assert "the client cache hit" not in text and "cache_ops_miss" in text and "buffer head" in text
+    assert f"{int(ev['client_cache_ops_hit'].min()):,}" in text
+
+
+def test_metadata_says_which_requests_the_mds_counted_and_they_add_up():
+    out = P.metadata(None, show=False)
+    ceph = out.frame[out.frame["where"] == "CephFS"].groupby("trial").first()
+    kinds = [f"mds_{k}s" for k in P.MDS_KINDS] + ["mds_other"]
+    assert (ceph[kinds].sum(axis=1) == ceph["mds_requests"]).all()
+    assert (ceph["mds_creates"] == ceph["files"]).all() and (ceph["mds_unlinks"] == ceph["files"]).all()
+    text = out.claims[0].text
+    for word in ("creates", "unlinks", "lookups", "getattrs"):
+        assert word in text, text
+
+
+def test_coherence_says_whose_the_sessions_are():
+    out = P.coherence(None, show=False)
+    text = out.claims[0].text
+    mounts = [s for s in out.sessions if s["mount_point"]]
+    assert len(mounts) == 2 and f"{len(out.sessions)} client sessions" in text
+    assert "2 of them the mounts" in text and "mgr.x" in text
+
+
+def test_replication_trials_rotate_which_pool_size_is_written_first():
+    firsts = [sizes[0] for sizes in P.replication_rounds(4)]
+    assert firsts == [1, 3, 1, 3]
+
+
+def test_layouts_lead_with_counts_and_show_no_rate_of_one_run():
+    out = P.where_bytes_live(None, show=False)
+    assert not [c for c in out.frame.columns if "per_s" in c]
+    nb = (Path(__file__).resolve().parents[3] / "notebooks" / "08-parallel-fs.ipynb").read_text()
+    assert "More stripes do not make a single writer faster here" not in nb
+
+
+def test_sessions_of_the_two_mounts_alone_and_a_spread_of_equal_trials_keep_their_unit():
+    two = [{"id": 1, "num_caps": 1, "state": "open", "entity": "admin", "mount_point": "/a"},
+           {"id": 2, "num_caps": 1, "state": "open", "entity": "admin", "mount_point": "/b"}]
+    assert P._sessions_text(two) == "2 client sessions at the MDS, the two mounts (node A, node B)"
+    assert f"{P._spread([64.0, 64.0, 64.0])} MiB" == "64 MiB"      # not "64 in every trial MiB"

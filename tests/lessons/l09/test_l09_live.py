@@ -45,7 +45,9 @@ def lab():
 
 
 def _no_runs_left(lab):
-    alive = [p for p in _mine(lab.ws.root) if "weed" not in " ".join(p.cmdline())]
+    # the store (weed, the private network's holder) stays up for the next test: runs must not
+    alive = [p for p in _mine(lab.ws.root)
+             if any(t in " ".join(p.cmdline()[:4]) for t in ("snakemake", "bwa", "samtools", "bcftools", "s3cmd"))]
     assert not alive, [p.cmdline()[:3] for p in alive]
 
 
@@ -123,3 +125,39 @@ def test_a_store_that_dies_mid_run():
         assert "store" in str(e.value) or "snakemake" in str(e.value)
         assert not [p for p in _mine(ws.root) if "snakemake" in " ".join(p.cmdline()[:2])]
     assert not _mine(ws.root)
+
+
+KERNEL = r"""
+import sys, time
+from iolab import workspace
+from iolab.lessons.l09_workflows import experiments as ex, lab as l09lab
+ws = workspace.session()
+print(ws.root, flush=True)
+lab = l09lab.start(ws)
+ex.workflow(lab, cores=1)
+time.sleep(600)
+"""
+
+
+def test_a_killed_kernel_leaves_nothing(tmp_path):
+    """A kernel killed with SIGKILL in the middle of a workflow: its guard stops the store and
+    Snakemake's process group and removes the workspace, the local copies with it."""
+    import subprocess
+    import sys
+
+    from conftest import wait_until
+
+    env = dict(os.environ, IOLAB_GUARD="1", IOLAB_WORKDIR=str(tmp_path))
+    p = subprocess.Popen([sys.executable, "-c", KERNEL], stdout=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    try:
+        root = Path(p.stdout.readline().strip())
+        assert wait_until(lambda: list(root.glob("l09-c1-*/local-storage/s3/*/data/samples/*")), 300)
+        assert [q for q in _mine(root) if "snakemake" in " ".join(q.cmdline()[:3])]
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+        assert wait_until(lambda: not _mine(root) and not root.exists(), 60), \
+            [q.cmdline()[:3] for q in _mine(root)]
+    finally:
+        if p.poll() is None:
+            p.kill()

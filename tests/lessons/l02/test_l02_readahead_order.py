@@ -20,3 +20,18 @@ def test_the_window_table_is_in_time_order_whatever_order_the_lines_came_in():
     shuffled_f, shuffled_w = readahead_probes.growth_frames(_per_cpu_output(recs))
     assert list(shuffled_w["ms"]) == sorted(shuffled_w["ms"]) and list(shuffled_f["ms"]) == sorted(shuffled_f["ms"])
     assert shuffled_w.equals(windows) and shuffled_f.equals(folios)
+
+
+def test_the_seed_004_table_gives_this_machine_the_median_of_its_passes_not_their_mean():
+    """Issue 32: the "this machine" column was pivot_table's default, a mean of noisy passes (29 µs per
+    call at 4 KiB from one slow pass, 2 µs at 8 KiB): a median of the passes, and how many."""
+    import pandas as pd
+
+    from iolab.lessons.l02_readahead import readahead as lab
+    sweep = pd.DataFrame({"cache": ["warm"] * 6, "read_size": [4096, 4096, 4096, 8192, 8192, 8192],
+                          "us_per_call": [2.0, 80.0, 2.2, 1.9, 2.0, 2.1]})
+    table = lab.seed004_table(sweep)
+    here = [c for c in table.columns if c.startswith("this machine")]
+    assert len(here) == 1 and "median of 3 passes" in here[0]
+    assert table.loc[4096, here[0]] == 2.2 and table.loc[8192, here[0]] == 2.0
+    assert any(c.startswith("seed 004") for c in table.columns)

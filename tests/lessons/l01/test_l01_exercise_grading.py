@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from iolab import check, measure, units, witness
+from iolab import check, measure, witness
 from iolab.lessons.l01_page_cache import check as check_01
-from iolab.lessons.l04_ior import check as check_04
-from iolab.units import MiB
+from iolab.units import KiB, MiB
 
 PAGES = 16 * MiB // 4096
-# until the checks are fixed (lesson-local, after the restructure of issue 31 lands): they fail today
-TODAY = pytest.mark.xfail(strict=True, reason="issue 32: the check grades wrong on today's code")
 
 
 def _written(device_written: float, *, device: str | None = "vda") -> witness.Witnessed:
@@ -32,7 +29,6 @@ def _ok(r, reached, path="/nowhere/witnessed.bin"):
 
 # --- exercise 01, task 4: witness a write --------------------------------------------------------------
 
-@TODAY
 def test_01_4_a_neighbours_writes_do_not_make_dirty_pages_reach_the_device(monkeypatch):
     """The issue's case: every page of the file still dirty (cachestat), the device wrote 316 MiB because
     a neighbour wrote: the file's own pages decide, the DISTURBED device count is no evidence."""
@@ -61,7 +57,6 @@ def test_01_4_clean_pages_on_a_quiet_device_are_judged_by_the_device(monkeypatch
         _ok(_written(64 * 1024), True)
 
 
-@TODAY
 def test_01_4_clean_pages_on_a_disturbed_device_cannot_be_told_and_the_check_says_so(monkeypatch):
     _pages(monkeypatch, dirty=0)
     busy = _written(316 * MiB)
@@ -69,7 +64,6 @@ def test_01_4_clean_pages_on_a_disturbed_device_cannot_be_told_and_the_check_say
         assert _ok(busy, answer)
 
 
-@TODAY
 def test_01_4_without_cachestat_a_disturbed_device_is_no_evidence(monkeypatch, capsys):
     _pages(monkeypatch, dirty=None)
     # the device wrote less than the file: it cannot hold the file, whoever else wrote
@@ -94,52 +88,34 @@ def test_01_4_no_device_below_the_workspace(monkeypatch):
         _ok(r, True)
 
 
-# --- exercise 04, task 4: the neighbour's read, judged ----------------------------------------------------
-
-def _neighbour():
-    from iolab.lessons.l04_ior import pitfalls as lab
-    return lab.experiment(lab.runs()["neighbour"], recording=lab.recording("neighbour", "4.0.0", "ext4"),
-                          name="neighbour", quiet=True, trace=True)
 
 
-def _wrong_verdicts(e):
-    best, c = e.best("read"), e.cache
-    right = dict(device_bps=c.device_bps, resident_fraction=c.resident_fraction, witness=e.witness,
-                 nbytes=e.bytes_moved("read"))
-    yield "MiB/s", measure.judge(best, **right)                                # the issue's: MiB/s for bytes/s
-    yield "MB/s", measure.judge(best * 1e6, **right)                          # MB/s x 10**6
-    yield "GiB", measure.judge(best * 2**30, **right)                         # x 2**30
-    yield "write", measure.judge(e.best("write") * MiB, **right)              # the write's rate
-    yield "device", measure.judge(best * MiB, **{**right, "device_bps": c.device_bps / MiB})
-    yield "device_bps", measure.judge(best * MiB, **{**right, "device_bps": None})
-    yield "resident", measure.judge(best * MiB, **{**right, "resident_fraction": None})
-    yield "nbytes", measure.judge(best * MiB, **{**right, "nbytes": e.bytes_moved("read") // MiB})
-    yield "nbytes", measure.judge(best * MiB, **{**right, "nbytes": e.bytes_moved("read") // 2})
+# --- exercise 01, task 3: seed 004's verdicts --------------------------------------------------------------
+
+def _seed_judge(name, *, rate=None, device=None, unit=KiB):
+    kib, cold, warm = check_01._seed004_cat()[name]
+    return measure.judge(rate if rate is not None else kib * unit / warm,
+                         device_bps=device if device is not None else kib * unit / cold)
 
 
-def test_04_4_the_right_verdict_passes():
-    e = _neighbour()
-    right = measure.judge(e.best("read") * units.MiB, device_bps=e.cache.device_bps,
-                          resident_fraction=e.cache.resident_fraction, witness=e.witness,
-                          nbytes=e.bytes_moved("read"))
-    assert check_04.check_04_reorder_verdict(e, right)
+def test_01_3_the_right_verdicts_pass():
+    assert check_01.check_01_seed_verdicts(_seed_judge("local"), _seed_judge("beegfs"))
 
 
-@TODAY
-@pytest.mark.parametrize("k", range(9))
-def test_04_4_every_plausible_wrong_verdict_fails_even_with_the_right_label(k):
-    e = _neighbour()
-    slip, wrong = list(_wrong_verdicts(e))[k]
+@pytest.mark.parametrize("slip, wrong", [
+    ("KiB", lambda: _seed_judge("local", unit=1)),                                  # ls's KiB as bytes
+    ("1,000", lambda: _seed_judge("local", unit=1000)),                             # kB for KiB
+    ("upside down|other way round|first cat", lambda: _seed_judge(                  # the cats swapped
+        "local", rate=check_01._seed004_cat()["local"][0] * KiB / check_01._seed004_cat()["local"][1],
+        device=check_01._seed004_cat()["local"][0] * KiB / check_01._seed004_cat()["local"][2])),
+])
+def test_01_3_a_wrong_verdict_fails_even_with_the_right_label(slip, wrong):
+    v = wrong()
     with pytest.raises(check.CheckFailed, match=slip):
-        check_04.check_04_reorder_verdict(e, wrong)
+        check_01.check_01_seed_verdicts(v, _seed_judge("beegfs"))
 
 
-@TODAY
-def test_04_4_a_hand_made_verdict_with_the_right_label_fails():
-    e = _neighbour()
-    right = measure.judge(e.best("read") * units.MiB, device_bps=e.cache.device_bps,
-                          resident_fraction=e.cache.resident_fraction, witness=e.witness,
-                          nbytes=e.bytes_moved("read"))
-    forged = measure.Verdict(right.label, "because", right.ground)
+def test_01_3_a_hand_made_verdict_fails():
+    right = _seed_judge("local")
     with pytest.raises(check.CheckFailed, match="measure.judge"):
-        check_04.check_04_reorder_verdict(e, forged)
+        check_01.check_01_seed_verdicts(measure.Verdict(right.label, "because"), _seed_judge("beegfs"))
