@@ -74,25 +74,26 @@ def likely_mistake(answer: float, expected: float, *, rel: float, ratio: str = "
         return f"that is the total: divide it by the {per[1]:g} {per[0]}."
     if per and near(expected / per[1]):
         return f"you divided by the {per[1]:g} {per[0]} once too often."
+    # every slip that could give this answer, and the one whose value lies nearest it: a gain of a
+    # large ratio (14.83 for 15.83) lies within a tolerance of the GiB/GB factor too, but nearer its own
+    slips: list[tuple[float, str]] = []
     for factor, units_ in ((MiB / MB, "MiB and MB (1 MiB = 1.048576 MB)"),
                            (2**30 / 1e9, "GiB and GB (1 GiB = 1.073741824 GB)")):
-        if near(expected * factor) or near(expected / factor):
-            return (f"off by exactly the factor between {units_}: check which unit each number is in, and "
-                    "which one the task asks for.")
-        if near(expected * factor ** 2) or near(expected / factor ** 2):
-            return (f"converted the wrong way round between {units_}: you multiplied where you should divide "
-                    "(or the other way).")
+        for x in (expected * factor, expected / factor):
+            slips.append((x, f"off by exactly the factor between {units_}: check which unit each number is in, "
+                             "and which one the task asks for."))
+        for x in (expected * factor ** 2, expected / factor ** 2):
+            slips.append((x, f"converted the wrong way round between {units_}: you multiplied where you should "
+                             "divide (or the other way)."))
     for factor, slip in UNIT_SLIPS:
-        if near(expected * factor) or near(expected / factor):
-            return f"off by {slip}."
-    if near(expected * 100):
-        return "that is a percentage: give the plain number (0.25, not 25)."
-    if near(expected / 100):
-        return "that looks divided by 100: give the plain ratio, not a fraction of a percent."
-    if ratio and expected > 1 and near(expected - 1):
-        return (f"that is how much faster, minus one (a gain): the task asks for {ratio} itself, "
-                "how many times as fast.")
-    return None
+        slips += [(expected * factor, f"off by {slip}."), (expected / factor, f"off by {slip}.")]
+    slips.append((expected * 100, "that is a percentage: give the plain number (0.25, not 25)."))
+    slips.append((expected / 100, "that looks divided by 100: give the plain ratio, not a fraction of a percent."))
+    if ratio and expected > 1:
+        slips.append((expected - 1, f"that is how much faster, minus one (a gain): the task asks for {ratio} "
+                                    "itself, how many times as fast."))
+    found = [(abs(math.log(answer / x)), why) for x, why in slips if near(x)]
+    return min(found)[1] if found else None
 
 
 def close_to(answer: float, expected: float, *, rel: float = 0.05, what: str = "your answer",
@@ -120,6 +121,8 @@ def _how_far(answer: float, expected: float) -> str:
     if expected == 0 or answer == 0 or (answer < 0) != (expected < 0):
         return "not near"
     r = answer / expected
+    if 0.9 < r < 1.1:          # "about 1/1 of" says nothing: this is a rounding, or a digit read off wrong
+        return f"just outside the tolerance: {abs(r - 1):.1%} too {'high' if r > 1 else 'low'} against"
     if r > 1:
         return f"too high: about {r:.3g} times" if r < 10 else f"too high: more than {10 ** int(math.log10(r)):,} times"
     return f"too low: about 1/{1 / r:.3g} of" if r > 0.1 else f"too low: less than 1/{10 ** int(math.log10(1 / r)):,} of"

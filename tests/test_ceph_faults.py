@@ -334,3 +334,21 @@ def test_a_daemon_whose_whole_range_is_taken_fails_naming_the_range_and_its_hold
         finally:
             if thief is not None:
                 _release(thief)
+
+
+def test_the_first_daemon_to_die_is_the_failure_told():
+    # the walkthrough (issue 32): when several daemons die together, the failure kept the last one's
+    # message, not the first, which is the one that ended the mounts
+    import threading
+    from types import SimpleNamespace
+    from iolab.ceph.cluster import Cluster
+
+    c = Cluster.__new__(Cluster)
+    c.dir, c.fuse, c.failure, c.deaths, c._lock = "/nowhere", {}, None, [], threading.Lock()
+
+    def dead(pid):
+        return SimpleNamespace(proc=SimpleNamespace(returncode=-9), pid=pid, log_tail=lambda n=5: "")
+    c._died("osd.1", dead(101))
+    c._died("mds.a", dead(102))
+    assert "osd.1" in str(c.failure) and "mds.a" not in str(c.failure)
+    assert len(c.deaths) == 2

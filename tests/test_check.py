@@ -106,3 +106,16 @@ def test_with_no_known_slip_the_hint_says_which_way_and_roughly_how_far():
     assert "redo the arithmetic" not in str(e.value)
     with pytest.raises(CheckFailed, match="too low"):
         check.close_to(3.0, 4.1, rel=0.01, what="x")
+
+
+def test_a_gain_is_named_a_gain_not_the_gib_gb_factor():
+    # 14.83 for 15.83 lies within 5 % of 15.83 / 1.0737 too; the gain lies nearer
+    with pytest.raises(check.CheckFailed, match="minus one"):
+        check.close_to(14.83, 15.83, rel=0.05, what="speed-up", ratio="warm / cold")
+
+
+def test_an_answer_just_outside_the_tolerance_is_told_so():
+    # "too low: about 1/1 of" said nothing for 9.7 against 9.727 at 0.2 %
+    with pytest.raises(check.CheckFailed, match=r"just outside the tolerance: 0\.3% too low") as e:
+        check.close_to(9.7, 9.727, rel=0.002, what="rate")
+    assert "1/1 of" not in str(e.value)

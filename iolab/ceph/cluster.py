@@ -507,7 +507,8 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
                     "of waiting for ever")
         if kind in ("osd", "mds", "mon"):
             msg += ". Stop this cluster and start a new one (the lesson's start(), or Cluster.start)."
-            self.failure = DaemonDied(msg)
+            if self.failure is None:    # the first death is what ended the mounts; later ones follow from it
+                self.failure = DaemonDied(msg)
         else:
             msg += "; the file system goes on without it."
         self.deaths.append(msg)

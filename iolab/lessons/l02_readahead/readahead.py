@@ -233,8 +233,9 @@ def call_cost_claims(frame: pd.DataFrame, dd_out: recordings.Outcome, *, show: b
         why="entering the kernel is expensive on this machine (speculative-execution mitigations, a kernel "
             "that audits every call, a busy virtual CPU) and dominates both programs, or other work slowed "
             "the Python passes.",
-        missing=("dd was replayed from a recording made on another machine; a per-call cost only compares "
-                 "with one measured on the same machine" if not comparable else "the sweep has no warm 1-byte pass"),
+        missing=("dd was replayed from a recording, not run beside this sweep's Python passes; a per-call cost "
+                 "only compares with one measured on the same machine at the same time" if not comparable
+                 else "the sweep has no warm 1-byte pass"),
         close="what would separate them: more passes of each, an idle machine", show=show)]
 
 
