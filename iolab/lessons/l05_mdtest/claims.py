@@ -78,18 +78,18 @@ NO_TRIALS = ("this run printed only mdtest's summary (it ran without -v): its it
              "trial is made up from the summary's Max, Min and Mean.")
 ONE_RUN = "{n} iterations of one run, the phases in turn in each"
 CLOSE = ("each iteration's rate is one phase of a few files per rank, so one interruption of a rank (another "
-         "job on the same cores) weighs on a whole iteration; an idle machine separates them, more iterations "
-         "cannot (each adds a chance of a slow one), and more files per rank lengthen a phase but do not stop "
+         "job on the same cores) weighs on a whole iteration; an idle machine narrows the spreads, more "
+         "iterations cannot (each adds a chance of a slow one), and more files per rank lengthen a phase but do not stop "
          "another job from taking the rank's CPU")
-# what was counted, beside each rate comparison: the evidence that does not depend on the load
+# what was counted, beside each rate comparison: the evidence that does not depend on how busy the CPUs are
 COUNTED = {
-    "stat": "what was counted does not depend on the load: section 6 counts the bytes the stat phase read from storage",
-    "create": "what was counted does not depend on the load: section 6 counts what the device wrote while the files "
+    "stat": "the counts do not depend on how busy the CPUs are: section 6 counts the bytes the stat phase read from storage",
+    "create": "the counts do not depend on how busy the CPUs are: section 6 counts what the device wrote while the files "
               "were created",
-    "fsync": "what was counted does not depend on the load: section 1 counted one fsync per file with -w, none "
-             "without it, and section 5 times one",
-    "remove": "what was counted does not depend on the load: section 6 times every rmdir and unlink and counts the "
-              "device's discards",
+    "fsync": "the counts do not depend on how busy the CPUs are: section 1 counted one fsync per file with -w, none "
+             "without it",
+    "remove": "the counts do not depend on how busy the CPUs are: section 6 counts the discards the device received while "
+              "directories and files were removed",
 }
 
 
@@ -216,7 +216,7 @@ def rates_summary(claims: list[explain.Claim], runs: Mapping[str, Any]) -> str:
     if not close:
         return head + "."
     return (head + ": too close to call says only that these iterations cannot rank the two sides, not that they "
-            "perform alike. The evidence that does not depend on the load is counted: strace's fsync calls "
+            "perform alike. The evidence that another job's use of the CPUs does not change is counted: strace's fsync calls "
             "(section 1: one per file with -w, none without), the bytes the stat phase read from storage, "
             "what the device wrote and the discards it received (section 6).")
 
@@ -344,8 +344,10 @@ def removals_claim(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written
     rmdir, unlink = per_iteration(calls, "rmdir", "directory"), per_iteration(calls, "unlink", "file")
     how = (f"each iteration's median call, {min(len(rmdir), len(unlink))} iterations of one run, each removing its "
            "directories, then its files")
-    close = (f"{how}; what would separate them: more iterations (-i), more items per rank (-n) or an idle machine "
-             "(strace -T counts a wait for a CPU inside the call)")
+    close = (f"{how}; what would separate them: more items per rank (-n: each iteration's median of more calls) or "
+             "an idle machine (strace -T counts a wait for a CPU inside the call), not more iterations (each adds a "
+             "chance of a slow one); the counts do not depend on how busy the CPUs are: the witnessed phases below count "
+             "the discards the device received")
     inside = f.discard_in_call
     if inside and not files_written:
         rel = explain.beyond("rmdir", rmdir, "unlink", unlink, by=3, unit="µs")

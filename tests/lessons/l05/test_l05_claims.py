@@ -139,7 +139,7 @@ def test_the_rates_summary_counts_what_was_too_close_and_names_the_counted_evide
     # 4.0.0 (load 2.60 when recorded): only tmpfs's "within 3x with -w" overlaps; 3.3.0 (load 2.66): four of five
     assert len(close) == {"4.0.0": 1, "3.3.0": 4}[version]
     for c in close:        # each too-close sentence names the count that stands instead of its rates
-        assert "what was counted does not depend on the load: section" in c.text, c.text
+        assert "the counts do not depend on how busy the CPUs are: section" in c.text, c.text
         assert "more iterations cannot" in c.text and "more iterations (-i)" not in c.text
     loads = {r.load for r in {**plain, **synced}.values()}
     assert all(x is not None and 0 < x < 10 for x in loads)
@@ -336,6 +336,9 @@ def test_removal_claims_on_six_filesystems(version, name, slow):
         assert ("sends the device a discard" in claim.text) == bool(slow) and "median of 10" in claim.text
     else:
         assert claim.text.startswith(explain.TOO_CLOSE) and "As predicted" not in claim.text
+        # the per-call medians: more items per rank help them, more iterations do not; the counts stand instead
+        assert "more items per rank (-n: each iteration's median of more calls)" in claim.text
+        assert "not more iterations" in claim.text and "count the discards the device received" in claim.text
 
 
 @pytest.mark.parametrize("version", VERSIONS)
