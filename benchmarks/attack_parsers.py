@@ -62,6 +62,7 @@ from iolab.lessons.l01_page_cache import writes as page_cache_writes
 from iolab.lessons.l08_parallel_fs import ior_runs as parallel_fs_ior
 from iolab.lessons.l08_parallel_fs import rgw as parallel_fs_rgw
 from iolab.lessons.l08_parallel_fs import sections as parallel_fs_sections
+from iolab.lessons.l09_workflows import slurm as l09_slurm
 from iolab.objectstore import slowlink  # noqa: E402
 from iolab.tools import bpftrace, ceph, darshan, dd, fio, ior, mdtest, seaweedfs, snakemake, strace  # noqa: E402
 
@@ -375,6 +376,39 @@ def _workflow_texts(refs: list[str], stream: str, marker: str) -> list[tuple[str
     return out
 
 
+def _slurm_texts(refs: list[str], what: str) -> list[tuple[str, str]]:
+    """Lesson 09's Slurm records, each text as Slurm or Snakemake printed it: what == "config" (scontrol
+    show config), "job" (each job's output), "main" (the submit host's log)."""
+    out = []
+    for ref in refs:
+        if not ref.startswith("workflows/slurm-") or recordings.load(ref).path.suffix != ".json":
+            continue
+        doc = json.loads(_text(ref))
+        if what == "config":
+            acc = doc.get("accounting_texts") if "accounting_texts" in doc else doc
+            if isinstance(acc, dict) and isinstance(acc.get("config"), str):
+                out.append((f"{ref} config", acc["config"]))
+        elif what == "job":
+            out += [(f"{ref} job {k}", v) for k, v in sorted((doc.get("job_logs") or {}).items()) if isinstance(v, str)]
+        elif isinstance(doc.get("log"), str):
+            out.append((f"{ref} log", doc["log"]))
+    return out
+
+
+def _log_units(x: dict) -> list[str]:
+    """A log's parse as facts: each item of its dicts and each element of its lists a unit of its own
+    (a log cut short holds fewer of them, never another)."""
+    out = []
+    for k, v in x.items():
+        if isinstance(v, dict):
+            out += [_canon([k, kk, vv]) for kk, vv in v.items()]
+        elif isinstance(v, list):
+            out += [_canon([k, e]) for e in v]
+        else:
+            out.append(_canon([k, v]))
+    return out
+
+
 def _traffic(t: Any) -> list[str]:
     """parse_metrics' Traffic: each direction it counted (0: no line of it yet)."""
     return [_canon([k, v]) for k, v in (("down", t.down), ("up", t.up)) if v]
@@ -513,6 +547,12 @@ def targets() -> list[Target]:
                key='SeaweedFS_s3_request_total{bucket="', suffix='",code="200",type="GET"} 1'),
         Target("snakemake.parse_log", snakemake.parse_log, rec,
                _workflow_texts(refs, "stderr", "Building DAG of jobs..."), key="Retrieving from storage: s3://"),
+        Target("slurm.parse_config", l09_slurm.parse_config, _items, _slurm_texts(refs, "config"), ordered=False,
+               key="AccountingStorageType   = "),
+        Target("slurm.parse_job_log", l09_slurm.parse_job_log, _log_units, _slurm_texts(refs, "job"),
+               ordered=False, lenient=True, key="Snakemake version: "),
+        Target("slurm.parse_main_log", l09_slurm.parse_main_log, _log_units, _slurm_texts(refs, "main"),
+               ordered=False, lenient=True, key="Building DAG of jobs..."),
         Target("snakemake.parse_dot", snakemake.parse_dot, rec, _workflow_texts(refs, "stdout", "digraph "),
                key='\t0[label = "', suffix='"];'),
         Target("recordings.load", _load_meta, _whole, _metas(refs), special=_meta_special, concat="refuse",

@@ -14,6 +14,8 @@ same IOR that an srun step cannot start runs under mpirun in a job's batch step.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import importlib.metadata
 import json
 import os
@@ -298,7 +300,7 @@ def candidate_dirs() -> dict[str, str]:
     return {label: path for label, path in dirs.items() if path and Path(path).is_dir()}
 
 
-def survey() -> list[dict[str, object]]:
+def survey() -> list[dict[str, Any]]:
     """One row per candidate directory: which filesystem serves it, what kind of layer that is."""
     rows = []
     for label, path in candidate_dirs().items():

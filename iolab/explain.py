@@ -195,6 +195,11 @@ def why_not_called(relation: Relation) -> str:
         return (f"the spreads overlap, so this run cannot tell them apart, and that does not show them alike: "
                 f"'alike' asks every pair of trials to be {ask}, and the widest pair here differs by "
                 f"{_x(widest)}")
+    if by < 1 and low <= 1 <= high:
+        # "a stays within 1/by of b": overlapping spreads are what it expects; what is not shown is the factor
+        return (f"the claim asks {p['a']} to stay within {_x(1 / by)} of {p['b']} in every pair of trials, and the "
+                f"pairs give {_x(low)} to {_x(high)} ({p['a']} against {p['b']}): some pairs are within it, some "
+                "are not")
     if low <= 1 <= high:
         return "the spreads overlap"
     first, second = (p["a"], p["b"]) if low > 1 else (p["b"], p["a"])

@@ -1,6 +1,15 @@
-"""Notebook hygiene: strip outputs (but keep nbval's checked cells) and generate exercise copies.
+"""Notebook hygiene: strip outputs (but keep nbval's checked cells), pair notebooks with text, generate
+exercise copies.
 
-    python -m iolab.nbtools strip [NOTEBOOK ...]     strip outputs in place (default: every notebook)
+Pairs: every notebook people write (the lessons, notebooks/**, and the exercise solutions) has beside it
+NAME.md, the same cells as MyST markdown (jupytext's ``md:myst``), so that a review reads prose and code,
+not JSON strings. The notebook is what runs (nbval, the site) and holds the checked cells' outputs; the
+pair is its text. ``strip`` keeps them in step: the pair is rewritten from the notebook, unless the pair
+is the newer of the two and says something else (it was edited): then its cells go into the notebook
+(the checked cells keep their outputs where their code is unchanged), then the pair is rewritten.
+
+    python -m iolab.nbtools strip [NOTEBOOK ...]     strip outputs in place (default: every notebook) and
+                                                     sync each lesson's and solution's MyST pair (NAME.md)
     python -m iolab.nbtools exercises                regenerate exercises/NN-topic.ipynb from solutions
     python -m iolab.nbtools check                    exit 1 if anything is unstripped, stale or unpaired
     python -m iolab.nbtools html [NOTEBOOK ...] [--out DIR]
@@ -150,6 +159,99 @@ def student_copy(solution: Notebook) -> Notebook:
     nb["cells"] = cells[:1] + [note] + cells[1:]
     nb["metadata"] = {**nb.get("metadata", {}), "iolab": dict(GENERATED)}
     return nb
+
+
+PAIRED = ("notebooks", "exercises/solutions")    # where the notebooks people write live (not the generated copies)
+PAIR_FORMAT = "md:myst"
+_PAIR_VERSION = re.compile(r"^ *jupytext_version: .*\n", re.MULTILINE)   # jupytext's own version: not content
+
+
+def paired(root: Path | None = None) -> list[Path]:
+    """The notebooks that have a MyST pair: the lessons (with the instructor's) and the exercise solutions."""
+    root = root or project_root()
+    return sorted(p for d in PAIRED for p in (root / d).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def pair_of(notebook: Path) -> Path:
+    return Path(notebook).with_suffix(".md")
+
+
+def as_myst(nb: Notebook) -> str:
+    """The notebook's cells as MyST markdown (its pair's text), from its stripped form."""
+    import jupytext
+    import nbformat
+
+    text = jupytext.writes(nbformat.reads(json.dumps(stripped(nb)), as_version=4), fmt=PAIR_FORMAT)
+    return _PAIR_VERSION.sub("", text, count=1)
+
+
+def from_myst(text: str, notebook: Notebook) -> Notebook:
+    """The notebook with the cells of its pair's ``text``: its metadata kept, and every cell the text left
+    as it was kept whole (id, outputs, execution count); a cell changed in place keeps its id and loses
+    its outputs, a new cell gets an id of its own (:func:`stripped`)."""
+    import difflib
+
+    import jupytext
+    import nbformat
+
+    new = json.loads(nbformat.writes(jupytext.reads(text, fmt=PAIR_FORMAT)))["cells"]
+    old = json.loads(json.dumps(notebook))["cells"]
+    # the text ends no cell with a newline: a cell that differs only by one at its end is the same cell
+    key = lambda c: (c.get("cell_type"), _source(c).rstrip("\n"),  # noqa: E731
+                     json.dumps(c.get("metadata", {}), sort_keys=True))
+    cells = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, [key(c) for c in old], [key(c) for c in new],
+                                                      autojunk=False).get_opcodes():
+        if op == "equal":
+            cells += old[i1:i2]
+            continue
+        for k, cell in enumerate(new[j1:j2]):
+            cell.pop("id", None)
+            if op == "replace" and i2 - i1 == j2 - j1 and old[i1 + k].get("id"):
+                cell["id"] = old[i1 + k]["id"]
+            cells.append(cell)
+    out = {**copy.deepcopy(notebook), "cells": cells}
+    return stripped(out)
+
+
+def pair_problems(root: Path | None = None) -> list[str]:
+    """Notebooks without their pair or out of step with it, and pairs without a notebook."""
+    root = root or project_root()
+    found = []
+    for p in paired(root):
+        md = pair_of(p)
+        if not md.exists():
+            found.append(f"{p.relative_to(root)} has no MyST pair {md.name}: run `make strip`")
+        elif md.read_text() != as_myst(read(p)):
+            found.append(f"{md.relative_to(root)} is out of step with {p.name}: run `make strip`")
+    for d in PAIRED:
+        for md in sorted((root / d).rglob("*.md")):
+            if ".ipynb_checkpoints" not in md.parts and not md.with_suffix(".ipynb").exists():
+                found.append(f"{md.relative_to(root)} pairs no notebook")
+    return found
+
+
+def sync_pair(notebook: Path) -> list[str]:
+    """Strip the notebook and bring its pair in step (see the module's docstring); returns what changed."""
+    notebook = Path(notebook)
+    md = pair_of(notebook)
+    nb = read(notebook)
+    changed = []
+    if md.exists() and md.stat().st_mtime > notebook.stat().st_mtime:
+        text = md.read_text()
+        if text != as_myst(nb):                       # the pair was edited after the notebook: it wins
+            nb = from_myst(text, nb)
+            write(nb, notebook)
+            changed.append(f"updated {notebook} from {md.name}")
+    new = stripped(nb)
+    if new != read(notebook):
+        write(new, notebook)
+        changed.append(f"stripped {notebook}")
+    text = as_myst(new)
+    if not md.exists() or md.read_text() != text:
+        md.write_text(text)
+        changed.append(f"wrote {md}")
+    return changed
 
 
 def solutions(root: Path | None = None) -> list[Path]:
@@ -312,7 +414,15 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     cmd = args.pop(0) if args else "check"
     if cmd == "strip":
-        for p in [Path(a) for a in args] or notebooks():
+        pairs = {p.resolve() for p in paired()}
+        given = [Path(a).with_suffix(".ipynb") if a.endswith(".md") else Path(a) for a in args]   # a pair: its notebook
+        for p in dict.fromkeys(given or notebooks()):
+            if not p.exists():
+                continue
+            if p.resolve() in pairs:
+                for line in sync_pair(p):
+                    print(line)
+                continue
             nb = read(p)
             new = stripped(nb)
             if new != nb:
@@ -324,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {p}")
         return 0
     if cmd == "check":
-        bad = [f"{p}: {msg}" for p in notebooks() for msg in problems(read(p))] + exercise_problems()
+        bad = ([f"{p}: {msg}" for p in notebooks() for msg in problems(read(p))] + exercise_problems()
+               + pair_problems())
         for line in bad:
             print(line)
         return 1 if bad else 0

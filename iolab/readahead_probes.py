@@ -84,6 +84,13 @@ def _read_whole(p: Path, size: int) -> tuple[float, int, int]:
     return seconds, calls, total
 
 
+def _witnessed(w: Witness) -> Witnessed:
+    """What a Witness saw, once its block has ended (it always has a result then)."""
+    if w.result is None:
+        raise IolabError("the kernel's witness of this read has no result: its block did not end")
+    return w.result
+
+
 def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *, cache: str = "cold",
                     max_calls: int = MAX_CALLS, strict: bool = True) -> pd.DataFrame:
     """Read the whole file once per read size with unbuffered ``read()`` calls, and time each pass.
@@ -99,20 +106,20 @@ def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *,
     if cache not in ("cold", "warm"):
         raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
     p = _file(path)
-    sizes = [parse_size(s) for s in sizes]
-    if not sizes:
+    sizes_b: list[int] = [parse_size(s) for s in sizes]
+    if not sizes_b:
         raise ValueError("give at least one read size")
-    if any(s <= 0 for s in sizes):
+    if any(s <= 0 for s in sizes_b):
         raise ValueError("read sizes must be at least 1 byte")
     file_size = p.stat().st_size
     if file_size == 0:
         raise ValueError(f"{p} is empty: there is nothing to read")
-    worst = file_size // min(sizes) + 1
+    worst = file_size // min(sizes_b) + 1
     if worst > max_calls:
-        raise ValueError(f"reading {file_size:,} bytes {min(sizes)} at a time takes {worst:,} read() calls, "
+        raise ValueError(f"reading {file_size:,} bytes {min(sizes_b)} at a time takes {worst:,} read() calls, "
                          f"more than max_calls={max_calls:,}: use a smaller file or larger reads")
     rows = []
-    for size in sizes:
+    for size in sizes_b:
         if cache == "cold":
             _make_cold(p, strict)
         else:
@@ -120,7 +127,7 @@ def read_size_sweep(path: str | os.PathLike[str], sizes: Iterable[int | str], *,
         before = pagecache.residency(p, keep_map=False)
         with Witness(p) as w:
             seconds, calls, total = _read_whole(p, size)
-        seen = w.result
+        seen = _witnessed(w)
         rows.append({"read_size": size, "file_size": total, "seconds": seconds, "calls": calls,
                      "bytes_per_s": total / seconds if seconds > 0 else float("inf"),
                      "mib_per_s": total / seconds / MiB if seconds > 0 else float("inf"),
@@ -158,7 +165,7 @@ def window_witnessed(path: str | os.PathLike[str], nbytes: int | str = 1, advice
             os.pread(fd, n, off)
         finally:
             os.close(fd)
-    return pagecache.residency(p), w.result
+    return pagecache.residency(p), _witnessed(w)
 
 
 def trace_growth(path: str | os.PathLike[str], read_size: int | str = "4KiB", *, strict: bool = True):
@@ -204,7 +211,8 @@ def growth_frames(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     # the events are taken by their timestamps (stable: one CPU's events keep their order)
     records = sorted(records, key=lambda r: r["ns"])
     t0 = records[0]["ns"]
-    folios, windows = [], []
+    folios: list[dict] = []
+    windows: list[dict] = []
     trigger = ""
     for r in records:
         ms = (r["ns"] - t0) / 1e6

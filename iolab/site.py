@@ -445,9 +445,11 @@ def main(argv: list[str] | None = None) -> int:
     parts = build(a.out, a.work, a.cache)
     n = sum(len(ps) for ps in parts.values())
     size = sum(f.stat().st_size for f in a.out.rglob("*") if f.is_file())
+    warnings = (a.work / "build.log").read_text().count("WARNING:")
     print(f"built {a.out}/index.html: {n} course pages + the API reference, "
           f"{sum(p.figures for ps in parts.values() for p in ps)} charts, {size / 2**20:.1f} MiB, "
-          f"{time.monotonic() - start:.0f} s")
+          f"{time.monotonic() - start:.0f} s; Sphinx's {warnings} warning{'s' if warnings != 1 else ''} "
+          f"in {a.work / 'build.log'}")
     return 0
 
 

@@ -65,3 +65,14 @@ def test_lesson_08_predicts_2b_and_6b_are_not_answered_by_the_text_before_them()
     assert "every rank shared one page cache" not in before_2b
     before_6b = " ".join(_before_predict("08-parallel-fs.ipynb", "## 6b ·").split())
     assert "relaxes exactly this rule" not in before_6b        # LazyIO's effect, told before 6b asks it
+
+
+def test_lesson_08_predict_2b_does_not_ask_which_case_the_seeds_841_mib_s_is():
+    """Its own paragraph says it ('at 841 MiB/s with -C'), two sentences before the Predict asked
+    'which of the two cases is seed 001's 841 MiB/s?' (the walkthrough of issue 32)."""
+    texts = [_text(c) for c in json.loads((ROOT / "notebooks" / "08-parallel-fs.ipynb").read_text())["cells"]]
+    cell = next(t for t in texts if t.startswith("## 2b ·"))
+    before, _, predict = cell.partition("**Predict")
+    said = re.findall(r"\d[\d,.]* [MG]i?B/s", before)
+    asked = [f for f in re.findall(r"\d[\d,.]* [MG]i?B/s", predict) if f in said]
+    assert not asked, f"the Predict asks about {asked}, which the text above it gives"

@@ -10,8 +10,11 @@ take their source ports). The ranges and the monitor's two ports are written onl
 ceph.conf (mode 0600): never into an argv, which every user can read in ``/proc/<pid>/cmdline``.
 
 What remains possible is a user who binds many ports blindly. A daemon then skips the ports taken in its
-range; the monitor, whose ports are fixed, fails to bind, and the cluster draws new ones. Whatever
-fails is told with the port and, where ``/proc/net/tcp`` shows it, the user who holds it.
+range, so a daemon's range need not be free from end to end: it is drawn long enough to hold its ports
+free among the taken ones (a user holding half of the node's ports at random left no 16 consecutive free
+ones, and denied every cluster of the node); the monitor, whose ports are fixed, fails to bind, and the
+cluster draws new ones. Whatever fails is told with the port and, where ``/proc/net/tcp`` shows it, the
+user who holds it.
 """
 from __future__ import annotations
 
@@ -62,9 +65,16 @@ def is_free(port: int) -> bool:
     return True
 
 
+#: how much longer than its number of free ports a range may be drawn where others hold ports in it
+SPREAD = 64
+
+
 def draw(sizes: list[int], *, avoid: list[range] = (), tries: int = 400) -> list[range]:  # type: ignore[assignment]
-    """One range of ``size`` consecutive free ports per entry of ``sizes``, each at a random place of
-    :func:`pool`, none overlapping another or ``avoid``; PortTaken when the node has no such free places."""
+    """One range per entry of ``sizes`` holding that many free ports, each at a random place of
+    :func:`pool`, none overlapping another or ``avoid``: ``size`` consecutive ports where they are free,
+    else as many more (up to ``size * SPREAD`` in all) as it takes to hold ``size`` free ones, since a
+    daemon skips the taken ports of its range (a range of 1 is one free port). PortTaken when the node has
+    no such places."""
     stretches = pool()
     weights = [max(len(r), 0) for r in stretches]
     got: list[range] = []
@@ -80,18 +90,25 @@ def draw(sizes: list[int], *, avoid: list[range] = (), tries: int = 400) -> list
             if len(r) < size:
                 continue
             start = r.start + secrets.randbelow(len(r) - size + 1)
-            block = range(start, start + size)
+            if not is_free(start):
+                continue
+            free, stop = 0, start
+            while stop < r.stop and stop - start < size * SPREAD and free < size:
+                free += is_free(stop)
+                stop += 1
+            block = range(start, stop)
+            if free < size:
+                continue
             if any(block.start < g.stop and g.start < block.stop for g in [*got, *avoid]):
                 continue
             if any(p in CEPH_DEFAULT or p in MON_DEFAULT for p in (block.start, block.stop - 1)):
                 continue
-            if all(is_free(p) for p in block):
-                got.append(block)
-                break
+            got.append(block)
+            break
         else:
             span = ", ".join(f"{r.start}-{r.stop - 1}" for r in stretches)
-            raise PortTaken(f"no {size} consecutive free ports found on {LOOPBACK} in {span} after {tries} "
-                            f"random tries: {holders_summary(stretches)}")
+            raise PortTaken(f"no {size} free ports within {size * SPREAD} found on {LOOPBACK} in {span} after "
+                            f"{tries} random tries: {holders_summary(stretches)}")
     return got
 
 

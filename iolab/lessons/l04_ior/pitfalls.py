@@ -509,8 +509,17 @@ def _undisturbed(e: "Experiment", c: Claim | None) -> Claim | None:
         c.predicted, explain.fact("an undisturbed run", None),
         missing=(f"the verdicts above are unclear: {measure.disturbance(w)}. "
                  + (f"IOR's own count still points that way ({detail.rstrip('.')}), but " if detail else "")
-                 + "a disturbed run is not called here: run the cell again at a quieter moment."),
+                 + "a disturbed run is not called here: " + _again(e)),
         show=False)
+
+
+def _again(e: "Experiment") -> str:
+    """What would settle a disturbed run: live, running it again when the node is quieter; replayed, the
+    recording is what it is (its own witness found the disturbance when it was made)."""
+    if e.live:
+        return "run the cell again at a quieter moment."
+    return ("the recording was disturbed when it was made (its witness says so), and replaying it gives the "
+            "same run: only a live run, at a quieter moment, can settle it.")
 
 
 def _unless_disturbed(fn):
@@ -997,7 +1006,7 @@ def _not_called(i: int, e: Experiment, c: Claim) -> str:
         still = (f"; IOR's processes still read {_size(own)} of {_size(e.bytes_moved('read'))} from storage"
                  if own is not None else "")
         return (f"trial {i} was disturbed ({measure.disturbance(w)}){still}, but a disturbed run is not called "
-                "here: run the cell again at a quieter moment.")
+                "here: " + _again(e))
     return f"trial {i}: {c.text.partition(', but ')[2] or c.text}"
 
 

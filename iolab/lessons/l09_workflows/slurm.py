@@ -112,9 +112,14 @@ def parse_config(text: str) -> dict[str, str]:
     kinds (``Key = value``, a section title ending in ':', its first and last lines), and for a text
     without AccountingStorageType (not that command's output)."""
     out: dict[str, str] = {}
+    headers = 0
     for no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        if _CONF_OTHER[0].fullmatch(line):
+            headers += 1
+            if headers > 1:
+                raise ParseError("a second `scontrol show config` output after the first", line_no=no, line=line[:200])
         m = _CONF_LINE.fullmatch(line)
         if m and not line[0].isspace():
             out.setdefault(m.group(1).strip(), m.group(2).strip())
@@ -122,6 +127,11 @@ def parse_config(text: str) -> dict[str, str]:
             raise ParseError("not a line of `scontrol show config`", line_no=no, line=line[:200])
     if "AccountingStorageType" not in out:
         raise ParseError("no AccountingStorageType: not the output of `scontrol show config`")
+    # it ends with the controllers' state ("Slurmctld(primary) at HOST is UP"): without it, cut short
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not _CONF_OTHER[2].fullmatch(lines[-1]):
+        raise ParseError("`scontrol show config` cut short: it ends with the controllers' state "
+                         "('Slurmctld(primary) at HOST is UP')", line_no=len(text.splitlines()), line=lines[-1][:200])
     return out
 
 
@@ -350,8 +360,9 @@ class SlurmRun:
 
 _SUBMITTED = re.compile(r"Submitted (group job|job) (\S+) with external jobid '(\d+)'\.")
 _SUBMITTED_SLURM = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
-_RETRIEVE = re.compile(r"Retrieving from storage: (s3://\S+)")
-_STORE = re.compile(r"Storing in storage: (s3://\S+)")
+# each such line ends where snakemake ends it (a newline after the URL): a log cut inside one names no URL
+_RETRIEVE = re.compile(r"Retrieving from storage: (s3://\S+)[ \t]*\n")
+_STORE = re.compile(r"Storing in storage: (s3://\S+)[ \t]*\n")
 _RULE = re.compile(r"(?:local)?rule (\w+):")
 _WILDCARDS = re.compile(r"\s+wildcards: (.*)")
 _INPUT = re.compile(r"\s+input: (.*)")
@@ -372,7 +383,10 @@ def parse_job_log(text: str) -> dict[str, Any]:
         raise ParseError("not the output of a snakemake job (no 'Snakemake version' line)",
                          line_no=1, line=text.splitlines()[0][:200] if text.strip() else "")
     rules, wildcards, inputs = [], [], []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    if not text.endswith("\n"):
+        lines = lines[:-1]          # snakemake ends each line: a last one without its end was cut short
+    for line in lines:
         m = _RULE.match(line)
         if m:
             rules.append(m.group(1))
@@ -779,8 +793,12 @@ def on_slurm(lab: Any = None, *, live: bool = False, grouped: bool = True, execu
 
     def unavailable() -> str | None:
         if not live:
-            return (f"replayed by default: one run on Slurm takes about {LIVE_SECONDS} s here "
-                    "(on_slurm(lab, live=True) runs it)")
+            why = (f"replayed by default: one run on Slurm takes about {LIVE_SECONDS} s here "
+                   "(on_slurm(lab, live=True) runs it, as IOLAB_MODE=live does)")
+            try:
+                return recordings.replay_reason((), why)
+            except recordings.CannotRunHere:
+                pass            # IOLAB_MODE=live asks for every part: it runs here, or says why it cannot
         if lab is None:
             return "no store was started here (lab is None)"
         return slurm_cluster.why_not()

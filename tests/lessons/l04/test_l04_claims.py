@@ -691,3 +691,12 @@ def test_the_seeds_fall_with_minus_C_is_said_to_imply_several_nodes():
     text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert f"about {reads['-F'] / reads['-F -C']:.0f} times" in text   # the prose's factor is the figures'
     assert "ran on several nodes" in text and "Had they shared one, `-C` would have moved no rank\nthere" not in text
+
+
+def test_a_replayed_disturbed_run_is_not_told_to_run_the_cell_again():
+    """A replay is the same recording each time: 'run the cell again at a quieter moment' under a
+    disturbed recorded trial sent the student round in a circle (4.0.0 on ext4: trial 2's cached read)."""
+    disturbed = [c for c in all_claims(lesson("4.0.0", "ext4"))["evicted"] if "was disturbed" in c.text]
+    assert disturbed, "the recording has a disturbed trial: this test needs one"
+    for c in disturbed:
+        assert "run the cell again" not in c.text and "only a live run" in c.text, c.text

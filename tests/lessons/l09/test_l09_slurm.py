@@ -393,3 +393,16 @@ def test_the_seeds_before_on_slurm_in_lesson_09s_own_record():
     assert b.left_bytes >= b.peak * 0.99 > 0          # everything it staged and made is still on scratch
     local = ex.recorded("before")
     assert local.moved.sent == b.moved.sent
+
+
+def test_live_mode_asks_for_the_slurm_part_instead_of_refusing_its_default(monkeypatch):
+    # IOLAB_MODE=live means never replay: the Slurm part's "replayed by default" is no reason then; it
+    # runs here, or says what it lacks (here: no store was started)
+    from iolab import recordings
+    from iolab.lessons.l09_workflows import slurm as l09s
+
+    monkeypatch.setenv("IOLAB_MODE", "live")
+    with pytest.raises(recordings.CannotRunHere, match="no store was started"):
+        l09s.on_slurm(None)
+    monkeypatch.setenv("IOLAB_MODE", "auto")
+    assert l09s.on_slurm(None).mode == "replay"
