@@ -27,6 +27,7 @@ journalled ext4 alike.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -76,9 +77,20 @@ def syncs_claims(seed: pd.DataFrame, with_data: pd.DataFrame, *, expected_seed: 
 NO_TRIALS = ("this run printed only mdtest's summary (it ran without -v): its iterations are not known, and no "
              "trial is made up from the summary's Max, Min and Mean.")
 ONE_RUN = "{n} iterations of one run, the phases in turn in each"
-CLOSE = ("what would separate them: more iterations (-i), more files per rank (-n: a longer phase) or an idle "
-         "machine; with 10 files per rank a phase lasts well under a millisecond, so one interruption of a rank "
-         "weighs on a whole iteration's rate")
+CLOSE = ("each iteration's rate is one phase of a few files per rank, so one interruption of a rank (another "
+         "job on the same cores) weighs on a whole iteration; an idle machine narrows the spreads, more "
+         "iterations cannot (each adds a chance of a slow one), and more files per rank lengthen a phase but do not stop "
+         "another job from taking the rank's CPU")
+# what was counted, beside each rate comparison: the evidence that does not depend on how busy the CPUs are
+COUNTED = {
+    "stat": "the counts do not depend on how busy the CPUs are: section 6 counts the bytes the stat phase read from storage",
+    "create": "the counts do not depend on how busy the CPUs are: section 6 counts what the device wrote while the files "
+              "were created",
+    "fsync": "the counts do not depend on how busy the CPUs are: section 1 counted one fsync per file with -w, none "
+             "without it",
+    "remove": "the counts do not depend on how busy the CPUs are: section 6 counts the discards the device received while "
+              "directories and files were removed",
+}
 
 
 def _runs(first: str, second: str, n: int) -> str:
@@ -114,7 +126,7 @@ def rates_claims(runs: Mapping[str, Any], fs: Mapping[str, FsFacts], *, show: bo
             no=f"{explain.spread_text(rel)} ({how})",
             why="with 10 files per rank a phase lasts well under a millisecond, so one interruption of a "
                 "rank (another job on the same cores) weighs on a whole iteration's rate",
-            close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
+            close=f"{how}; {CLOSE}; {COUNTED['stat']}", missing=NO_TRIALS, show=show))
     order = list(runs)
     mem = [k for k, f in fs.items() if f.memory and k in runs]
     for label in [k for k, f in fs.items() if not f.memory and k in runs]:
@@ -132,7 +144,7 @@ def rates_claims(runs: Mapping[str, Any], fs: Mapping[str, FsFacts], *, show: bo
                 no=f"{explain.spread_text(rel)} ({how})",
                 why="without -w nothing waits for the device: an ext4 creation is memory work too, only "
                     "more of it, and a fast CPU hides the difference",
-                close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
+                close=f"{how}; {CLOSE}; {COUNTED['create']}", missing=NO_TRIALS, show=show))
     return claims
 
 
@@ -157,7 +169,7 @@ def fsync_cost_claims(plain: Mapping[str, Any], synced: Mapping[str, Any],
                     "is left is copying 4 KiB into a new page",
                 no=f"{explain.spread_text(rel)} ({how})",
                 why="a busy machine: each phase of 10 files lasts a fraction of a millisecond",
-                close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
+                close=f"{how}; {CLOSE}; {COUNTED['fsync']}", missing=NO_TRIALS, show=show))
         else:
             mech = ("it waits for the journal to commit the file's metadata, then flushes the device's cache"
                     if f.journal else
@@ -172,8 +184,41 @@ def fsync_cost_claims(plain: Mapping[str, Any], synced: Mapping[str, Any],
                 no=f"{explain.spread_text(rel)} ({how})",
                 why="a device with a fast, battery-backed or host-side write cache acknowledges a flush "
                     "almost at once; a virtual disk's flush may never reach a physical one",
-                close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show))
+                close=f"{how}; {CLOSE}; {COUNTED['fsync']}", missing=NO_TRIALS, show=show))
     return claims
+
+
+def load_text(runs: Mapping[str, Any]) -> str:
+    """The highest 1-minute load average of ``runs`` (each a :class:`~iolab.lessons.l05_mdtest.metadata.Rates`),
+    in words: when they ran here, or when they were recorded (from the recordings' notes)."""
+    loads = [r.load for r in runs.values() if getattr(r, "load", None) is not None]
+    modes = {getattr(r, "mode", "") for r in runs.values()}
+    when = "when they ran here" if modes == {"live"} else "when they were recorded" if modes == {"replay"} else \
+        "when they ran or were recorded"
+    if not loads:
+        return f"the load average {when} is not known"
+    return f"load average up to {max(loads):.2f} (1 min) on {os.cpu_count()} cores {when}" if modes == {"live"} else \
+        f"load average up to {max(loads):.2f} (1 min) {when}"
+
+
+def rates_summary(claims: list[explain.Claim], runs: Mapping[str, Any]) -> str:
+    """One sentence over the rate comparisons of sections 3 and 4: how many this run called, how many were too
+    close to call (with the load the runs saw), and what the lesson counted instead (the evidence that does
+    not depend on the load)."""
+    rated = [c for c in claims if c.relation.kind in ("beyond", "alike")]
+    close = [c for c in rated if c.held is None and c.relation.too_close()]
+    called = [c for c in rated if c.held is not None]
+    load = load_text(runs)
+    def were(n: int) -> str:
+        return f"{n} {'was' if n == 1 else 'were'}"
+    head = (f"Of the {len(rated)} comparisons of mdtest's rates above, {were(len(called))} called and "
+            f"{were(len(close))} too close to call ({load})")
+    if not close:
+        return head + "."
+    return (head + ": too close to call says only that these iterations cannot rank the two sides, not that they "
+            "perform alike. The evidence that another job's use of the CPUs does not change is counted: strace's fsync calls "
+            "(section 1: one per file with -w, none without), the bytes the stat phase read from storage, "
+            "what the device wrote and the discards it received (section 6).")
 
 
 # --- section 5: the calls behind one file --------------------------------------------------------
@@ -299,8 +344,10 @@ def removals_claim(label: str, calls: pd.DataFrame, f: FsFacts, *, files_written
     rmdir, unlink = per_iteration(calls, "rmdir", "directory"), per_iteration(calls, "unlink", "file")
     how = (f"each iteration's median call, {min(len(rmdir), len(unlink))} iterations of one run, each removing its "
            "directories, then its files")
-    close = (f"{how}; what would separate them: more iterations (-i), more items per rank (-n) or an idle machine "
-             "(strace -T counts a wait for a CPU inside the call)")
+    close = (f"{how}; what would separate them: more items per rank (-n: each iteration's median of more calls) or "
+             "an idle machine (strace -T counts a wait for a CPU inside the call), not more iterations (each adds a "
+             "chance of a slow one); the counts do not depend on how busy the CPUs are: the witnessed phases below count "
+             "the discards the device received")
     inside = f.discard_in_call
     if inside and not files_written:
         rel = explain.beyond("rmdir", rmdir, "unlink", unlink, by=3, unit="µs")
@@ -353,13 +400,15 @@ def removal_rates_claim(label: str, run: Any, f: FsFacts, *, show: bool = True) 
             f"mdtest's rates on {label} agree: directory removal at least 3x slower than file removal "
             "(every iteration)", rel,
             yes=f"{explain.spread_text(rel)} ({how})", no=f"{explain.spread_text(rel)} ({how})",
-            why="the discards were cheap during this run", close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show)
+            why="the discards were cheap during this run", close=f"{how}; {CLOSE}; {COUNTED['remove']}", missing=NO_TRIALS,
+            show=show)
     rel = explain.beyond("directories", d, "files", fr, by=1 / 3, unit=trials_unit(run, "file removal"))
     return explain.expect(
         f"mdtest's rates on {label} agree: directory removal within 3x of file removal (every iteration)", rel,
         yes=f"{explain.spread_text(rel)} ({how})", no=f"{explain.spread_text(rel)} ({how})",
         why="with 10 items per rank a phase lasts well under a millisecond: one slow call, or another "
-            "job on the same cores, weighs on a whole iteration", close=f"{how}; {CLOSE}", missing=NO_TRIALS, show=show)
+            "job on the same cores, weighs on a whole iteration", close=f"{how}; {CLOSE}; {COUNTED['remove']}", missing=NO_TRIALS,
+            show=show)
 
 
 # --- section 6, witnessed: what the device did during each phase ---------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -254,6 +255,19 @@ class Rates(recordings.Outcome):
     for a run without ``-v``: an older recording)."""
 
     iterations: pd.DataFrame = field(default_factory=lambda: mdtest.iterations_frame([]))
+    load: float | None = None      # the 1-minute load average when it ran (live: read after it; replay: the meta's notes)
+
+
+LOAD = re.compile(r"load average ([0-9.]+) \(1 min\)")
+
+
+def load_of(out: recordings.Outcome) -> float | None:
+    """The machine's 1-minute load average when ``out`` ran: read here after a live run, or the one its
+    recording's notes give (the recorders write "load average X (1 min)"); None when neither says."""
+    if out.mode == "live":
+        return os.getloadavg()[0]
+    m = LOAD.search(str((out.recording.meta if out.recording is not None else {}).get("notes", "")))
+    return float(m.group(1)) if m else None
 
 
 def trials(r: Rates | pd.DataFrame, operation: str) -> list[float]:
@@ -293,6 +307,7 @@ def measure_on(path: str | os.PathLike[str], options: mdtest.Options, *, tasks: 
     out = recordings.live_or_recorded(live, recording, requires=("mdtest", launcher), parse=mdtest.parse,
                                       quiet=quiet, cls=Rates)
     _witness_of(out, seen.get("witnessed"))
+    out.load = load_of(out)
     iters = options.iterations
     out.frame = rates_frame(out, path, f"the whole run (every phase, {iters} iteration{'s' * (iters != 1)})")
     fstype = out.frame["fstype"].iloc[0] if len(out.frame) else "?"

@@ -121,6 +121,60 @@ def test_rates_and_fsync_cost_on_ext4_and_tmpfs():
     assert shm.held is None and shm.text.startswith(explain.TOO_CLOSE) and "As predicted" not in shm.text
 
 
+def _runs(version: str):
+    """Sections 3-4's four runs of ``version``, replayed as the notebook measures them."""
+    places = {"/tmp": "tmp", "/dev/shm": "shm"}
+    plain = {p: M.measure_on(p, SEED, recording=f"mdtest/rates-{n}-{version}", quiet=True) for p, n in places.items()}
+    synced = {p: M.measure_on(p, replace(SEED, write_bytes=4096), recording=f"mdtest/write4k-{n}-{version}",
+                              quiet=True) for p, n in places.items()}
+    return plain, synced, {p: M.facts_of(m, p) for p, m in plain.items()}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_rates_summary_counts_what_was_too_close_and_names_the_counted_evidence(version, monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    plain, synced, fs = _runs(version)
+    claims = ok(C.rates_claims(plain, fs, show=False) + C.fsync_cost_claims(plain, synced, fs, show=False))
+    close = [c for c in claims if c.text.startswith(explain.TOO_CLOSE)]
+    # 4.0.0 (load 2.60 when recorded): only tmpfs's "within 3x with -w" overlaps; 3.3.0 (load 2.66): four of five
+    assert len(close) == {"4.0.0": 1, "3.3.0": 4}[version]
+    for c in close:        # each too-close sentence names the count that stands instead of its rates
+        assert "the counts do not depend on how busy the CPUs are: section" in c.text, c.text
+        assert "more iterations cannot" in c.text and "more iterations (-i)" not in c.text
+    loads = {r.load for r in {**plain, **synced}.values()}
+    assert all(x is not None and 0 < x < 10 for x in loads)
+    s = C.rates_summary(claims, {**plain, **{f"{p} -w": r for p, r in synced.items()}})
+    called = len(claims) - len(close)
+    assert s.startswith(f"Of the 5 comparisons of mdtest's rates above, {called} {'was' if called == 1 else 'were'} "
+                        f"called and {len(close)} {'was' if len(close) == 1 else 'were'} too close to call")
+    assert f"load average up to {max(loads):.2f} (1 min) when they were recorded" in s
+    assert "strace's fsync calls (section 1" in s and "not that they perform alike" in s
+
+
+def test_the_rates_summary_when_every_comparison_was_called(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    plain, synced, fs = _runs("4.0.0")
+    claims = ok(C.rates_claims(plain, fs, show=False))          # these three held in the recording
+    assert all(c.held for c in claims)
+    s = C.rates_summary(claims, plain)
+    assert s == ("Of the 3 comparisons of mdtest's rates above, 3 were called and 0 were too close to call "
+                 "(load average up to 2.60 (1 min) when they were recorded).")
+    # a recording whose notes give no load: said so, not guessed
+    for r in plain.values():
+        r.load = None
+    assert "the load average when they were recorded is not known" in C.rates_summary(claims, plain)
+
+
+def test_load_of_reads_the_recordings_notes_and_the_machine_live(monkeypatch):
+    monkeypatch.setenv("IOLAB_MODE", "replay")
+    r = M.measure_on("/tmp", SEED, recording="mdtest/rates-tmp-4.0.0", quiet=True)
+    assert r.load == 2.60 and "load average 2.60 (1 min)" in r.recording.meta["notes"]
+    live = recordings.Outcome(mode="live", text="", provenance="")
+    assert M.load_of(live) == pytest.approx(__import__("os").getloadavg()[0], abs=5)
+    bare = recordings.Outcome(mode="replay", text="", provenance="")
+    assert M.load_of(bare) is None
+
+
 def test_a_disturbed_iteration_is_not_hidden_by_a_mean():
     # mdtest 3.3.0's recording ran beside others' jobs: one /tmp stat iteration at 12,978/s against
     # creations up to 31,780/s. The means (and the old explain.greater on them) called it; the rule does not.
@@ -282,6 +336,9 @@ def test_removal_claims_on_six_filesystems(version, name, slow):
         assert ("sends the device a discard" in claim.text) == bool(slow) and "median of 10" in claim.text
     else:
         assert claim.text.startswith(explain.TOO_CLOSE) and "As predicted" not in claim.text
+        # the per-call medians: more items per rank help them, more iterations do not; the counts stand instead
+        assert "more items per rank (-n: each iteration's median of more calls)" in claim.text
+        assert "not more iterations" in claim.text and "count the discards the device received" in claim.text
 
 
 @pytest.mark.parametrize("version", VERSIONS)
