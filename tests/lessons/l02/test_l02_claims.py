@@ -55,7 +55,7 @@ def test_call_cost_with_a_replayed_dd_cannot_tell(where, monkeypatch, tmp_path):
     assert len(out.frame) == 1           # the one recorded run is never counted as several
     sweep = _sweep(cold_big=0.002, warm_big=0.00005)
     c = lab.call_cost_claims(sweep, out, show=False)[0]
-    assert c.held is None and c.consistent() and "another machine" in c.text
+    assert c.held is None and c.consistent() and "replayed from a recording, not run beside" in c.text
 
 
 @pytest.mark.live
