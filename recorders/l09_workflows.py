@@ -1,6 +1,6 @@
 """Record lesson 09's runs (needs snakemake, bwa, samtools, bcftools, wgsim, s3cmd, SeaweedFS: `make setup`).
 
-    .venv/bin/python -m recorders.l09_workflows [--only before,dry-run,dag,c1,c3,kill,int,metrics]
+    .venv/bin/python -m recorders.l09_workflows [--only before,dry-run,dag,c1,c3,kill,int,partial,metrics]
 
 Writes data/recorded/workflows/<name>.json (one run's record: every step's argv, exit status, time,
 stdout and stderr, the S3 gateway's lines of SeaweedFS's /metrics before and after each step, the
@@ -18,7 +18,7 @@ from iolab import recordings, workspace
 from iolab.lessons.l09_workflows import experiments as ex
 from iolab.lessons.l09_workflows.lab import open_lab
 
-RUNS = ("before", "dry-run", "dag", "c1", "c3", "kill", "int")
+RUNS = ("before", "dry-run", "dag", "c1", "c3", "kill", "int", "partial")
 
 
 def _load() -> str:
@@ -64,7 +64,8 @@ def main() -> None:
                 ("c1", lambda: ex.workflow(lab, cores=1, save_as="snakemake-c1")),
                 ("c3", lambda: ex.workflow(lab, cores=3, save_as="snakemake-c3")),
                 ("kill", lambda: ex.resume(lab, sig="KILL", save_as="resume-kill")),
-                ("int", lambda: ex.resume(lab, sig="INT", save_as="resume-int"))]
+                ("int", lambda: ex.resume(lab, sig="INT", save_as="resume-int")),
+                ("partial", lambda: ex.partial(lab, save_as="partial-read"))]
         for name, fn in todo:
             if name in only:
                 out = fn()

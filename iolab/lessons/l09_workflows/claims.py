@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...explain import Claim, beyond, expect, fact, greater, within
 from ...units import format_size
-from .experiments import Calls, Record, Workflow
+from .experiments import Calls, Partial, Record, Workflow
 
 
 def _mb(n: float) -> str:
@@ -104,3 +104,80 @@ def calls_claims(calls: Calls, *, show: bool = True) -> list[Claim]:
                              "positions",
                no=lambda e: f"{calls.called_true:,} of {calls.calls:,} calls", show=show),
     ]
+
+
+def partial_claims(p: Partial, *, show: bool = True) -> list[Claim]:
+    """Staging against streaming for a job that reads the start of one object: bytes, scratch, the block."""
+    st, dflt, small = p.way("stage"), p.way("default block"), p.way("small block")
+    size, read = int(st["object"]), int(small["read"])
+    excess = int(small["sent"]) - read
+    return [
+        expect("staging fetches the whole object for a job that reads a part of it",
+               within("store sent", st["sent"], "object", size, rel=0.0),
+               yes=lambda e: f"{_mb(size)} sent for {_mb(int(st['records']))} of reads the job used "
+                             f"({int(st['records']) / size:.1%}), and {_mb(int(st['scratch_peak']))} on scratch",
+               no=lambda e: f"{_mb(e['store sent'])} sent of a {_mb(size)} object", show=show),
+        expect("streaming at s3fs's default block size fetches no less than staging (its block is larger than the object)",
+               within("default block", dflt["sent"], "staged", st["sent"], rel=0.0),
+               yes=lambda e: f"block {format_size(int(dflt['block_size']))} against an object of {_mb(size)}: "
+                             f"{_mb(e['default block'])} sent, but nothing written to scratch",
+               no=lambda e: f"{_mb(e['default block'])} against {_mb(e['staged'])}",
+               why="an object larger than the block", show=show),
+        expect("with a 64 KiB block the store sends what the reader read plus less than one block",
+               fact("read <= sent < read + block", read <= int(small["sent"]) < read + int(small["block_size"])),
+               yes=f"{int(small['sent']):,} bytes sent for {read:,} read: {excess:,} more, under the block of "
+                   f"{int(small['block_size']):,} ({int(small['gets'])} ranged GETs); "
+                   f"{int(st['sent']) / int(small['sent']):.0f} times less than staging",
+               no=f"{int(small['sent']):,} bytes sent for {read:,} read (block {int(small['block_size']):,})",
+               show=show),
+    ]
+
+
+def where_table(runs: dict[str, Record]):
+    """The lesson's runs side by side in counted facts: bytes from the store, the scratch peak, what is
+    left on scratch afterwards, the store's requests."""
+    import pandas as pd
+
+    rows = {}
+    for name, r in runs.items():
+        assert r.moved is not None
+        if isinstance(r, Partial):
+            for way in ("stage", "small block"):
+                w = r.way(way)
+                rows[f"{name}: {way}"] = {"from store (MB)": w["sent"] / 1e6, "scratch peak (MB)": w["scratch_peak"] / 1e6,
+                                          "left on scratch (MB)": w["left"] / 1e6, "requests": int(w["requests"])}
+            continue
+        rows[name] = {"from store (MB)": r.moved.sent / 1e6, "scratch peak (MB)": r.peak / 1e6,
+                      "left on scratch (MB)": r.left_bytes / 1e6, "requests": r.moved.requests}
+    return pd.DataFrame(rows).T.round(3).astype({"requests": int})
+
+
+def where_claims(table, *, show: bool = True) -> list[Claim]:
+    """What the table says about where inputs, intermediates and results belong, each from its rows."""
+    t = table
+    staged = [k for k in t.index if k.startswith("before") or k.startswith("Slurm")]
+    flows = [k for k in t.index if k.startswith("-c ")]
+    stream = [k for k in t.index if k.endswith("small block")]
+    left_staged = min(t.loc[k, "left on scratch (MB)"] for k in staged)
+    left_flow = max(t.loc[k, "left on scratch (MB)"] for k in flows)
+    out = [
+        expect("inputs staged by hand stay on scratch: every staged run leaves at least ten times what a workflow leaves",
+               greater("staged, least left", left_staged, "workflow, most left", left_flow, by=10),
+               yes=lambda e: f"{e['staged, least left']:.2f} MB against {e['workflow, most left']:.3f} MB: "
+                             "scratch holds intermediates only while a job runs if a tool removes them",
+               no=lambda e: f"{e['staged, least left']:.2f} MB against {e['workflow, most left']:.3f} MB",
+               show=show),
+        expect("the workflow reads every input from the store as the copy does: the store can be the inputs' home",
+               within("workflow", t.loc[flows[0], "from store (MB)"], "before", t.loc[staged[0], "from store (MB)"],
+                      rel=0.0),
+               yes=lambda e: f"{e['workflow']:.2f} MB either way, and scratch afterwards keeps none of it",
+               no=lambda e: f"{e['workflow']:.2f} MB against {e['before']:.2f} MB", show=show),
+    ]
+    if stream:
+        s = stream[0]
+        out.append(expect("a job that reads a part of an input needs no scratch for it when it streams",
+                          fact("no scratch", t.loc[s, "scratch peak (MB)"] == 0),
+                          yes=f"scratch peak {t.loc[s, 'scratch peak (MB)']:.0f} MB, {t.loc[s, 'from store (MB)']:.3f} MB "
+                              f"from the store in {int(t.loc[s, 'requests'])} requests",
+                          no=f"scratch peak {t.loc[s, 'scratch peak (MB)']:.2f} MB", show=show))
+    return out

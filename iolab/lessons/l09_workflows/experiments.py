@@ -24,7 +24,7 @@ from ...tools import seaweedfs
 from ...tools import snakemake as smk
 from . import lab as _lab
 from .lab import SNAKEFILE, Lab
-from .runs import Recorder, Step
+from .runs import Recorder, Step, call
 
 DIR = "workflows"
 TOOLS = ("snakemake", "bwa", "samtools", "bcftools", "wgsim")
@@ -49,7 +49,7 @@ def _door(live, recording: str, lab: Lab | None, cls, save_as: str | None, notes
         doc = live()
         if save_as:
             recordings.save(json.dumps(doc, indent=1) + "\n", f"{DIR}/{save_as}", ext="json",
-                            argv=doc["steps"][0]["argv"] if doc["steps"] else [], tool_version=_versions(),
+                            argv=doc["steps"][0]["argv"] if doc["steps"] else [], tool_version=doc.get("versions") or _versions(),
                             fs_path=lab.ws.root, stream="file",
                             notes=f"{notes}; load {_load(doc)} (1-minute average, before -> after)")
         return cls("live", json.dumps(doc), f"LIVE run here ({doc['host']}, {doc['started']}, load "
@@ -162,7 +162,7 @@ def recorded(name: str) -> Record:
     whatever runs here: what an exercise is graded on."""
     rec = recordings.load(f"{DIR}/{name}")
     doc = _read(rec)
-    cls = Record if doc.get("kind") == "before" else Workflow
+    cls = {"before": Record, "partial": Partial}.get(doc.get("kind"), Workflow)
     out = cls("replay", rec.text, rec.provenance, recording=rec, data=doc)
     out.analyse()
     return out
@@ -450,3 +450,109 @@ def calls_against_truth(run: Record) -> Calls:
         truth |= truth_positions(t)
     hit = sum(1 for p in called if p in truth)
     return Calls(len(called), len(truth), len(set(called) & truth), len(called) - hit)
+
+
+# --- 5. staging against streaming, for a job that reads only the start of its input -----------------------
+
+PART_READS = 1000                 # the job needs the first 1,000 reads of a sample (4,000 FASTQ lines)
+PART_KEY = "data/samples/A.fastq"
+SMALL_BLOCK = 64 * 1024           # an fsspec block size chosen for a partial read
+READ_CHUNK = 8192                 # the job's own read size
+
+
+def first_reads(f, n: int, chunk: int = READ_CHUNK) -> tuple[int, int]:
+    """Read ``f`` in ``chunk``-byte reads until ``n`` FASTQ records (4n lines) are in: (the bytes the
+    reader read, the bytes of the n records). ParseError when the object holds fewer."""
+    got = lines = 0
+    while True:
+        b = f.read(chunk)
+        if not b:
+            raise ParseError(f"fewer than {n} FASTQ records ({lines} lines) in the object")
+        k = b.count(b"\n")
+        if lines + k >= 4 * n:
+            idx = -1
+            for _ in range(4 * n - lines):
+                idx = b.index(b"\n", idx + 1)
+            return got + len(b), got + idx + 1
+        lines += k
+        got += len(b)
+
+
+@dataclass
+class Partial(Record):
+    """Staging against streaming: per way (``ways``, one row per step), the bytes the reader read, the
+    bytes the store sent, its GETs and HEADs, the block size, the scratch peak."""
+
+    ways: pd.DataFrame | None = None
+
+    def analyse(self) -> None:
+        super().analyse()
+        assert self.steps is not None
+        facts = [safeio.loads(s["stdout"]) for s in self.data["steps"]]
+        self.ways = pd.concat([self.steps[["label", "sent", "gets", "heads", "requests", "seconds"]],
+                               pd.DataFrame(facts)], axis=1).set_index("label")
+
+    def way(self, kind: str) -> pd.Series:
+        """The row of 'stage', 'default block' or 'small block'."""
+        assert self.ways is not None
+        rows = self.ways[self.ways["way"] == kind]
+        if len(rows) != 1:
+            raise ParseError(f"the record has {len(rows)} steps of kind {kind!r}")
+        return rows.iloc[0]
+
+
+def _s3fs(lab: Lab):
+    import s3fs
+
+    return s3fs.S3FileSystem(key=lab.ep.access_key, secret=lab.ep.secret_key, endpoint_url=lab.ep.url,
+                             client_kwargs={"region_name": lab.ep.region}, skip_instance_cache=True,
+                             use_listings_cache=False, config_kwargs={"s3": {"addressing_style": "path"}})
+
+
+def partial(lab: Lab | None, *, reads: int = PART_READS, recording: str = "partial-read",
+            save_as: str | None = None) -> Partial:
+    """A job that needs only the first ``reads`` reads of sample A, three ways: (a) copy the whole
+    object to scratch (boto3 ``download_file``), read the part, remove the copy; (b) read it straight
+    from the store with s3fs at its default block size; (c) the same with ``block_size=64 KiB``."""
+    def live() -> dict:
+        assert lab is not None
+        import s3fs
+
+        scratch = Path(lab.ws.mkdir(f"l09-partial-{_n()}"))
+        size = lab.objects[PART_KEY]
+        lab.ws.reserve(size)
+        cl = lab.client()
+
+        def stage() -> dict:
+            local = scratch / "A.fastq"
+            cl.download_file(lab.bucket, PART_KEY, str(local))
+            peak = _lab.tree_bytes(scratch)
+            rec.sampler.sample()                  # the copy's moment on scratch, in the record's samples too
+            with open(local, "rb") as f:
+                got, records = first_reads(f, reads)
+            local.unlink()
+            return {"way": "stage", "object": size, "read": got, "records": records, "block_size": None,
+                    "client_fetched": size, "scratch_peak": peak, "left": _lab.tree_bytes(scratch)}
+
+        def stream(block: int | None) -> dict:
+            fs = _s3fs(lab)
+            with fs.open(f"{lab.bucket}/{PART_KEY}", "rb", **({"block_size": block} if block else {})) as f:
+                got, records = first_reads(f, reads)
+                bs, fetched = f.blocksize, f.cache.total_requested_bytes
+            return {"way": "default block" if block is None else "small block", "object": size, "read": got,
+                    "records": records, "block_size": bs, "client_fetched": fetched,
+                    "scratch_peak": _lab.tree_bytes(scratch), "left": _lab.tree_bytes(scratch)}
+
+        import boto3
+        import fsspec
+
+        versions = f"s3fs {s3fs.__version__}; fsspec {fsspec.__version__}; boto3 {boto3.__version__}"
+        with Recorder(lab, "partial", scratch, reads=reads, key=PART_KEY, versions=versions) as rec:
+            call(rec, "stage: copy to scratch, read the part", ["boto3", "download_file", PART_KEY], stage)
+            call(rec, "stream: s3fs, default block size", ["s3fs", "open", PART_KEY], lambda: stream(None))
+            call(rec, "stream: s3fs, block_size=64 KiB", ["s3fs", "open", PART_KEY, f"block_size={SMALL_BLOCK}"],
+                 lambda: stream(SMALL_BLOCK))
+        shutil.rmtree(scratch)
+        return rec.doc
+    return _door(live, recording, lab, Partial, save_as,
+                 f"the first {reads:,} reads of {PART_KEY}: staged to scratch, and streamed with s3fs")

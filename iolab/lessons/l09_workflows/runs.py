@@ -184,3 +184,19 @@ def _shown(argv: list[str], lab: Lab) -> list[str]:
     """argv as a record keeps it: the workspace's path written as $WS (no secret is ever in an argv)."""
     root = str(lab.ws.root)
     return [a.replace(root, "$WS") for a in argv]
+
+
+def call(rec: Recorder, label: str, shown: Sequence[str], fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """An in-process step of a record (a read through boto3 or s3fs, no program): ``fn()``'s counted
+    facts kept as the step's stdout (JSON), the store's counters read after it, as :meth:`Recorder.step`."""
+    import json
+
+    t = time.monotonic() - rec.sampler._t0
+    t0 = time.perf_counter()
+    facts = fn()
+    seconds = time.perf_counter() - t0
+    rec.doc["steps"].append({
+        "label": label, "argv": _shown(list(shown), rec.lab), "returncode": 0, "seconds": round(seconds, 3),
+        "start": round(t, 3), "signal": None, "stdout": json.dumps(facts), "stderr": "",
+        "metrics": s3_lines(rec.lab.metrics_text())})
+    return facts
