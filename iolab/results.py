@@ -82,6 +82,10 @@ MAX_ROWS_PER_USER = 5000
 # carry thousands of distinct names would make the class's frame rows x columns big (60,000 columns of one
 # member's 2,000 rows: over a GiB)
 MAX_COLUMNS_PER_USER = 256
+# and the groups a class is compared in: a student measures a few filesystems and operations, so one
+# member's thousands of labels would only swell every summary and chart (rows of other owners only)
+MAX_LABELS_PER_USER = 32
+LABELLED = ("filesystem", "operation", "tool")
 #: how long a save waits for another kernel of the same user to finish its own
 LOCK_TIMEOUT = 30.0
 
@@ -527,6 +531,8 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
     rows: list[dict[str, Any]] = []
     per_user: dict[Any, int] = {}
     cut: dict[Any, int] = {}
+    labels: dict[Any, dict[str, set[Any]]] = {}
+    cut_labels: dict[Any, set[str]] = {}
     columns: dict[Any, set[str]] = {}
     cut_columns: dict[Any, set[str]] = {}
     trusted_users: set[Any] = set()
@@ -549,6 +555,16 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
             if n >= MAX_ROWS_PER_USER:
                 cut[r["user"]] = cut.get(r["user"], 0) + 1
                 continue
+            if owner is not None:
+                seen = labels.setdefault(r["user"], {})
+                over = [c for c in LABELLED if r.get(c) is not None and r[c] not in seen.setdefault(c, set())
+                        and len(seen[c]) >= MAX_LABELS_PER_USER]
+                if over:
+                    cut_labels.setdefault(r["user"], set()).update(over)
+                    continue
+                for c in LABELLED:
+                    if r.get(c) is not None:
+                        seen[c].add(r[c])
             per_user[r["user"]] = n + 1
             if owner is None:
                 trusted_users.add(r["user"])
@@ -564,6 +580,10 @@ def load(directory: str | os.PathLike[str] | None = None, *, users: Sequence[str
     for user, n in cut.items():
         warnings.warn(f"{user}: {n} rows beyond the first {MAX_ROWS_PER_USER} were not read (MAX_ROWS_PER_USER: "
                       f"one member of the class counts once)", ResultsWarning, stacklevel=2)
+    for user, cols in cut_labels.items():
+        warnings.warn(f"{user}: rows with more than {MAX_LABELS_PER_USER} different values of {', '.join(sorted(cols))} "
+                      f"were not read beyond the first {MAX_LABELS_PER_USER} (MAX_LABELS_PER_USER)", ResultsWarning,
+                      stacklevel=2)
     for user, names in cut_columns.items():
         warnings.warn(f"{user}: {len(names)} column names beyond the first {MAX_COLUMNS_PER_USER} were not read "
                       f"(MAX_COLUMNS_PER_USER), such as {sorted(names)[0]!r}", ResultsWarning, stacklevel=2)

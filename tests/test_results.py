@@ -594,3 +594,33 @@ def test_one_members_values_of_another_kind_or_thousands_of_columns_do_not_break
     if kind not in ("null-operation", "null-mode", "number-tool", "number-mode"):   # a missing value is no cut
         assert mine, out["warned"]
     assert not [w for w in out["warned"] if mallory.pw_name not in w], out["warned"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of another owner need root to make")
+def test_one_member_cannot_swell_the_class_into_thousands_of_groups(tmp_path):
+    # the walkthrough (issue 32): 3,000 distinct filesystem labels of one member swelled every summary
+    import pwd as _pwd
+    uid = 54400
+    while True:
+        try:
+            _pwd.getpwuid(uid)
+            uid += 1
+        except KeyError:
+            break
+    ms = [{"id": f"m{i}", "saved_at": "2026-01-01T00:00:00Z", "user": str(uid), "host": "h", "node": None,
+           "filesystem": {"label": f"/fs{i}", "fstype": "ext4"}, "tool": "mdtest", "tool_version": "t",
+           "options": [], "mode": "live", "recording": None, "notes": "", "columns": ["rate", "operation"],
+           "rows": [{"rate": 1.0, "operation": f"op{i}"}]} for i in range(3000)]
+    p = tmp_path / f"{uid}.json"
+    p.write_text(json.dumps({"schema_version": 1, "user": str(uid), "measurements": ms}))
+    os.chown(p, uid, uid)
+    (tmp_path / "ann.json").write_text(_doc("ann", rows=[{"rate": 5.0, "operation": f"op{i}"} for i in range(40)]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = results.load(tmp_path)
+    mine = df[df["user"] == str(uid)]
+    assert mine["filesystem"].nunique() <= results.MAX_LABELS_PER_USER
+    assert mine["operation"].nunique() <= results.MAX_LABELS_PER_USER
+    assert (df["user"] == "ann").sum() == 40           # files of the loader's own are not cut
+    assert sum("MAX_LABELS_PER_USER" in str(w.message) for w in caught) == 1
+    assert len(results.summary(df, "rate", by=["filesystem"])) <= results.MAX_LABELS_PER_USER + 1
