@@ -1,4 +1,4 @@
-"""Lesson 09, section 4: the workflow's jobs as Slurm jobs, on the course's private Slurm.
+"""Lesson 09, section 5: the workflow's jobs as Slurm jobs, on the course's private Slurm.
 
 What it measures, with two witnesses that must agree: the store's own counters (bytes and requests,
 :mod:`iolab.tools.seaweedfs`) and snakemake's logs (the submit host's, and each Slurm job's own output),
@@ -784,7 +784,7 @@ class OnSlurm(recordings.Outcome):
 
 def on_slurm(lab: Any = None, *, live: bool = False, grouped: bool = True, executor: str = EXECUTOR,
              recording: str = RECORDING, save_as: str | None = None) -> OnSlurm:
-    """Section 4: the workflow's jobs as Slurm jobs on a private 2-node Slurm started here.
+    """Section 5: the workflow's jobs as Slurm jobs on a private 2-node Slurm started here.
 
     Replayed by default (a run takes about a minute on a quiet machine: more than the lesson's 90 s
     allow beside its other runs); ``live=True`` runs it here when Slurm can start (root, slurm-wlm,
@@ -867,7 +867,7 @@ def bench_run(lab: Any, *, executor: str = EXECUTOR, grouped: bool = True, nodes
 
 
 def slurm_claims(out: OnSlurm, *, show: bool = True) -> list[explain.Claim]:
-    """Section 4's sentences, each chosen by this run's (or recording's) numbers."""
+    """Section 5's sentences, each chosen by this run's (or recording's) numbers."""
     b, puts, jobs = out.bytes, out.result_puts, out.frame
     vcf = out.data.sizes.get("results/all.vcf")
     staged = b["fetched on nodes"] == 0 and b["fetched by submit host"] == b["store sent"]
@@ -934,7 +934,11 @@ def before_on_slurm(lab: Any = None, *, live: bool = False, recording: str = BEF
     the result back. Replayed by default (like :func:`on_slurm`); ``live=True`` with a ``lab`` runs it."""
     def unavailable() -> str | None:
         if not live:
-            return "replayed by default (before_on_slurm(lab, live=True) runs it on a private Slurm)"
+            why = "replayed by default (before_on_slurm(lab, live=True) runs it on a private Slurm, as IOLAB_MODE=live does)"
+            try:
+                return recordings.replay_reason((), why)
+            except recordings.CannotRunHere:
+                pass            # IOLAB_MODE=live asks for every part: it runs here, or says why it cannot
         if lab is None:
             return "no store was started here (lab is None)"
         return slurm_cluster.why_not()

@@ -404,5 +404,7 @@ def test_live_mode_asks_for_the_slurm_part_instead_of_refusing_its_default(monke
     monkeypatch.setenv("IOLAB_MODE", "live")
     with pytest.raises(recordings.CannotRunHere, match="no store was started"):
         l09s.on_slurm(None)
+    with pytest.raises(recordings.CannotRunHere, match="no store was started"):
+        l09s.before_on_slurm(None)
     monkeypatch.setenv("IOLAB_MODE", "auto")
     assert l09s.on_slurm(None).mode == "replay"
