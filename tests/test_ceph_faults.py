@@ -27,7 +27,7 @@ import pytest
 from conftest import needs, own_tmp_dir, wait_until
 from unix_users import made, needs_users
 
-from iolab import workspace
+from iolab import service, workspace
 from iolab.ceph import TOOLS, Cluster
 from iolab.ceph import cluster as cluster_mod
 from iolab.ceph import ports
@@ -328,6 +328,9 @@ def test_a_daemon_whose_whole_range_is_taken_fails_naming_the_range_and_its_hold
                 with pytest.raises(ports.PortTaken) as e:
                     c.start()
                 assert c.leftovers() == []
+                # the daemon that could not bind is stopped too: none of the cluster's stays registered
+                # (a later test's teardown found osd.1 still in service.LIVE)
+                assert not [s for s in service.LIVE if s.name.startswith("ceph ")], service.LIVE
             span = c.ranges["osd.1"]
             msg = str(e.value)
             assert "osd.1" in msg and f"{span.start}-{span.stop - 1}" in msg and mallory.pw_name in msg, msg

@@ -410,6 +410,7 @@ public_addrv = [v2:127.0.0.1:{v2},v1:127.0.0.1:{v1}]
         if "unable to bind" not in svc.log_tail(60):
             return
         self.services.pop(name, None)
+        svc.stop()          # out of the cluster's services, so its stop() would not reach it: out of LIVE too
         span = self.ranges.get(name)
         if span is None:
             taken = [p for p in (self.ports or ()) if not _ports.is_free(p)] or list(self.ports or ())
