@@ -431,6 +431,18 @@ class CannotRunHere(ToolMissing):
         Exception.__init__(self, f"IOLAB_MODE=live, but it cannot run live here: {reason}")
 
 
+def unless_asked(live: bool, why: str) -> str | None:
+    """Why a part that runs live only when asked (too slow for the lesson's time) replays: ``why``, unless
+    it was asked (``live``) or IOLAB_MODE=live asks for every part, which then runs here or says what
+    it lacks."""
+    if live:
+        return None
+    try:
+        return replay_reason((), why)
+    except CannotRunHere:
+        return None
+
+
 def replay_reason(requires: Sequence[str] = (), unavailable: str | Callable[[], str | None] | None = None, *,
                   strict: bool = True) -> str | None:
     """The one decision between live and replay: None when the experiment runs live here, else why it

@@ -450,6 +450,18 @@ def test_kernel_install_carries_class_settings(tmp_path):
 
 # --- one member of the class counts once (issue 32: 20,000 valid files made the class median theirs) ---
 
+def _unused_uid(start: int) -> int:
+    """The first uid from start that no account has (a file's owner named by its number)."""
+    import pwd
+    uid = start
+    while True:
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+        uid += 1
+
+
 def _flood(d: Path, uid: int, name: str, files: int, rows: int, rate: float) -> None:
     """files valid results files owned by uid, each of rows measurements of one row each at rate."""
     ms = [{"id": f"m{i}", "saved_at": "2026-01-01T00:00:00Z", "user": name, "host": "h", "node": None,
@@ -465,14 +477,7 @@ def _flood(d: Path, uid: int, name: str, files: int, rows: int, rate: float) -> 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="files of another owner need root to make")
 def test_one_owner_with_many_valid_files_counts_once(tmp_path):
-    import pwd as _pwd
-    uid = 54321
-    while True:                                   # a uid nobody has here: its name is the number
-        try:
-            _pwd.getpwuid(uid)
-            uid += 1
-        except KeyError:
-            break
+    uid = _unused_uid(54321)                      # a uid nobody has here: its name is the number
     name = str(uid)
     for i, user in enumerate(["ann", "bob", "cem", "dee", "eve"]):
         # five honest students (files of the loader's own, as recorded class data), about 100 ops/s
@@ -599,14 +604,7 @@ def test_one_members_values_of_another_kind_or_thousands_of_columns_do_not_break
 @pytest.mark.skipif(os.geteuid() != 0, reason="files of another owner need root to make")
 def test_one_member_cannot_swell_the_class_into_thousands_of_groups(tmp_path):
     # the walkthrough (issue 32): 3,000 distinct filesystem labels of one member swelled every summary
-    import pwd as _pwd
-    uid = 54400
-    while True:
-        try:
-            _pwd.getpwuid(uid)
-            uid += 1
-        except KeyError:
-            break
+    uid = _unused_uid(54400)
     ms = [{"id": f"m{i}", "saved_at": "2026-01-01T00:00:00Z", "user": str(uid), "host": "h", "node": None,
            "filesystem": {"label": f"/fs{i}", "fstype": "ext4"}, "tool": "mdtest", "tool_version": "t",
            "options": [], "mode": "live", "recording": None, "notes": "", "columns": ["rate", "operation"],

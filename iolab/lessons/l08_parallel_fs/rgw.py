@@ -35,14 +35,8 @@ OPT_IN = ("the RADOS Gateway part runs live only when asked (RGW_LIVE = True in 
 
 
 def _unless_asked(live: bool) -> str | None:
-    """Why the section replays although a cluster runs: it was not asked to run live. IOLAB_MODE=live
-    asks for every part (never replay): the door then refuses the reason, and the part runs here."""
-    if live:
-        return None
-    try:
-        return recordings.replay_reason((), OPT_IN)
-    except recordings.CannotRunHere:
-        return None
+    """Why the section replays although a cluster runs: it was not asked to run live."""
+    return recordings.unless_asked(live, OPT_IN)
 
 
 def _read_counted(c: Cluster, via: str, read) -> dict:

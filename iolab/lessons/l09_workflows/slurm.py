@@ -792,13 +792,10 @@ def on_slurm(lab: Any = None, *, live: bool = False, grouped: bool = True, execu
     ``.ep``, ``.env(workdir)``, ``.client()``, ``.bucket``). The cluster is stopped before it returns."""
 
     def unavailable() -> str | None:
-        if not live:
-            why = (f"replayed by default: one run on Slurm takes about {LIVE_SECONDS} s here "
-                   "(on_slurm(lab, live=True) runs it, as IOLAB_MODE=live does)")
-            try:
-                return recordings.replay_reason((), why)
-            except recordings.CannotRunHere:
-                pass            # IOLAB_MODE=live asks for every part: it runs here, or says why it cannot
+        why = recordings.unless_asked(live, f"replayed by default: one run on Slurm takes about {LIVE_SECONDS} s "
+                                            "here (on_slurm(lab, live=True) runs it, as IOLAB_MODE=live does)")
+        if why:
+            return why
         if lab is None:
             return "no store was started here (lab is None)"
         return slurm_cluster.why_not()
@@ -933,12 +930,10 @@ def before_on_slurm(lab: Any = None, *, live: bool = False, recording: str = BEF
     (:data:`BEFORE_JOBS`, one step spanning them) on a private 2-node Slurm started for it, then copy
     the result back. Replayed by default (like :func:`on_slurm`); ``live=True`` with a ``lab`` runs it."""
     def unavailable() -> str | None:
-        if not live:
-            why = "replayed by default (before_on_slurm(lab, live=True) runs it on a private Slurm, as IOLAB_MODE=live does)"
-            try:
-                return recordings.replay_reason((), why)
-            except recordings.CannotRunHere:
-                pass            # IOLAB_MODE=live asks for every part: it runs here, or says why it cannot
+        why = recordings.unless_asked(live, "replayed by default (before_on_slurm(lab, live=True) runs it on a "
+                                            "private Slurm, as IOLAB_MODE=live does)")
+        if why:
+            return why
         if lab is None:
             return "no store was started here (lab is None)"
         return slurm_cluster.why_not()
